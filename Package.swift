@@ -1,0 +1,47 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Keepsake",
+    products: [
+        .executable(name: "keepsake", targets: ["keepsake"]),
+    ],
+    targets: [
+        // MARK: C libraries from Debian's -dev packages
+        .systemLibrary(
+            name: "CArchive",
+            pkgConfig: "libarchive",
+            providers: [.apt(["libarchive-dev"])]
+        ),
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+
+        // GNU/Linux calls (xattrs, SEEK_DATA, O_NOATIME) that Glibc's Swift module lacks.
+        .systemLibrary(name: "CPosix"),
+
+        // MARK: Layers
+        .target(
+            name: "BackupCore",
+            dependencies: ["CArchive", "CCrypto", "CPosix"]
+        ),
+        .target(name: "TerminalUI"),
+        .target(
+            name: "KeepsakeCLI",
+            dependencies: ["BackupCore", "TerminalUI"]
+        ),
+        .executableTarget(
+            name: "keepsake",
+            dependencies: ["KeepsakeCLI"]
+        ),
+
+        // MARK: Tests
+        .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore"]),
+        .testTarget(name: "TerminalUITests", dependencies: ["TerminalUI"]),
+        .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "TerminalUI"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["keepsake"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,121 @@
+import CArchive
+import Foundation
+
+/// Reads a tar archive (any compression libarchive knows) from a byte source, entry by
+/// entry, front to back.
+public final class ArchiveReader {
+    // MARK: State
+
+    private let archive: OpaquePointer
+    private let input: SourceBox
+    /// The archive's name, for messages.
+    public let name: String
+
+    /// Feeds libarchive from the source; keeps the first error the source threw.
+    private final class SourceBox {
+        let source: ByteSource
+        var buffer: UnsafeMutableRawBufferPointer
+        var error: Error?
+        init(source: ByteSource) {
+            self.source = source
+            buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
+        }
+        deinit { buffer.deallocate() }
+    }
+
+    // MARK: Life cycle
+
+    /// Opens a reader. Plain (uncompressed) tar and every compression libarchive supports
+    /// are recognised from the bytes, not the name.
+    public init(source: ByteSource, name: String) throws {
+        _ = LibarchiveSetup.prepared
+        guard let archive = archive_read_new() else { throw ArchiveError.setup("out of memory") }
+        self.archive = archive
+        self.name = name
+        self.input = SourceBox(source: source)
+        archive_read_support_filter_all(archive)
+        archive_read_support_format_tar(archive)
+        archive_read_support_format_gnutar(archive)
+        let client = Unmanaged.passUnretained(input).toOpaque()
+        let status = archive_read_open2(archive, client, nil, { _, client, bufferOut in
+            guard let client, let bufferOut else { return -1 }
+            let box = Unmanaged<SourceBox>.fromOpaque(client).takeUnretainedValue()
+            do {
+                let count = try box.source.read(into: box.buffer)
+                bufferOut.pointee = UnsafeRawPointer(box.buffer.baseAddress)
+                return count
+            } catch {
+                box.error = box.error ?? error
+                return -1
+            }
+        }, nil, nil)
+        guard status == ARCHIVE_OK else {
+            let reason = input.error.map { "\($0)" } ?? LibarchiveSetup.errorMessage(archive)
+            archive_read_free(archive)
+            throw ArchiveError.damaged(archive: name, reason: reason)
+        }
+    }
+
+    deinit {
+        archive_read_free(archive)
+    }
+
+    // MARK: Reading
+
+    /// The next entry's header, or nil at the end of the archive. Throws when the archive
+    /// is damaged or truncated.
+    public func nextHeader() throws -> ArchiveEntryHeader? {
+        while true {
+            var entry: OpaquePointer?
+            let status = archive_read_next_header(archive, &entry)
+            if status == ARCHIVE_EOF { return nil }
+            if status < ARCHIVE_WARN || entry == nil { throw failure() }
+            guard let entry else { throw failure() }
+            // Entries without a usable name cannot be restored or listed; skip them.
+            if let header = ArchiveEntryHeader(entry: entry) { return header }
+        }
+    }
+
+    /// Reads the next block of the current entry's content: the bytes and their offset in
+    /// the file (offsets jump over the holes of a sparse file). Nil at the entry's end.
+    public func nextBlock() throws -> (bytes: UnsafeRawBufferPointer, offset: Int64)? {
+        var buffer: UnsafeRawPointer?
+        var size = 0
+        var offset: la_int64_t = 0
+        let status = archive_read_data_block(archive, &buffer, &size, &offset)
+        if status == ARCHIVE_EOF { return nil }
+        if status < ARCHIVE_WARN { throw failure() }
+        return (UnsafeRawBufferPointer(start: buffer, count: size), offset)
+    }
+
+    /// Reads the whole current entry into memory, refusing more than `limit` bytes.
+    public func readContent(limit: Int) throws -> [UInt8] {
+        var content: [UInt8] = []
+        while let block = try nextBlock() {
+            let end = Int(block.offset) + block.bytes.count
+            guard block.offset >= 0, end <= limit else {
+                throw ArchiveError.damaged(archive: name, reason: "an entry is larger than \(limit) bytes")
+            }
+            if Int(block.offset) > content.count { content.append(contentsOf: repeatElement(0, count: Int(block.offset) - content.count)) }
+            content.replaceSubrange(Int(block.offset)..<min(content.count, end), with: block.bytes)
+        }
+        return content
+    }
+
+    /// Skips the current entry's content.
+    public func skipContent() throws {
+        if archive_read_data_skip(archive) < ARCHIVE_WARN { throw failure() }
+    }
+
+    /// The compression libarchive detected (after the first header).
+    public var detectedFilters: [String] {
+        let count = archive_filter_count(archive)
+        guard count > 0 else { return [] }
+        return (0..<count).compactMap { PathBytes.fromCString(archive_filter_name(archive, $0)).map { String(decoding: $0, as: UTF8.self) } }
+    }
+
+    private func failure() -> Error {
+        if let error = input.error { return error }
+        return ArchiveError.damaged(archive: name, reason: LibarchiveSetup.errorMessage(archive))
+    }
+}

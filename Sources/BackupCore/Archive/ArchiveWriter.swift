@@ -1,0 +1,124 @@
+import CArchive
+import Foundation
+
+/// Writes a POSIX pax tar, compressed, to a byte sink through libarchive.
+public final class ArchiveWriter {
+    // MARK: State
+
+    private let archive: OpaquePointer
+    private let entry: OpaquePointer
+    private let output: SinkBox
+    private var closed = false
+
+    /// Receives libarchive's output; keeps the first error the sink threw.
+    private final class SinkBox {
+        let sink: ByteSink
+        var error: Error?
+        init(sink: ByteSink) { self.sink = sink }
+    }
+
+    // MARK: Life cycle
+
+    /// Opens a writer. `threads` only matters for zstd and xz.
+    public init(sink: ByteSink, compression: Compression, level: Int?, threads: Int) throws {
+        _ = LibarchiveSetup.prepared
+        guard let archive = archive_write_new(), let entry = archive_entry_new() else {
+            throw ArchiveError.setup("out of memory")
+        }
+        self.archive = archive
+        self.entry = entry
+        self.output = SinkBox(sink: sink)
+        do {
+            try configure(compression: compression, level: level, threads: threads)
+            let client = Unmanaged.passUnretained(output).toOpaque()
+            let status = archive_write_open2(archive, client, nil, { _, client, buffer, length in
+                guard let client, let buffer else { return -1 }
+                let box = Unmanaged<SinkBox>.fromOpaque(client).takeUnretainedValue()
+                do {
+                    try box.sink.write(UnsafeRawBufferPointer(start: buffer, count: length))
+                    return length
+                } catch {
+                    box.error = box.error ?? error
+                    return -1
+                }
+            }, nil, nil)
+            guard status == ARCHIVE_OK else { throw ArchiveError.setup(LibarchiveSetup.errorMessage(archive)) }
+        } catch {
+            archive_entry_free(entry)
+            archive_write_free(archive)
+            throw error
+        }
+    }
+
+    deinit {
+        archive_entry_free(entry)
+        archive_write_free(archive)
+    }
+
+    private func configure(compression: Compression, level: Int?, threads: Int) throws {
+        func check(_ status: Int32) throws {
+            guard status == ARCHIVE_OK else { throw ArchiveError.setup(LibarchiveSetup.errorMessage(archive)) }
+        }
+        try check(archive_write_set_format_pax(archive))
+        // Without this, xattrs are written twice and GNU tar warns.
+        try check(archive_write_set_format_option(archive, "pax", "xattrheader", "SCHILY"))
+        // Large blocks mean fewer callbacks; the last one is not padded, so zstd -t accepts the file.
+        try check(archive_write_set_bytes_per_block(archive, 64 * 1024))
+        try check(archive_write_set_bytes_in_last_block(archive, 1))
+        switch compression {
+        case .zstd: try check(archive_write_add_filter_zstd(archive))
+        case .gzip: try check(archive_write_add_filter_gzip(archive))
+        case .xz: try check(archive_write_add_filter_xz(archive))
+        case .lz4: try check(archive_write_add_filter_lz4(archive))
+        case .none: break
+        }
+        let filterName = compression.rawValue
+        if let level, compression != .none {
+            try check(archive_write_set_filter_option(archive, filterName, "compression-level", String(level)))
+        }
+        if compression.supportsThreads, threads > 1 {
+            try check(archive_write_set_filter_option(archive, filterName, "threads", String(threads)))
+        }
+        if compression == .gzip {
+            // Keep the archive reproducible: no file name or time in the gzip header.
+            _ = archive_write_set_filter_option(archive, "gzip", "timestamp", nil)
+        }
+    }
+
+    // MARK: Writing
+
+    /// Writes an entry's header; for a regular file, `writeData` must follow with exactly
+    /// the header's size in bytes (a sparse file's holes included, as zeros).
+    public func writeHeader(_ header: ArchiveEntryHeader) throws {
+        archive_entry_clear(entry)
+        header.fill(entry)
+        let status = archive_write_header(archive, entry)
+        if status < ARCHIVE_WARN { throw failure(for: header.path) }
+    }
+
+    /// Writes content bytes of the current entry.
+    public func writeData(_ buffer: UnsafeRawBufferPointer, path: [UInt8]) throws {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+        var offset = 0
+        while offset < buffer.count {
+            let written = archive_write_data(archive, base + offset, buffer.count - offset)
+            if written <= 0 { throw failure(for: path) }
+            offset += written
+        }
+    }
+
+    /// Finishes the archive (end-of-archive blocks, compressor flush).
+    public func finish() throws {
+        guard !closed else { return }
+        closed = true
+        if archive_write_close(archive) != ARCHIVE_OK {
+            if let error = output.error { throw error }
+            throw ArchiveError.write(path: "end of archive", reason: LibarchiveSetup.errorMessage(archive))
+        }
+    }
+
+    private func failure(for path: [UInt8]) -> Error {
+        if let error = output.error { return error }
+        return ArchiveError.write(path: PathBytes.display(path), reason: LibarchiveSetup.errorMessage(archive))
+    }
+}

@@ -1,0 +1,45 @@
+import Foundation
+
+/// Looks at a lone archive file (one copied out of a destination, or a plain tarball):
+/// finds the manifest beside it and lists what it holds.
+public enum ArchiveFileInspector {
+    /// True when `path` names an existing regular file (not a backup id).
+    public static func isArchiveFile(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+    }
+
+    /// The manifest copy beside an archive file (`X.manifest.jsonl` for `X.tar.zst`), if
+    /// there is one and it reads cleanly.
+    public static func sidecarManifest(forArchiveAt path: String) -> Manifest? {
+        let url = URL(fileURLWithPath: path)
+        guard let name = BackupNaming.sidecarName(forArchive: url.lastPathComponent) else { return nil }
+        let sidecar = url.deletingLastPathComponent().appendingPathComponent(name).path
+        guard let data = FileManager.default.contents(atPath: sidecar) else { return nil }
+        return try? Manifest.parse([UInt8](data))
+    }
+
+    /// What the archive holds: from its manifest when it has one (with SHA-256s),
+    /// otherwise from its tar headers.
+    public static func contents(ofArchiveAt path: String, cancellation: CancellationFlag) throws -> (manifest: Manifest?, entries: [ManifestEntry]) {
+        if let sidecar = sidecarManifest(forArchiveAt: path) { return (sidecar, sidecar.entries) }
+        let source = try FileByteSource(path: path)
+        defer { source.close() }
+        let reader = try ArchiveReader(source: source, name: path)
+        var entries: [ManifestEntry] = []
+        while let header = try reader.nextHeader() {
+            try cancellation.check()
+            if header.path == BackupNaming.manifestEntryPath {
+                let manifest = try Manifest.parse(try reader.readContent(limit: 1 << 31))
+                return (manifest, manifest.entries)
+            }
+            try reader.skipContent()
+            if PathBytes.components(header.path).first == BackupNaming.metadataFolder { continue }
+            entries.append(ManifestEntry(path: header.path, type: header.type, size: header.size, mode: header.permissions,
+                                         uid: header.uid, gid: header.gid, userName: header.userName,
+                                         groupName: header.groupName, mtimeNanoseconds: header.mtimeTotalNanoseconds,
+                                         rdev: header.rdev, linkTarget: header.linkTarget))
+        }
+        return (nil, entries)
+    }
+}

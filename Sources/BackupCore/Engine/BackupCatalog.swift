@@ -1,0 +1,88 @@
+/// The backups in a destination, read from the manifests beside the archives (never
+/// from the archives themselves, so listing is cheap).
+public final class BackupCatalog {
+    // MARK: Types
+
+    /// One committed backup as listed.
+    public struct Item: Sendable {
+        public var id: BackupID
+        public var manifestName: String
+        /// The summary, or nil when the manifest's first line cannot be read.
+        public var summary: BackupSummary?
+        /// Why the summary could not be read.
+        public var problem: String?
+    }
+
+    // MARK: State
+
+    private let storage: StorageBackend
+
+    /// A catalog of `storage`.
+    public init(storage: StorageBackend) {
+        self.storage = storage
+    }
+
+    // MARK: Listing
+
+    /// All committed backups, oldest first.
+    public func items() throws -> [Item] {
+        var items: [Item] = []
+        for object in try storage.list() {
+            guard let id = BackupNaming.id(fromManifestName: object.name) else { continue }
+            do {
+                let summary = try Manifest.parseSummary(try firstLine(of: object.name))
+                items.append(Item(id: id, manifestName: object.name, summary: summary, problem: nil))
+            } catch {
+                items.append(Item(id: id, manifestName: object.name, summary: nil, problem: "\(error)"))
+            }
+        }
+        return items.sorted { $0.id < $1.id }
+    }
+
+    /// Finds one backup by full id, unique prefix, or `latest`.
+    public func resolve(_ reference: String) throws -> Item {
+        let all = try items()
+        if reference == "latest" {
+            guard let newest = all.last else {
+                throw EngineError.backupNotFound(reference: reference, destination: storage.location)
+            }
+            return newest
+        }
+        let matches = all.filter { $0.id.rawValue.hasPrefix(reference) }
+        if matches.count == 1, let match = matches.first { return match }
+        if let exact = matches.first(where: { $0.id.rawValue == reference }) { return exact }
+        if matches.isEmpty || reference.isEmpty {
+            throw EngineError.backupNotFound(reference: reference, destination: storage.location)
+        }
+        throw EngineError.ambiguousReference(reference: reference, candidates: matches.map(\.id.rawValue))
+    }
+
+    /// The whole manifest of a backup.
+    public func manifest(of item: Item) throws -> Manifest {
+        do {
+            return try Manifest.parse(try storage.readObject(item.manifestName))
+        } catch let error as ManifestError {
+            throw EngineError.manifestUnreadable(name: item.manifestName, reason: error.description)
+        }
+    }
+
+    // MARK: Reading
+
+    /// The first line of an object, read without loading the rest.
+    private func firstLine(of name: String) throws -> [UInt8] {
+        let source = try storage.open(name)
+        defer { source.close() }
+        var line: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        while line.count < 1 << 20 {
+            let count = try chunk.withUnsafeMutableBytes { try source.read(into: $0) }
+            if count == 0 { break }
+            if let newline = chunk[0..<count].firstIndex(of: UInt8(ascii: "\n")) {
+                line.append(contentsOf: chunk[0..<newline])
+                return line
+            }
+            line.append(contentsOf: chunk[0..<count])
+        }
+        return line
+    }
+}

@@ -1,0 +1,182 @@
+import Foundation
+
+/// Makes backups: scans the sources, writes the compressed archive with its manifest
+/// into the destination, and commits it (archive first, then the manifest beside it).
+public final class BackupEngine {
+    // MARK: Dependencies
+
+    private let storage: StorageBackend
+    private weak var events: EngineEventSink?
+    private let cancellation: CancellationFlag
+
+    /// An engine storing into `storage`, reporting to `events`.
+    public init(storage: StorageBackend, events: EngineEventSink?, cancellation: CancellationFlag) {
+        self.storage = storage
+        self.events = events
+        self.cancellation = cancellation
+    }
+
+    // MARK: Running
+
+    /// Runs one backup. Unreadable files become warnings in the result; anything that
+    /// stops the run throws, and then nothing new is visible in the destination.
+    public func run(_ request: BackupRequest) throws -> BackupResult {
+        let started = Date()
+        let sources = try resolvedSources(request)
+        let id = BackupID(date: request.now)
+        var summary = BackupSummary(id: id, created: request.now, host: HostIdentity.hostName,
+                                    user: HostIdentity.userName,
+                                    sources: request.stdinName.map { ["stdin:" + $0] } ?? sources.map(PathBytes.display),
+                                    tags: request.tags, compression: request.compression,
+                                    level: request.level ?? request.compression.defaultLevel,
+                                    toolVersion: request.toolVersion)
+        var warnings: [PathWarning] = []
+        let warn: (PathWarning) -> Void = { [weak events] warning in
+            warnings.append(warning)
+            events?.handle(.warning(warning))
+        }
+
+        if request.dryRun {
+            let counter = DryRunCounter()
+            let scanner = Scanner(options: request.scan, cancellation: cancellation, warn: warn)
+            for source in sources {
+                try scanner.scan(source: source) { counter.add($0) }
+            }
+            counter.fill(&summary)
+            summary.warningCount = Int64(warnings.count)
+            return BackupResult(summary: summary, archiveName: nil, manifestName: nil, warnings: warnings,
+                                dryRun: true, elapsed: Date().timeIntervalSince(started))
+        }
+
+        try storage.prepare()
+        let lock = try storage.acquireLock(.current(operation: "backup"))
+        defer { lock.release() }
+        if let previous = lock.tookOverFrom {
+            events?.handle(.notice("took over a stale lock left by pid \(previous.pid) on \(previous.host) "
+                + "(started \(Timestamp.iso8601(previous.started)))"))
+        }
+        try cleanUpLeftovers()
+
+        let host = HostIdentity.fileSafeHostName
+        let archiveName = BackupNaming.archiveName(host: host, id: id, compression: request.compression)
+        let manifestName = BackupNaming.manifestName(host: host, id: id)
+        let pending = try storage.create(archiveName)
+        do {
+            let hashing = HashingSink(target: pending)
+            let writer = try ArchiveWriter(sink: hashing, compression: request.compression,
+                                           level: request.level, threads: request.threads)
+            let session = try ArchiveSession(writer: writer, cancellation: cancellation, events: events, warn: warn)
+            if let stdinName = request.stdinName {
+                try session.addStandardInput(name: stdinName, now: request.now)
+            } else {
+                let scanner = Scanner(options: request.scan, cancellation: cancellation, warn: warn)
+                for source in sources {
+                    try scanner.scan(source: source) { try session.add($0) }
+                }
+            }
+            session.fill(&summary)
+            summary.warningCount = Int64(warnings.count)
+            try session.writeMetadataEntries(summary: summary)
+            try writer.finish()
+            try cancellation.check()
+            summary.archive = .init(name: archiveName, size: hashing.count, sha256: hashing.finalizeHex())
+            try pending.commit()
+            // The manifest beside the archive is the commit marker: written last.
+            let sidecar = try storage.create(manifestName)
+            do {
+                try Array((summary.json.serialized() + "\n").utf8).withUnsafeBytes { try sidecar.write($0) }
+                try session.entries.forEachChunk { try sidecar.write($0) }
+                try sidecar.commit()
+            } catch {
+                sidecar.abort()
+                // The archive is useless without its manifest; remove it again.
+                try? storage.delete(archiveName)
+                throw error
+            }
+        } catch {
+            pending.abort()
+            throw error
+        }
+        return BackupResult(summary: summary, archiveName: archiveName, manifestName: manifestName,
+                            warnings: warnings, dryRun: false, elapsed: Date().timeIntervalSince(started))
+    }
+
+    // MARK: Steps
+
+    private func resolvedSources(_ request: BackupRequest) throws -> [[UInt8]] {
+        if let name = request.stdinName {
+            guard ArchiveSession.safeStdinPath(name) != nil else {
+                throw EngineError.invalidRequest("The stdin name '\(name)' must be a relative path without '..'.")
+            }
+            return []
+        }
+        guard !request.sources.isEmpty else { throw EngineError.invalidRequest("Give at least one path to back up.") }
+        return Scanner.withoutNestedSources(try request.sources.map(Scanner.absoluteSourcePath))
+    }
+
+    /// Removes what interrupted runs left: temporary objects, and archives whose manifest
+    /// never arrived (they were never committed).
+    private func cleanUpLeftovers() throws {
+        var removed = try storage.removeLeftovers()
+        let objects = try storage.list()
+        let committedStems = Set(objects.compactMap { $0.name.hasSuffix(BackupNaming.manifestSuffix) ? BackupNaming.stem(of: $0.name) : nil })
+        for object in objects where !object.name.hasSuffix(BackupNaming.manifestSuffix) {
+            guard let stem = BackupNaming.stem(of: object.name), !committedStems.contains(stem),
+                  BackupNaming.id(fromManifestName: stem + BackupNaming.manifestSuffix) != nil else { continue }
+            try storage.delete(object.name)
+            removed.append(object.name)
+        }
+        if !removed.isEmpty {
+            events?.handle(.notice("removed \(removed.count) leftover file(s) of an interrupted run from \(storage.location)"))
+        }
+    }
+}
+
+// MARK: - Dry run
+
+/// Counts what a backup would store, without reading any content.
+private final class DryRunCounter {
+    private var files: Int64 = 0
+    private var directories: Int64 = 0
+    private var symlinks: Int64 = 0
+    private var hardlinks: Int64 = 0
+    private var other: Int64 = 0
+    private var bytes: Int64 = 0
+    private var seenInodes = Set<FileIdentity>()
+
+    func add(_ item: ScannedItem) {
+        switch item.type {
+        case .file:
+            if item.info.st_nlink > 1, !seenInodes.insert(FileIdentity(item.info)).inserted {
+                hardlinks += 1
+                return
+            }
+            files += 1
+            bytes += Int64(item.info.st_size)
+        case .directory: directories += 1
+        case .symlink: symlinks += 1
+        case .socket: break
+        default: other += 1
+        }
+    }
+
+    func fill(_ summary: inout BackupSummary) {
+        summary.fileCount = files
+        summary.directoryCount = directories
+        summary.symlinkCount = symlinks
+        summary.hardlinkCount = hardlinks
+        summary.otherCount = other
+        summary.originalBytes = bytes
+    }
+}
+
+/// A file's identity on this machine (device and inode), for finding hard links.
+struct FileIdentity: Hashable {
+    let device: UInt64
+    let inode: UInt64
+
+    init(_ info: stat) {
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+    }
+}

@@ -1,0 +1,34 @@
+/// Failures that stop a command. Each names the thing and says what to do.
+public enum EngineError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// SIGINT or SIGTERM arrived; everything temporary was removed.
+    case interrupted
+    /// A source path does not exist or cannot be opened.
+    case sourceUnusable(path: String, reason: String)
+    /// An id, prefix or `latest` matched no backup.
+    case backupNotFound(reference: String, destination: String)
+    /// A prefix matched several backups.
+    case ambiguousReference(reference: String, candidates: [String])
+    /// The restore target cannot be used.
+    case targetUnusable(path: String, reason: String)
+    /// The backup's manifest beside the archive cannot be read.
+    case manifestUnreadable(name: String, reason: String)
+    /// Reading stdin failed.
+    case stdinUnreadable(reason: String)
+    /// A value the engine was given is not acceptable.
+    case invalidRequest(String)
+
+    public var description: String {
+        switch self {
+        case .interrupted: return "interrupted; temporary files were removed and nothing was committed"
+        case .sourceUnusable(let path, let reason): return "cannot back up '\(path)': \(reason)"
+        case .backupNotFound(let reference, let destination):
+            return "no backup '\(reference)' in \(destination); run 'keepsake list' to see the backups"
+        case .ambiguousReference(let reference, let candidates):
+            return "'\(reference)' matches \(candidates.count) backups (\(candidates.prefix(5).joined(separator: ", "))); give more of the id"
+        case .targetUnusable(let path, let reason): return "cannot restore into '\(path)': \(reason)"
+        case .manifestUnreadable(let name, let reason): return "cannot read the manifest \(name): \(reason)"
+        case .stdinUnreadable(let reason): return "cannot read standard input: \(reason)"
+        case .invalidRequest(let reason): return reason
+        }
+    }
+}

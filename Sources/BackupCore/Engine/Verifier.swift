@@ -1,0 +1,184 @@
+import Foundation
+
+/// What verifying one backup (or one archive file) found.
+public struct VerifyReport: Sendable {
+    /// The backup's id, when known.
+    public var id: BackupID?
+    /// The archive's name.
+    public var name: String
+    public var filesChecked: Int64 = 0
+    public var bytesChecked: Int64 = 0
+    /// Files whose content or description does not match, or that are missing.
+    public var problems: [PathWarning] = []
+    /// Problems with the archive as a whole (unreadable, truncated, wrong hash).
+    public var archiveProblems: [String] = []
+    /// True when there was no manifest to check against (a plain tarball).
+    public var unverifiable = false
+
+    /// Creates an empty report.
+    public init(id: BackupID?, name: String) {
+        self.id = id
+        self.name = name
+    }
+
+    /// True when nothing is wrong.
+    public var isIntact: Bool { problems.isEmpty && archiveProblems.isEmpty && !unverifiable }
+}
+
+/// Proves archives intact: decompresses everything, checks every file's SHA-256 against
+/// the manifest, every manifest entry's presence, and the archive's own SHA-256 and size.
+public final class Verifier {
+    // MARK: Dependencies
+
+    private weak var events: EngineEventSink?
+    private let cancellation: CancellationFlag
+    private var lastProgress = Date.distantPast
+
+    /// A verifier reporting progress to `events`.
+    public init(events: EngineEventSink?, cancellation: CancellationFlag) {
+        self.events = events
+        self.cancellation = cancellation
+    }
+
+    // MARK: Verifying
+
+    /// Verifies a backup in a destination against the manifest beside its archive.
+    public func verify(_ item: BackupCatalog.Item, in storage: StorageBackend) throws -> VerifyReport {
+        var report = VerifyReport(id: item.id, name: item.manifestName)
+        let manifest: Manifest
+        do {
+            manifest = try BackupCatalog(storage: storage).manifest(of: item)
+        } catch let error as EngineError {
+            report.archiveProblems.append(error.description)
+            return report
+        }
+        guard let facts = manifest.summary.archive else {
+            report.archiveProblems.append("the manifest \(item.manifestName) does not name its archive")
+            return report
+        }
+        report.name = facts.name
+        let source: ByteSource
+        do {
+            source = try storage.open(facts.name)
+        } catch {
+            report.archiveProblems.append("the archive \(facts.name) is missing or unreadable: \(error)")
+            return report
+        }
+        defer { source.close() }
+        let hashing = HashingSource(source: source)
+        try check(hashing, name: facts.name, expected: manifest, report: &report)
+        do {
+            try hashing.drain()
+            if hashing.count != facts.size {
+                report.archiveProblems.append("\(facts.name) is \(hashing.count) bytes but was stored as \(facts.size) bytes")
+            } else if hashing.finalizeHex() != facts.sha256 {
+                report.archiveProblems.append("\(facts.name) does not match the SHA-256 recorded when it was stored")
+            }
+        } catch {
+            report.archiveProblems.append("cannot read \(facts.name) to its end: \(error)")
+        }
+        return report
+    }
+
+    /// Verifies a lone archive file against its own manifest (or the one beside it).
+    public func verify(archive source: ByteSource, name: String, sidecar: Manifest?) throws -> VerifyReport {
+        var report = VerifyReport(id: sidecar?.summary.id, name: name)
+        try check(source, name: name, expected: sidecar, report: &report)
+        return report
+    }
+
+    // MARK: Checking
+
+    /// Reads the archive front to back. With `expected` known, each file is checked as it
+    /// comes; otherwise digests are collected and checked against the archive's own
+    /// manifest at the end.
+    private func check(_ source: ByteSource, name: String, expected: Manifest?, report: inout VerifyReport) throws {
+        let index = expected?.index()
+        var digests: [[UInt8]: (sha256: String?, header: ArchiveEntryHeader)] = [:]
+        var seen = Set<[UInt8]>()
+        var innerManifest: Manifest?
+        var current = "the start of the archive"
+        do {
+            let reader = try ArchiveReader(source: source, name: name)
+            while let header = try reader.nextHeader() {
+                try cancellation.check()
+                current = PathBytes.display(header.path)
+                if header.path == BackupNaming.manifestEntryPath {
+                    let bytes = try reader.readContent(limit: 1 << 31)
+                    do {
+                        innerManifest = try Manifest.parse(bytes)
+                    } catch {
+                        report.archiveProblems.append("the manifest inside \(name) cannot be read: \(error)")
+                    }
+                    continue
+                }
+                if header.path == BackupNaming.checksumsEntryPath {
+                    try reader.skipContent()
+                    continue
+                }
+                var sha: String?
+                if header.type == .file {
+                    let content = try ManifestCheck.hashContent(of: reader, declaredSize: header.size, cancellation: cancellation)
+                    sha = content.sha256
+                    report.filesChecked += 1
+                    report.bytesChecked += content.size
+                } else {
+                    try reader.skipContent()
+                }
+                reportProgress(report, path: current)
+                if let index {
+                    seen.insert(header.path)
+                    compare(header, sha: sha, with: index[header.path], report: &report)
+                } else {
+                    digests[header.path] = (sha, header)
+                }
+            }
+        } catch let error as ArchiveError {
+            report.archiveProblems.append("\(error) (while reading \(current))")
+        } catch let error as StorageError {
+            report.archiveProblems.append("\(error) (while reading \(current))")
+        }
+
+        if let expected, index != nil {
+            for entry in expected.entries where !seen.contains(entry.path) {
+                report.problems.append(PathWarning(kind: .damaged, path: entry.displayPath, reason: "missing from the archive"))
+            }
+            if let innerManifest, innerManifest.entries != expected.entries || innerManifest.summary.id != expected.summary.id {
+                report.archiveProblems.append("the manifest inside \(name) differs from the one beside it")
+            } else if innerManifest == nil && report.archiveProblems.isEmpty {
+                report.archiveProblems.append("\(name) has no manifest inside; it is truncated")
+            }
+        } else if let innerManifest {
+            report.id = innerManifest.summary.id
+            let inner = innerManifest.index()
+            for (path, found) in digests {
+                compare(found.header, sha: found.sha256, with: inner[path], report: &report)
+            }
+            for entry in innerManifest.entries where digests[entry.path] == nil {
+                report.problems.append(PathWarning(kind: .damaged, path: entry.displayPath, reason: "missing from the archive"))
+            }
+        } else if report.archiveProblems.isEmpty {
+            report.unverifiable = true
+        }
+        report.problems.sort { $0.path < $1.path }
+    }
+
+    private func compare(_ header: ArchiveEntryHeader, sha: String?, with entry: ManifestEntry?, report: inout VerifyReport) {
+        if let problem = ManifestCheck.mismatch(header, entry) {
+            report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(header.path),
+                                               reason: problem.replacingOccurrences(of: "; not restored", with: "")))
+        } else if header.type == .file, let expected = entry?.sha256, expected != sha {
+            report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(header.path),
+                                               reason: "content does not match its SHA-256 in the manifest"))
+        }
+    }
+
+    private func reportProgress(_ report: VerifyReport, path: String) {
+        guard let events else { return }
+        let now = Date()
+        guard now.timeIntervalSince(lastProgress) >= 0.1 else { return }
+        lastProgress = now
+        events.handle(.progress(ProgressSnapshot(entriesDone: report.filesChecked, bytesDone: report.bytesChecked,
+                                                 totalBytes: nil, currentPath: path)))
+    }
+}

@@ -1,0 +1,61 @@
+/// What the engine tells its caller while it works. The engine never prints: the command
+/// line decides how (and whether) to show each event.
+public enum EngineEvent: Sendable {
+    /// Something went wrong with one path, and the run goes on.
+    case warning(PathWarning)
+    /// A fact worth telling (a stale lock taken over, leftovers cleaned up).
+    case notice(String)
+    /// How far the run has come.
+    case progress(ProgressSnapshot)
+}
+
+/// A problem with one path that did not stop the run.
+public struct PathWarning: Sendable, Equatable {
+    /// What kind of problem it was.
+    public enum Kind: String, Sendable {
+        /// The path could not be read (permission, I/O error, vanished).
+        case unreadable
+        /// The file changed while it was being read.
+        case changed
+        /// The path was skipped on purpose (unsafe, unsupported type, existing file kept).
+        case skipped
+        /// Content did not match the manifest, or the archive is damaged there.
+        case damaged
+        /// Metadata (owner, xattrs, times) could not be applied.
+        case metadata
+    }
+
+    public var kind: Kind
+    /// The path as people read it.
+    public var path: String
+    public var reason: String
+
+    /// Creates a warning.
+    public init(kind: Kind, path: String, reason: String) {
+        self.kind = kind
+        self.path = path
+        self.reason = reason
+    }
+}
+
+/// A progress report; totals are nil when unknown.
+public struct ProgressSnapshot: Sendable, Equatable {
+    public var entriesDone: Int64
+    public var bytesDone: Int64
+    public var totalBytes: Int64?
+    public var currentPath: String
+
+    /// Creates a snapshot.
+    public init(entriesDone: Int64, bytesDone: Int64, totalBytes: Int64?, currentPath: String) {
+        self.entriesDone = entriesDone
+        self.bytesDone = bytesDone
+        self.totalBytes = totalBytes
+        self.currentPath = currentPath
+    }
+}
+
+/// Receives engine events. Called on the engine's thread.
+public protocol EngineEventSink: AnyObject {
+    /// Handles one event.
+    func handle(_ event: EngineEvent)
+}

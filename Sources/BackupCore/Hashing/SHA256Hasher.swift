@@ -1,0 +1,54 @@
+import CCrypto
+
+/// Incremental SHA-256 over OpenSSL's EVP interface, which picks the CPU's SHA
+/// extensions when they are present.
+public final class SHA256Hasher {
+    // MARK: State
+
+    private let context: OpaquePointer?
+
+    // MARK: Life cycle
+
+    /// Starts a new digest.
+    public init() {
+        context = EVP_MD_CTX_new()
+        if let context {
+            EVP_DigestInit_ex(context, EVP_sha256(), nil)
+        }
+    }
+
+    deinit {
+        EVP_MD_CTX_free(context)
+    }
+
+    // MARK: Hashing
+
+    /// Feeds bytes into the digest.
+    public func update(_ buffer: UnsafeRawBufferPointer) {
+        guard let context, let base = buffer.baseAddress, buffer.count > 0 else { return }
+        EVP_DigestUpdate(context, base, buffer.count)
+    }
+
+    /// Feeds an array of bytes into the digest.
+    public func update(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { update($0) }
+    }
+
+    /// Finishes the digest and returns it as lowercase hex; the hasher starts over afterwards.
+    public func finalizeHex() -> String {
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        if let context {
+            _ = digest.withUnsafeMutableBufferPointer { EVP_DigestFinal_ex(context, $0.baseAddress, &length) }
+            EVP_DigestInit_ex(context, EVP_sha256(), nil)
+        }
+        return HexEncoding.encode(digest)
+    }
+
+    /// The hex digest of a whole byte array.
+    public static func hex(of bytes: [UInt8]) -> String {
+        let hasher = SHA256Hasher()
+        hasher.update(bytes)
+        return hasher.finalizeHex()
+    }
+}

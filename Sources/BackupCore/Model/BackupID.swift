@@ -1,0 +1,70 @@
+import Foundation
+
+/// A backup's name: UTC creation time to the second and eight random hex digits, e.g.
+/// `20261129T023000Z-3f9a1c2e`. Ids sort by time as plain strings.
+public struct BackupID: Sendable, Hashable, Comparable, CustomStringConvertible {
+    // MARK: Value
+
+    /// The id's text.
+    public let rawValue: String
+
+    // MARK: Creation
+
+    /// A fresh id for a backup created at `date`.
+    public init(date: Date) {
+        var generator = SystemRandomNumberGenerator()
+        let suffix = String(format: "%08x", UInt32.random(in: 0...UInt32.max, using: &generator))
+        rawValue = BackupID.timestampFormatter(date) + "-" + suffix
+    }
+
+    /// Parses and validates an id's text; nil when it is not of the id's form.
+    public init?(_ text: String) {
+        guard BackupID.isWellFormed(text) else { return nil }
+        rawValue = text
+    }
+
+    // MARK: Parts
+
+    /// When the backup was created, from the id's time part.
+    public var date: Date? {
+        let stamp = String(rawValue.prefix(16))
+        var components = DateComponents()
+        components.timeZone = TimeZone(identifier: "UTC")
+        func number(_ from: Int, _ length: Int) -> Int? {
+            let start = stamp.index(stamp.startIndex, offsetBy: from)
+            return Int(stamp[start..<stamp.index(start, offsetBy: length)])
+        }
+        components.year = number(0, 4)
+        components.month = number(4, 2)
+        components.day = number(6, 2)
+        components.hour = number(9, 2)
+        components.minute = number(11, 2)
+        components.second = number(13, 2)
+        return Calendar(identifier: .gregorian).date(from: components)
+    }
+
+    /// The id's text.
+    public var description: String { rawValue }
+
+    public static func < (lhs: BackupID, rhs: BackupID) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    // MARK: Format
+
+    /// `YYYYMMDDTHHMMSSZ-xxxxxxxx`
+    static func isWellFormed(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 25, bytes[8] == UInt8(ascii: "T"), bytes[15] == UInt8(ascii: "Z"),
+              bytes[16] == UInt8(ascii: "-") else { return false }
+        let digits = bytes[0..<8] + bytes[9..<15]
+        guard digits.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return false }
+        return HexEncoding.isHex(String(decoding: bytes[17...], as: UTF8.self), length: 8)
+    }
+
+    private static func timestampFormatter(_ date: Date) -> String {
+        var time = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        return String(format: "%04d%02d%02dT%02d%02d%02dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+                      parts.tm_hour, parts.tm_min, parts.tm_sec)
+    }
+}

@@ -1,0 +1,49 @@
+/// How backups are named in a destination and inside their archives.
+public enum BackupNaming {
+    // MARK: Inside the archive
+
+    /// The manifest's name inside the archive; it is the archive's last entry.
+    public static let manifestEntryPath = Array(".keepsake/manifest.jsonl".utf8)
+    /// A `sha256sum -c` file inside the archive, for checking a restore made with plain tar.
+    public static let checksumsEntryPath = Array(".keepsake/SHA256SUMS".utf8)
+    /// Entries below this folder are Keepsake's own, never restored as user files.
+    public static let metadataFolder = Array(".keepsake".utf8)
+
+    // MARK: In the destination
+
+    /// The manifest copy beside an archive ends with this.
+    public static let manifestSuffix = ".manifest.jsonl"
+
+    /// `HOST_ID.tar.zst`: host, time and id readable from the name.
+    public static func archiveName(host: String, id: BackupID, compression: Compression) -> String {
+        "\(host)_\(id.rawValue)\(compression.fileExtension)"
+    }
+
+    /// `HOST_ID.manifest.jsonl`, beside the archive.
+    public static func manifestName(host: String, id: BackupID) -> String {
+        "\(host)_\(id.rawValue)\(manifestSuffix)"
+    }
+
+    /// The id in a manifest object's name, if it is one.
+    public static func id(fromManifestName name: String) -> BackupID? {
+        guard name.hasSuffix(manifestSuffix) else { return nil }
+        let stem = name.dropLast(manifestSuffix.count)
+        guard stem.count >= 25 else { return nil }
+        return BackupID(String(stem.suffix(25)))
+    }
+
+    /// The name without any archive or manifest extension (`HOST_ID`).
+    public static func stem(of name: String) -> String? {
+        if name.hasSuffix(manifestSuffix) { return String(name.dropLast(manifestSuffix.count)) }
+        for codec in Compression.allCases where name.hasSuffix(codec.fileExtension) {
+            return String(name.dropLast(codec.fileExtension.count))
+        }
+        return nil
+    }
+
+    /// The sidecar manifest's file name for an archive file name (`X.tar.zst` → `X.manifest.jsonl`).
+    public static func sidecarName(forArchive name: String) -> String? {
+        guard let stem = stem(of: name), !name.hasSuffix(manifestSuffix) else { return nil }
+        return stem + manifestSuffix
+    }
+}

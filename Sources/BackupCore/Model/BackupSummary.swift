@@ -1,0 +1,157 @@
+import Foundation
+
+/// The first line of a manifest: what a backup is, as a whole.
+public struct BackupSummary: Sendable, Equatable {
+    // MARK: Constants
+
+    /// The manifest format this build writes and the newest it reads.
+    public static let formatVersion = 1
+
+    // MARK: Fields
+
+    public var id: BackupID
+    public var created: Date
+    public var host: String
+    public var user: String
+    /// The backed-up paths, absolute, as given (or `stdin:NAME` for a stream).
+    public var sources: [String]
+    public var tags: [String]
+    public var compression: Compression
+    public var level: Int?
+    public var fileCount: Int64
+    public var directoryCount: Int64
+    public var symlinkCount: Int64
+    public var hardlinkCount: Int64
+    public var otherCount: Int64
+    /// Sum of the content sizes of all files (hard links counted once).
+    public var originalBytes: Int64
+    /// Files that could not be read, or changed while they were read.
+    public var warningCount: Int64
+    public var toolVersion: String
+    /// What only the copy beside the archive can know: its name, stored size and SHA-256.
+    public var archive: ArchiveFacts?
+
+    /// Facts about the stored archive file.
+    public struct ArchiveFacts: Sendable, Equatable {
+        public var name: String
+        public var size: Int64
+        public var sha256: String
+
+        /// Creates the facts.
+        public init(name: String, size: Int64, sha256: String) {
+            self.name = name
+            self.size = size
+            self.sha256 = sha256
+        }
+    }
+
+    /// Creates a summary.
+    public init(id: BackupID, created: Date, host: String, user: String, sources: [String], tags: [String],
+                compression: Compression, level: Int?, fileCount: Int64 = 0, directoryCount: Int64 = 0,
+                symlinkCount: Int64 = 0, hardlinkCount: Int64 = 0, otherCount: Int64 = 0, originalBytes: Int64 = 0,
+                warningCount: Int64 = 0, toolVersion: String, archive: ArchiveFacts? = nil) {
+        self.id = id
+        self.created = created
+        self.host = host
+        self.user = user
+        self.sources = sources
+        self.tags = tags
+        self.compression = compression
+        self.level = level
+        self.fileCount = fileCount
+        self.directoryCount = directoryCount
+        self.symlinkCount = symlinkCount
+        self.hardlinkCount = hardlinkCount
+        self.otherCount = otherCount
+        self.originalBytes = originalBytes
+        self.warningCount = warningCount
+        self.toolVersion = toolVersion
+        self.archive = archive
+    }
+
+    /// All entries of the backup.
+    public var entryCount: Int64 { fileCount + directoryCount + symlinkCount + hardlinkCount + otherCount }
+
+    // MARK: Encoding
+
+    /// The summary as a JSON object.
+    public var json: JSONValue {
+        var object = JSONObject([
+            ("keepsake", .string("manifest")),
+            ("format", .int(Int64(BackupSummary.formatVersion))),
+            ("id", .string(id.rawValue)),
+            ("created", .string(Timestamp.iso8601(created))),
+            ("host", .string(host)),
+            ("user", .string(user)),
+            ("sources", .array(sources.map { .string($0) })),
+            ("tags", .array(tags.map { .string($0) })),
+            ("compression", .string(compression.rawValue)),
+        ])
+        if let level { object["level"] = .int(Int64(level)) }
+        object["files"] = .int(fileCount)
+        object["directories"] = .int(directoryCount)
+        object["symlinks"] = .int(symlinkCount)
+        object["hardlinks"] = .int(hardlinkCount)
+        object["other"] = .int(otherCount)
+        object["bytes"] = .int(originalBytes)
+        object["warnings"] = .int(warningCount)
+        object["tool"] = .string(toolVersion)
+        if let archive {
+            object["archive"] = .object(JSONObject([
+                ("name", .string(archive.name)),
+                ("size", .int(archive.size)),
+                ("sha256", .string(archive.sha256)),
+            ]))
+        }
+        return .object(object)
+    }
+
+    // MARK: Decoding
+
+    /// Reads a summary line; throws `ManifestError` naming what is wrong.
+    public init(json: JSONValue) throws {
+        guard case .object(let object) = json, object["keepsake"]?.stringValue == "manifest" else {
+            throw ManifestError.notAManifest(reason: "the first line is not a manifest summary")
+        }
+        func fail(_ reason: String) -> ManifestError { .invalidLine(line: 1, reason: reason) }
+        guard let format = object["format"]?.int64Value else { throw fail("missing 'format'") }
+        guard format >= 1, format <= Int64(BackupSummary.formatVersion) else {
+            throw ManifestError.unsupportedFormat(Int(clamping: format))
+        }
+        guard let idText = object["id"]?.stringValue, let id = BackupID(idText) else { throw fail("missing or invalid 'id'") }
+        guard let createdText = object["created"]?.stringValue, let created = Timestamp.parseISO8601(createdText) else {
+            throw fail("missing or invalid 'created'")
+        }
+        guard let codecName = object["compression"]?.stringValue, let compression = Compression(rawValue: codecName) else {
+            throw fail("missing or unknown 'compression'")
+        }
+        func count(_ key: String) throws -> Int64 {
+            guard let value = object[key] else { return 0 }
+            guard let number = value.int64Value, number >= 0 else { throw fail("'\(key)' must be a whole number ≥ 0") }
+            return number
+        }
+        func strings(_ key: String) throws -> [String] {
+            guard let value = object[key] else { return [] }
+            guard let array = value.arrayValue else { throw fail("'\(key)' must be a list of strings") }
+            return try array.map { element in
+                guard let text = element.stringValue else { throw fail("'\(key)' must be a list of strings") }
+                return text
+            }
+        }
+        var facts: ArchiveFacts?
+        if let archive = object["archive"] {
+            guard let name = archive["name"]?.stringValue, let size = archive["size"]?.int64Value, size >= 0,
+                  let sha = archive["sha256"]?.stringValue, HexEncoding.isHex(sha, length: 64) else {
+                throw fail("'archive' must hold name, size and sha256")
+            }
+            facts = ArchiveFacts(name: name, size: size, sha256: sha)
+        }
+        self.init(id: id, created: created, host: object["host"]?.stringValue ?? "", user: object["user"]?.stringValue ?? "",
+                  sources: try strings("sources"), tags: try strings("tags"), compression: compression,
+                  level: object["level"]?.int64Value.flatMap { Int(exactly: $0) },
+                  fileCount: try count("files"), directoryCount: try count("directories"),
+                  symlinkCount: try count("symlinks"), hardlinkCount: try count("hardlinks"),
+                  otherCount: try count("other"), originalBytes: try count("bytes"),
+                  warningCount: try count("warnings"), toolVersion: object["tool"]?.stringValue ?? "", archive: facts)
+    }
+}

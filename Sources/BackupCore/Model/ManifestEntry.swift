@@ -1,0 +1,168 @@
+import Foundation
+
+/// One file system entry as a backup recorded it: a line of the manifest.
+public struct ManifestEntry: Sendable, Equatable {
+    // MARK: Fields
+
+    /// The entry's name in the archive: the source's absolute path without the leading `/`.
+    public var path: [UInt8]
+    public var type: EntryType
+    /// Content size in bytes (for a hard link, the size of the file it names).
+    public var size: Int64
+    /// Permission bits including setuid, setgid and sticky (no file-type bits).
+    public var mode: UInt32
+    public var uid: UInt32
+    public var gid: UInt32
+    public var userName: String?
+    public var groupName: String?
+    /// Modification time in nanoseconds since the epoch.
+    public var mtimeNanoseconds: Int64
+    /// Status-change time in nanoseconds since the epoch.
+    public var ctimeNanoseconds: Int64
+    public var inode: UInt64
+    public var device: UInt64
+    /// Device number of a character or block device.
+    public var rdev: UInt64
+    /// A symlink's target, or the archive path a hard link names.
+    public var linkTarget: [UInt8]?
+    /// SHA-256 of the content (files and hard links), lowercase hex.
+    public var sha256: String?
+
+    /// Creates an entry.
+    public init(path: [UInt8], type: EntryType, size: Int64 = 0, mode: UInt32 = 0o644, uid: UInt32 = 0, gid: UInt32 = 0,
+                userName: String? = nil, groupName: String? = nil, mtimeNanoseconds: Int64 = 0,
+                ctimeNanoseconds: Int64 = 0, inode: UInt64 = 0, device: UInt64 = 0, rdev: UInt64 = 0,
+                linkTarget: [UInt8]? = nil, sha256: String? = nil) {
+        self.path = path
+        self.type = type
+        self.size = size
+        self.mode = mode
+        self.uid = uid
+        self.gid = gid
+        self.userName = userName
+        self.groupName = groupName
+        self.mtimeNanoseconds = mtimeNanoseconds
+        self.ctimeNanoseconds = ctimeNanoseconds
+        self.inode = inode
+        self.device = device
+        self.rdev = rdev
+        self.linkTarget = linkTarget
+        self.sha256 = sha256
+    }
+
+    /// The path for people (invalid bytes escaped).
+    public var displayPath: String { PathBytes.display(path) }
+
+    // MARK: Encoding
+
+    /// Appends the entry as one JSON object (no newline). Names that are not valid UTF-8
+    /// go to `path_b64` / `link_b64` as base64 of the raw bytes.
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        ManifestEntry.writeBytes(path, key: "path", to: &writer)
+        writer.key("type"); writer.string(type.rawValue)
+        writer.key("size"); writer.int(size)
+        writer.key("mode"); writer.string(ManifestEntry.octal(mode))
+        writer.key("uid"); writer.int(Int64(uid))
+        writer.key("gid"); writer.int(Int64(gid))
+        if let userName { writer.key("user"); writer.string(userName) }
+        if let groupName { writer.key("group"); writer.string(groupName) }
+        writer.key("mtime_ns"); writer.int(mtimeNanoseconds)
+        writer.key("ctime_ns"); writer.int(ctimeNanoseconds)
+        writer.key("inode"); writer.uint(inode)
+        writer.key("dev"); writer.uint(device)
+        if rdev != 0 { writer.key("rdev"); writer.uint(rdev) }
+        if let linkTarget { ManifestEntry.writeBytes(linkTarget, key: "link", to: &writer) }
+        if let sha256 { writer.key("sha256"); writer.string(sha256) }
+        writer.endObject()
+    }
+
+    private static func writeBytes(_ bytes: [UInt8], key: String, to writer: inout JSONWriter) {
+        if let text = PathBytes.validString(bytes) {
+            writer.key(key)
+            writer.string(text)
+        } else {
+            writer.key(key + "_b64")
+            writer.string(Data(bytes).base64EncodedString())
+        }
+    }
+
+    static func octal(_ mode: UInt32) -> String {
+        let digits = String(mode & 0o7777, radix: 8)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
+
+    // MARK: Decoding
+
+    /// Reads an entry from a parsed manifest line; throws a `ManifestError` naming the field.
+    public init(json: JSONValue, line: Int) throws {
+        guard case .object(let object) = json else {
+            throw ManifestError.invalidLine(line: line, reason: "an entry must be a JSON object")
+        }
+        func field(_ key: String) -> JSONValue? { object[key] }
+        func bytes(_ key: String, required: Bool) throws -> [UInt8]? {
+            if let text = field(key)?.stringValue { return PathBytes.from(text) }
+            if let encoded = field(key + "_b64")?.stringValue {
+                guard let data = Data(base64Encoded: encoded) else {
+                    throw ManifestError.invalidLine(line: line, reason: "'\(key)_b64' is not valid base64")
+                }
+                return Array(data)
+            }
+            if required { throw ManifestError.invalidLine(line: line, reason: "missing '\(key)'") }
+            return nil
+        }
+        func integer(_ key: String, default value: Int64? = nil) throws -> Int64 {
+            guard let raw = field(key) else {
+                if let value { return value }
+                throw ManifestError.invalidLine(line: line, reason: "missing '\(key)'")
+            }
+            guard let number = raw.int64Value else {
+                throw ManifestError.invalidLine(line: line, reason: "'\(key)' must be a whole number")
+            }
+            return number
+        }
+        func unsigned(_ key: String) throws -> UInt64 {
+            guard let raw = field(key) else { return 0 }
+            guard let number = raw.uint64Value else {
+                throw ManifestError.invalidLine(line: line, reason: "'\(key)' must be a whole number")
+            }
+            return number
+        }
+        func id32(_ key: String) throws -> UInt32 {
+            let value = try integer(key, default: 0)
+            guard let narrowed = UInt32(exactly: value) else {
+                throw ManifestError.invalidLine(line: line, reason: "'\(key)' is out of range")
+            }
+            return narrowed
+        }
+
+        guard let path = try bytes("path", required: true), !path.isEmpty else {
+            throw ManifestError.invalidLine(line: line, reason: "empty 'path'")
+        }
+        guard let typeName = field("type")?.stringValue, let type = EntryType(rawValue: typeName) else {
+            throw ManifestError.invalidLine(line: line, reason: "missing or unknown 'type'")
+        }
+        let size = try integer("size", default: 0)
+        guard size >= 0 else { throw ManifestError.invalidLine(line: line, reason: "'size' is negative") }
+        var mode: UInt32 = 0o644
+        if let modeText = field("mode")?.stringValue {
+            guard let parsed = UInt32(modeText, radix: 8), parsed <= 0o7777 else {
+                throw ManifestError.invalidLine(line: line, reason: "'mode' must be octal like \"0644\"")
+            }
+            mode = parsed
+        }
+        var sha: String?
+        if let digest = field("sha256") {
+            guard let text = digest.stringValue, HexEncoding.isHex(text, length: 64) else {
+                throw ManifestError.invalidLine(line: line, reason: "'sha256' must be 64 lowercase hex digits")
+            }
+            sha = text
+        }
+        self.init(path: path, type: type, size: size, mode: mode, uid: try id32("uid"), gid: try id32("gid"),
+                  userName: field("user")?.stringValue, groupName: field("group")?.stringValue,
+                  mtimeNanoseconds: try integer("mtime_ns", default: 0),
+                  ctimeNanoseconds: try integer("ctime_ns", default: 0),
+                  inode: try unsigned("inode"), device: try unsigned("dev"), rdev: try unsigned("rdev"),
+                  linkTarget: try bytes("link", required: type == .symlink || type == .hardlink), sha256: sha)
+    }
+}

@@ -1,0 +1,18 @@
+/// A manifest that cannot be read.
+public enum ManifestError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The first line is missing or is not a Keepsake manifest summary.
+    case notAManifest(reason: String)
+    /// A line could not be understood.
+    case invalidLine(line: Int, reason: String)
+    /// The manifest was written by a newer format than this build reads.
+    case unsupportedFormat(Int)
+
+    public var description: String {
+        switch self {
+        case .notAManifest(let reason): return "not a Keepsake manifest (\(reason))"
+        case .invalidLine(let line, let reason): return "manifest line \(line): \(reason)"
+        case .unsupportedFormat(let version):
+            return "manifest format \(version) is newer than this keepsake understands; upgrade keepsake"
+        }
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+
+/// What to do with a file that already exists in the restore target.
+public enum OverwritePolicy: String, Sendable, CaseIterable {
+    /// Keep what is there (the default).
+    case never
+    /// Replace it when the backup's copy is newer.
+    case ifNewer = "if-newer"
+    /// Always replace it.
+    case always
+}
+
+/// Where and what to restore.
+public struct RestoreRequest: Sendable {
+    /// The folder to restore into (created when missing).
+    public var target: String
+    /// Paths or patterns to restore; empty for everything.
+    public var selections: [String]
+    public var overwrite: OverwritePolicy
+    /// Read and check the archive, write nothing.
+    public var dryRun: Bool
+    /// Restore owners and setuid/setgid bits (the default for root, as with tar).
+    public var preserveOwnership: Bool
+
+    /// Creates a request.
+    public init(target: String, selections: [String] = [], overwrite: OverwritePolicy = .never, dryRun: Bool = false,
+                preserveOwnership: Bool = geteuid() == 0) {
+        self.target = target
+        self.selections = selections
+        self.overwrite = overwrite
+        self.dryRun = dryRun
+        self.preserveOwnership = preserveOwnership
+    }
+}
+
+/// What a restore did.
+public struct RestoreResult: Sendable {
+    /// The backup's id when the archive had a manifest.
+    public var backupID: BackupID?
+    /// True when every restored file was checked against a manifest's SHA-256.
+    public var verifiedAgainstManifest = false
+    /// True when the archive has no Keepsake manifest (a plain tarball).
+    public var plainTarball = false
+    public var files: Int64 = 0
+    public var directories: Int64 = 0
+    public var symlinks: Int64 = 0
+    public var hardlinks: Int64 = 0
+    public var other: Int64 = 0
+    public var bytes: Int64 = 0
+    /// Existing files left alone by the overwrite policy.
+    public var skippedExisting: Int64 = 0
+    /// Files restored without a manifest to check them against.
+    public var unverifiedFiles: Int64 = 0
+    /// Entries whose content or description did not match, or were unsafe: never written.
+    public var damaged: [PathWarning] = []
+    /// Smaller problems (metadata that could not be applied, unsupported types).
+    public var warnings: [PathWarning] = []
+    /// Why the archive could not be read to its end, if it could not.
+    public var archiveProblem: String?
+    /// With `dryRun`: the paths that would be restored.
+    public var planned: [String] = []
+    public var elapsed: TimeInterval = 0
+
+    /// An empty result.
+    public init() {}
+
+    /// True when something was damaged, unsafe or missing: exit code 4.
+    public var hasIntegrityFailure: Bool { !damaged.isEmpty || archiveProblem != nil }
+    /// Entries restored (or, in a dry run, that would be).
+    public var entryCount: Int64 { files + directories + symlinks + hardlinks + other }
+}

@@ -1,0 +1,515 @@
+import CPosix
+import Foundation
+
+/// Restores all or part of an archive into a target folder. Every file is written under
+/// a temporary name and renamed into place only once its SHA-256 matches the manifest.
+/// With the manifest known in advance (the copy beside the archive), each file lands as
+/// soon as it checks out; without it (a lone archive), files wait under their temporary
+/// names until the manifest — the archive's last entry — has been read.
+public final class Restorer {
+    // MARK: Types
+
+    /// A file (or hard link) written under a temporary name, waiting for the manifest.
+    private struct Pending {
+        let components: [[UInt8]]
+        let path: [UInt8]
+        let temporaryName: [UInt8]
+        let sha256: String?
+        /// For a hard link: the path of the file it names.
+        let linkOf: [UInt8]?
+        let size: Int64
+    }
+
+    /// Metadata for a directory, applied at the end (deepest first) so that read-only
+    /// directories can still be filled and their times are not disturbed.
+    private struct DirectoryFix {
+        let components: [[UInt8]]
+        let header: ArchiveEntryHeader
+    }
+
+    /// A failure of the target itself (disk full): stops the restore.
+    private struct TargetFailure: Error {
+        let error: EngineError
+    }
+
+    // MARK: Dependencies and state
+
+    private weak var events: EngineEventSink?
+    private let cancellation: CancellationFlag
+    private var result = RestoreResult()
+    private var pendings: [Pending] = []
+    private var pendingIndex: [[UInt8]: Int] = [:]
+    private var directoryFixes: [DirectoryFix] = []
+    private var lastProgress = Date.distantPast
+    private var targetPath = ""
+
+    /// A restorer reporting to `events`.
+    public init(events: EngineEventSink?, cancellation: CancellationFlag) {
+        self.events = events
+        self.cancellation = cancellation
+    }
+
+    // MARK: Restoring
+
+    /// Restores from `archive`. `manifest` is the copy beside the archive when there is
+    /// one; otherwise the archive's own manifest is used once it has been read.
+    public func restore(archive: ByteSource, archiveName: String, manifest: Manifest?,
+                        request: RestoreRequest) throws -> RestoreResult {
+        let started = Date()
+        result = RestoreResult()
+        pendings = []
+        pendingIndex = [:]
+        directoryFixes = []
+        targetPath = request.target
+        let selection = try RestoreSelection(request.selections)
+        let expected = manifest?.index()
+        result.backupID = manifest?.summary.id
+        var seen = Set<[UInt8]>()
+        var innerManifest: [UInt8]?
+        let target = request.dryRun ? nil : try RestoreTarget(path: request.target)
+
+        do {
+            let reader = try ArchiveReader(source: archive, name: archiveName)
+            do {
+                while let header = try reader.nextHeader() {
+                    try cancellation.check()
+                    let parts = PathBytes.components(header.path)
+                    if parts.first == BackupNaming.metadataFolder, header.path.first != UInt8(ascii: "/") {
+                        if parts.count == 2, parts[1] == PathBytes.lastComponent(BackupNaming.manifestEntryPath), expected == nil {
+                            innerManifest = try reader.readContent(limit: 1 << 31)
+                        } else {
+                            try reader.skipContent()
+                        }
+                        continue
+                    }
+                    try restoreEntry(header, reader: reader, target: target, selection: selection,
+                                     expected: expected, seen: &seen, request: request)
+                }
+            } catch let failure as ArchiveError {
+                result.archiveProblem = failure.description
+            } catch let failure as StorageError {
+                result.archiveProblem = failure.description
+            }
+        } catch let failure as ArchiveError {
+            result.archiveProblem = failure.description
+        } catch let failure as TargetFailure {
+            discardPendings(target)
+            throw failure.error
+        } catch {
+            discardPendings(target)
+            throw error
+        }
+
+        if let expected {
+            result.verifiedAgainstManifest = true
+            // Selected entries the manifest promises but the archive never delivered.
+            for (path, entry) in expected where !seen.contains(path) && selection.matches(path, isDirectory: entry.type == .directory) {
+                result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
+                                                  reason: "missing from the archive"))
+            }
+        }
+        if let target {
+            commitPendings(target: target, innerManifest: innerManifest, hasSidecar: expected != nil)
+            applyDirectoryFixes(target: target, request: request)
+            ks_syncfs(target.rootFD)
+        } else if expected == nil {
+            result.plainTarball = innerManifest == nil
+            result.verifiedAgainstManifest = innerManifest != nil
+        }
+        result.elapsed = Date().timeIntervalSince(started)
+        return result
+    }
+
+    // MARK: Entries
+
+    private func restoreEntry(_ header: ArchiveEntryHeader, reader: ArchiveReader, target: RestoreTarget?,
+                              selection: RestoreSelection, expected: [[UInt8]: ManifestEntry]?,
+                              seen: inout Set<[UInt8]>, request: RestoreRequest) throws {
+        let components: [[UInt8]]
+        switch RestoreTarget.components(of: header.path) {
+        case .failure(let refusal):
+            refuse(header.path, refusal.reason)
+            try reader.skipContent()
+            return
+        case .success(let parts):
+            components = parts
+        }
+        let path = components.dropFirst().reduce(components[0]) { PathBytes.join($0, $1) }
+        guard selection.matches(path, isDirectory: header.type == .directory) else {
+            try reader.skipContent()
+            return
+        }
+        var entry: ManifestEntry?
+        if let expected {
+            seen.insert(path)
+            entry = expected[path]
+            if let problem = ManifestCheck.mismatch(header, entry) {
+                result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path), reason: problem))
+                try reader.skipContent()
+                return
+            }
+        }
+        reportProgress(path)
+        guard let target else {
+            result.planned.append(PathBytes.display(path))
+            count(header)
+            try reader.skipContent()
+            return
+        }
+
+        let parentFD: Int32
+        do {
+            parentFD = try target.directory(components.dropLast(), create: true)
+        } catch let refusal as RestoreTarget.Refusal {
+            refuse(path, refusal.reason)
+            try reader.skipContent()
+            return
+        }
+        let name = components[components.count - 1]
+        if let existing = RestoreTarget.existing(name, in: parentFD) {
+            let isFolder = existing.st_mode & S_IFMT == S_IFDIR
+            if header.type == .directory {
+                if !isFolder {
+                    result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path),
+                                                       reason: "something that is not a folder is in the way"))
+                    return
+                }
+                if request.overwrite == .always { directoryFixes.append(DirectoryFix(components: components, header: header)) }
+                result.directories += 1
+                return
+            }
+            let keep: Bool
+            switch request.overwrite {
+            case .never: keep = true
+            case .ifNewer:
+                let existingTime = Int64(existing.st_mtim.tv_sec) * 1_000_000_000 + Int64(existing.st_mtim.tv_nsec)
+                keep = existingTime >= header.mtimeTotalNanoseconds
+            case .always: keep = false
+            }
+            if keep {
+                result.skippedExisting += 1
+                try reader.skipContent()
+                return
+            }
+            if isFolder {
+                result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path),
+                                                   reason: "a folder is in the way; it was left alone"))
+                try reader.skipContent()
+                return
+            }
+        }
+
+        switch header.type {
+        case .directory:
+            if PathBytes.withCString(name, { mkdirat(parentFD, $0, 0o700) }) != 0 {
+                try targetProblem(path, errno)
+                return
+            }
+            directoryFixes.append(DirectoryFix(components: components, header: header))
+            result.directories += 1
+        case .file:
+            try restoreFile(header, reader: reader, components: components, path: path, parentFD: parentFD,
+                            expected: entry, hasManifest: expected != nil, request: request)
+        case .symlink:
+            let temporary = RestoreTarget.temporaryName()
+            let status = PathBytes.withCString(header.linkTarget ?? []) { link in
+                PathBytes.withCString(temporary) { symlinkat(link, parentFD, $0) }
+            }
+            guard status == 0 else { try targetProblem(path, errno); return }
+            applyLinkMetadata(header, name: temporary, parentFD: parentFD, request: request, path: path)
+            try place(temporary, as: name, parentFD: parentFD, path: path)
+            result.symlinks += 1
+        case .hardlink:
+            try restoreHardLink(header, components: components, path: path, parentFD: parentFD,
+                                deferred: expected == nil, target: target)
+        case .fifo, .characterDevice, .blockDevice:
+            guard header.type == .fifo || request.preserveOwnership else {
+                result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path),
+                                                   reason: "device files are restored only by root"))
+                return
+            }
+            let temporary = RestoreTarget.temporaryName()
+            let kind: mode_t = header.type == .fifo ? S_IFIFO : header.type == .characterDevice ? S_IFCHR : S_IFBLK
+            let status = PathBytes.withCString(temporary) {
+                mknodat(parentFD, $0, kind | mode_t(header.permissions & 0o777), dev_t(header.rdev))
+            }
+            guard status == 0 else { try targetProblem(path, errno); return }
+            applyLinkMetadata(header, name: temporary, parentFD: parentFD, request: request, path: path)
+            try place(temporary, as: name, parentFD: parentFD, path: path)
+            result.other += 1
+        case .socket:
+            try reader.skipContent()
+        }
+    }
+
+    /// Writes a file's content under a temporary name, hashing it, then places it (or
+    /// leaves it pending until the archive's own manifest is read).
+    private func restoreFile(_ header: ArchiveEntryHeader, reader: ArchiveReader, components: [[UInt8]], path: [UInt8],
+                             parentFD: Int32, expected: ManifestEntry?, hasManifest: Bool, request: RestoreRequest) throws {
+        let temporary = RestoreTarget.temporaryName()
+        let fd = PathBytes.withCString(temporary) {
+            openat(parentFD, $0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        }
+        guard fd >= 0 else {
+            try targetProblem(path, errno)
+            try reader.skipContent()
+            return
+        }
+        var closed = false
+        defer { if !closed { close(fd) } }
+        let hasher = SHA256Hasher()
+        var end: Int64 = 0
+        do {
+            while let block = try reader.nextBlock() {
+                try cancellation.check()
+                guard let base = block.bytes.baseAddress, !block.bytes.isEmpty else { continue }
+                if block.offset > end { ManifestCheck.hashZeros(block.offset - end, into: hasher) }
+                hasher.update(block.bytes)
+                var written = 0
+                while written < block.bytes.count {
+                    let count = pwrite(fd, base + written, block.bytes.count - written,
+                                       off_t(block.offset) + off_t(written))
+                    if count < 0 {
+                        if errno == EINTR { continue }
+                        throw TargetFailure(error: Restorer.targetError(request.target, errno, path: path))
+                    }
+                    written += count
+                }
+                end = max(end, block.offset + Int64(block.bytes.count))
+            }
+        } catch {
+            RestoreTarget.remove(temporary, in: parentFD)
+            throw error
+        }
+        if end < header.size { ManifestCheck.hashZeros(header.size - end, into: hasher) }
+        if ftruncate(fd, off_t(max(end, header.size))) != 0 {
+            let code = errno
+            RestoreTarget.remove(temporary, in: parentFD)
+            throw TargetFailure(error: Restorer.targetError(request.target, code, path: path))
+        }
+        let digest = hasher.finalizeHex()
+        applyMetadata(header, fd: fd, request: request, path: path)
+        close(fd)
+        closed = true
+        result.bytes += header.size
+        if let expected {
+            guard expected.sha256 == nil || expected.sha256 == digest else {
+                RestoreTarget.remove(temporary, in: parentFD)
+                result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
+                                                  reason: "content does not match its SHA-256 in the manifest; not restored"))
+                return
+            }
+            try place(temporary, as: components[components.count - 1], parentFD: parentFD, path: path)
+            result.files += 1
+        } else if !hasManifest {
+            pendingIndex[path] = pendings.count
+            pendings.append(Pending(components: components, path: path, temporaryName: temporary, sha256: digest,
+                                    linkOf: nil, size: header.size))
+        }
+    }
+
+    private func restoreHardLink(_ header: ArchiveEntryHeader, components: [[UInt8]], path: [UInt8], parentFD: Int32,
+                                 deferred: Bool, target: RestoreTarget) throws {
+        guard case .success(let linkParts) = RestoreTarget.components(of: header.linkTarget ?? []) else {
+            refuse(path, "hard link to an unsafe path")
+            return
+        }
+        let linkPath = linkParts.dropFirst().reduce(linkParts[0]) { PathBytes.join($0, $1) }
+        var sourceParts = linkParts
+        if let index = pendingIndex[linkPath] {
+            // The file it names is still waiting under its temporary name.
+            sourceParts = pendings[index].components.dropLast() + [pendings[index].temporaryName]
+        }
+        let sourceFD: Int32
+        do {
+            sourceFD = try target.openDirectory(sourceParts.dropLast(), create: false)
+        } catch {
+            result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path),
+                                               reason: "the file it links to (\(PathBytes.display(linkPath))) was not restored"))
+            return
+        }
+        defer { close(sourceFD) }
+        let temporary = RestoreTarget.temporaryName()
+        let status = PathBytes.withCString(sourceParts[sourceParts.count - 1]) { source in
+            PathBytes.withCString(temporary) { linkat(sourceFD, source, parentFD, $0, 0) }
+        }
+        guard status == 0 else {
+            result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path),
+                                               reason: "the file it links to (\(PathBytes.display(linkPath))) was not restored"))
+            return
+        }
+        if deferred {
+            pendings.append(Pending(components: components, path: path, temporaryName: temporary, sha256: nil,
+                                    linkOf: linkPath, size: 0))
+        } else {
+            try place(temporary, as: components[components.count - 1], parentFD: parentFD, path: path)
+            result.hardlinks += 1
+        }
+    }
+
+    // MARK: Placing
+
+    /// Renames a finished temporary file into place (replacing what the policy allowed).
+    private func place(_ temporary: [UInt8], as name: [UInt8], parentFD: Int32, path: [UInt8]) throws {
+        let code = RestoreTarget.rename(temporary, to: name, in: parentFD)
+        if code != 0 {
+            RestoreTarget.remove(temporary, in: parentFD)
+            try targetProblem(path, code)
+        }
+    }
+
+    /// Places the files that waited for the archive's own manifest.
+    private func commitPendings(target: RestoreTarget, innerManifest: [UInt8]?, hasSidecar: Bool) {
+        guard !pendings.isEmpty || innerManifest != nil || !hasSidecar else { return }
+        var index: [[UInt8]: ManifestEntry]?
+        if let innerManifest {
+            do {
+                let manifest = try Manifest.parse(innerManifest)
+                index = manifest.index()
+                result.backupID = manifest.summary.id
+                result.verifiedAgainstManifest = true
+            } catch {
+                result.archiveProblem = "the archive's manifest cannot be read (\(error))"
+            }
+        } else if !hasSidecar {
+            result.plainTarball = result.archiveProblem == nil
+        }
+        var failed = Set<[UInt8]>()
+        for pending in pendings {
+            guard let parentFD = try? target.directory(pending.components.dropLast(), create: false) else { continue }
+            var problem: String?
+            if let linkOf = pending.linkOf {
+                if failed.contains(linkOf) { problem = "the file it links to was damaged" }
+            } else if let index {
+                if let entry = index[pending.path] {
+                    if entry.sha256 != nil && entry.sha256 != pending.sha256 {
+                        problem = "content does not match its SHA-256 in the manifest; not restored"
+                    }
+                } else {
+                    problem = "not in the backup's manifest; not restored"
+                }
+            }
+            if let problem {
+                failed.insert(pending.path)
+                RestoreTarget.remove(pending.temporaryName, in: parentFD)
+                result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(pending.path), reason: problem))
+                continue
+            }
+            if RestoreTarget.rename(pending.temporaryName, to: pending.components[pending.components.count - 1], in: parentFD) != 0 {
+                RestoreTarget.remove(pending.temporaryName, in: parentFD)
+                result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(pending.path),
+                                                   reason: FileDescriptorIO.message(errno)))
+                continue
+            }
+            if pending.linkOf != nil { result.hardlinks += 1 } else { result.files += 1 }
+            if index == nil && pending.linkOf == nil { result.unverifiedFiles += 1 }
+        }
+        pendings = []
+    }
+
+    /// Removes every temporary file still waiting (after a fatal error).
+    private func discardPendings(_ target: RestoreTarget?) {
+        guard let target else { return }
+        for pending in pendings {
+            if let parentFD = try? target.directory(pending.components.dropLast(), create: false) {
+                RestoreTarget.remove(pending.temporaryName, in: parentFD)
+            }
+        }
+        pendings = []
+    }
+
+    // MARK: Metadata
+
+    private func applyMetadata(_ header: ArchiveEntryHeader, fd: Int32, request: RestoreRequest, path: [UInt8]) {
+        if request.preserveOwnership {
+            let uid = header.userName.flatMap(UserNames.shared.userID(named:)) ?? header.uid
+            let gid = header.groupName.flatMap(UserNames.shared.groupID(named:)) ?? header.gid
+            if fchown(fd, uid, gid) != 0 { metadataProblem(path, "owner", errno) }
+        }
+        // Without ownership, setuid/setgid would grant the restoring user's rights instead.
+        let mode = request.preserveOwnership ? header.permissions : header.permissions & 0o1777
+        if fchmod(fd, mode_t(mode)) != 0 { metadataProblem(path, "permissions", errno) }
+        for attribute in header.xattrs {
+            let status = attribute.value.withUnsafeBytes { ks_fsetxattr(fd, attribute.name, $0.baseAddress, $0.count, 0) }
+            if status != 0 { metadataProblem(path, "extended attribute \(attribute.name)", errno) }
+        }
+        var times = [timespec(tv_sec: 0, tv_nsec: KS_UTIME_NOW),
+                     timespec(tv_sec: time_t(header.mtimeSeconds), tv_nsec: Int(header.mtimeNanoseconds))]
+        if futimens(fd, &times) != 0 { metadataProblem(path, "modification time", errno) }
+    }
+
+    private func applyLinkMetadata(_ header: ArchiveEntryHeader, name: [UInt8], parentFD: Int32, request: RestoreRequest,
+                                   path: [UInt8]) {
+        PathBytes.withCString(name) { cName in
+            if request.preserveOwnership {
+                let uid = header.userName.flatMap(UserNames.shared.userID(named:)) ?? header.uid
+                let gid = header.groupName.flatMap(UserNames.shared.groupID(named:)) ?? header.gid
+                if fchownat(parentFD, cName, uid, gid, AT_SYMLINK_NOFOLLOW) != 0 { metadataProblem(path, "owner", errno) }
+            }
+            if header.type != .symlink, fchmodat(parentFD, cName, mode_t(header.permissions & 0o1777), 0) != 0 {
+                metadataProblem(path, "permissions", errno)
+            }
+            var times = [timespec(tv_sec: 0, tv_nsec: KS_UTIME_NOW),
+                         timespec(tv_sec: time_t(header.mtimeSeconds), tv_nsec: Int(header.mtimeNanoseconds))]
+            if utimensat(parentFD, cName, &times, AT_SYMLINK_NOFOLLOW) != 0 { metadataProblem(path, "modification time", errno) }
+        }
+    }
+
+    /// Directory modes and times last, deepest first.
+    private func applyDirectoryFixes(target: RestoreTarget, request: RestoreRequest) {
+        for fix in directoryFixes.sorted(by: { $0.components.count > $1.components.count }) {
+            guard let fd = try? target.openDirectory(fix.components[...], create: false) else { continue }
+            let path = fix.components.dropFirst().reduce(fix.components[0]) { PathBytes.join($0, $1) }
+            applyMetadata(fix.header, fd: fd, request: request, path: path)
+            close(fd)
+        }
+        directoryFixes = []
+    }
+
+    // MARK: Problems
+
+    private func refuse(_ path: [UInt8], _ reason: String) {
+        result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path), reason: "unsafe entry refused: \(reason)"))
+    }
+
+    private func metadataProblem(_ path: [UInt8], _ what: String, _ code: Int32) {
+        result.warnings.append(PathWarning(kind: .metadata, path: PathBytes.display(path),
+                                           reason: "cannot set \(what): \(FileDescriptorIO.message(code))"))
+    }
+
+    /// A failure to create something in the target: fatal when the disk is full,
+    /// otherwise a warning for that path.
+    private func targetProblem(_ path: [UInt8], _ code: Int32) throws {
+        if code == ENOSPC || code == EDQUOT || code == EROFS {
+            throw TargetFailure(error: Restorer.targetError(targetPath, code, path: path))
+        }
+        result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path), reason: FileDescriptorIO.message(code)))
+    }
+
+    private static func targetError(_ target: String, _ code: Int32, path: [UInt8]) -> EngineError {
+        .targetUnusable(path: target,
+                        reason: "\(FileDescriptorIO.message(code)) while writing \(PathBytes.display(path)); the unfinished file was removed")
+    }
+
+    // MARK: Helpers
+
+    private func count(_ header: ArchiveEntryHeader) {
+        switch header.type {
+        case .file: result.files += 1; result.bytes += header.size
+        case .directory: result.directories += 1
+        case .symlink: result.symlinks += 1
+        case .hardlink: result.hardlinks += 1
+        case .socket: break
+        default: result.other += 1
+        }
+    }
+
+    private func reportProgress(_ path: [UInt8]) {
+        guard let events else { return }
+        let now = Date()
+        guard now.timeIntervalSince(lastProgress) >= 0.1 else { return }
+        lastProgress = now
+        events.handle(.progress(ProgressSnapshot(entriesDone: result.entryCount, bytesDone: result.bytes, totalBytes: nil,
+                                                 currentPath: PathBytes.display(path))))
+    }
+}

@@ -1,0 +1,38 @@
+/// Something bytes can be read from, front to back.
+public protocol ByteSource: AnyObject {
+    /// Reads up to `buffer.count` bytes and returns how many; 0 at the end.
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+    /// Releases the source; reading afterwards is an error.
+    func close()
+}
+
+/// Something bytes can be written to, front to back.
+public protocol ByteSink: AnyObject {
+    /// Writes all of `buffer` or throws.
+    func write(_ buffer: UnsafeRawBufferPointer) throws
+}
+
+/// An object being stored: written front to back, then committed (made visible under its
+/// final name, durably) or aborted (gone without a trace).
+public protocol PendingObject: ByteSink {
+    /// Bytes written so far.
+    var bytesWritten: Int64 { get }
+    /// Makes the object durable and visible under its name, atomically.
+    func commit() throws
+    /// Discards everything written; safe to call after a failure or twice.
+    func abort()
+}
+
+extension ByteSource {
+    /// Reads everything that is left, refusing more than `limit` bytes.
+    public func readAll(limit: Int) throws -> [UInt8] {
+        var result = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = try chunk.withUnsafeMutableBytes { try read(into: $0) }
+            if count == 0 { return result }
+            result.append(contentsOf: chunk[0..<count])
+            if result.count > limit { throw StorageError.tooLarge(limit: limit) }
+        }
+    }
+}

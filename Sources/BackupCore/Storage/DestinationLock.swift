@@ -1,0 +1,97 @@
+import Foundation
+
+/// Who holds (or wants) a destination's lock.
+public struct LockOwner: Sendable, Equatable {
+    // MARK: Fields
+
+    public var pid: Int32
+    public var host: String
+    public var started: Date
+    /// What the holder is doing (`backup`), for messages.
+    public var operation: String
+    /// The process's start time in clock ticks since boot (from /proc), so a recycled pid
+    /// is not mistaken for the holder.
+    public var processStartTicks: UInt64?
+
+    /// Creates an owner record.
+    public init(pid: Int32, host: String, started: Date, operation: String, processStartTicks: UInt64?) {
+        self.pid = pid
+        self.host = host
+        self.started = started
+        self.operation = operation
+        self.processStartTicks = processStartTicks
+    }
+
+    /// This process, about to do `operation`.
+    public static func current(operation: String) -> LockOwner {
+        let pid = getpid()
+        return LockOwner(pid: pid, host: HostIdentity.hostName, started: Date(), operation: operation,
+                         processStartTicks: LockOwner.startTicks(of: pid))
+    }
+
+    // MARK: Liveness
+
+    /// True when the owner is on this host and its process is gone (or is another
+    /// process with a recycled pid).
+    public var isStaleOnThisHost: Bool {
+        guard host == HostIdentity.hostName else { return false }
+        if kill(pid, 0) != 0 && errno == ESRCH { return true }
+        if let recorded = processStartTicks, let now = LockOwner.startTicks(of: pid), recorded != now { return true }
+        return false
+    }
+
+    /// Field 22 of /proc/PID/stat: when the process started, in ticks since boot.
+    static func startTicks(of pid: Int32) -> UInt64? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let closing = text.lastIndex(of: ")") else { return nil }
+        // Fields after the command name (which may hold spaces) start at field 3.
+        let fields = text[text.index(after: closing)...].split(separator: " ")
+        guard fields.count > 19 else { return nil }
+        return UInt64(fields[19])
+    }
+
+    // MARK: Encoding
+
+    /// The lock file's content.
+    var json: JSONValue {
+        var object = JSONObject([
+            ("pid", .int(Int64(pid))),
+            ("host", .string(host)),
+            ("started", .string(Timestamp.iso8601(started))),
+            ("operation", .string(operation)),
+        ])
+        if let processStartTicks { object["start_ticks"] = .int(Int64(clamping: processStartTicks)) }
+        return .object(object)
+    }
+
+    /// Reads a lock file's content; nil when it is not one.
+    init?(json: JSONValue) {
+        guard let pid = json["pid"]?.int64Value, let narrowed = Int32(exactly: pid),
+              let host = json["host"]?.stringValue else { return nil }
+        self.init(pid: narrowed, host: host,
+                  started: json["started"]?.stringValue.flatMap(Timestamp.parseISO8601) ?? Date(timeIntervalSince1970: 0),
+                  operation: json["operation"]?.stringValue ?? "unknown",
+                  processStartTicks: json["start_ticks"]?.int64Value.flatMap { UInt64(exactly: $0) })
+    }
+}
+
+/// A held destination lock; released by `release()` (also safe to call twice).
+public protocol DestinationLock: AnyObject {
+    /// The holder whose stale lock was taken over, if any.
+    var tookOverFrom: LockOwner? { get }
+    /// Gives the lock back.
+    func release()
+}
+
+/// The destination is locked by another run.
+public enum LockError: Error, Sendable, Equatable, CustomStringConvertible {
+    case held(by: LockOwner, destination: String)
+
+    public var description: String {
+        switch self {
+        case .held(let owner, let destination):
+            return "\(destination) is locked by \(owner.operation) pid \(owner.pid) on \(owner.host), "
+                + "started \(Timestamp.iso8601(owner.started)); wait for it to finish"
+        }
+    }
+}

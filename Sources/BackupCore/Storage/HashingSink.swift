@@ -1,0 +1,54 @@
+/// Passes bytes on to another sink while hashing and counting them, so an archive's own
+/// SHA-256 comes free with writing it.
+final class HashingSink: ByteSink {
+    private let target: ByteSink
+    private let hasher = SHA256Hasher()
+    /// Bytes passed on so far.
+    private(set) var count: Int64 = 0
+
+    init(target: ByteSink) {
+        self.target = target
+    }
+
+    func write(_ buffer: UnsafeRawBufferPointer) throws {
+        hasher.update(buffer)
+        count += Int64(buffer.count)
+        try target.write(buffer)
+    }
+
+    /// The hex digest of everything written.
+    func finalizeHex() -> String { hasher.finalizeHex() }
+}
+
+/// Passes bytes read from another source through a hash, so verifying an archive's own
+/// SHA-256 costs no second read.
+final class HashingSource: ByteSource {
+    private let source: ByteSource
+    private let hasher = SHA256Hasher()
+    /// Bytes read so far.
+    private(set) var count: Int64 = 0
+
+    init(source: ByteSource) {
+        self.source = source
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let read = try source.read(into: buffer)
+        if read > 0 {
+            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<read]))
+            count += Int64(read)
+        }
+        return read
+    }
+
+    /// Reads whatever the archive reader left unread, so the hash covers the whole object.
+    func drain() throws {
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        while try chunk.withUnsafeMutableBytes({ try read(into: $0) }) > 0 {}
+    }
+
+    func close() { source.close() }
+
+    /// The hex digest of everything read.
+    func finalizeHex() -> String { hasher.finalizeHex() }
+}

@@ -1,0 +1,53 @@
+/// One stored object as a listing shows it.
+public struct StoredObject: Sendable, Equatable {
+    /// The object's name in the destination (no directories).
+    public var name: String
+    /// Its size in bytes.
+    public var size: Int64
+
+    /// Creates a listing row.
+    public init(name: String, size: Int64) {
+        self.name = name
+        self.size = size
+    }
+}
+
+/// Where backups live. Everything above this protocol talks to a destination only through
+/// it, so nothing assumes a local path: object storage and rclone remotes can conform too.
+public protocol StorageBackend: AnyObject {
+    /// The destination as people name it, for messages (`/srv/backups`, `s3://…`).
+    var location: String { get }
+
+    /// Creates the destination when it does not exist yet (owner-only access).
+    func prepare() throws
+
+    /// Committed objects; never the temporary ones of a store in progress.
+    func list() throws -> [StoredObject]
+
+    /// Starts storing `name`; nothing is visible until `commit()`.
+    func create(_ name: String) throws -> PendingObject
+
+    /// Opens a committed object for reading.
+    func open(_ name: String) throws -> ByteSource
+
+    /// Removes a committed object.
+    func delete(_ name: String) throws
+
+    /// Takes the destination's lock, or throws `LockError.held` naming the holder. A lock
+    /// left by a process that no longer runs on this host is taken over; the returned
+    /// handle then names the previous holder.
+    func acquireLock(_ owner: LockOwner) throws -> DestinationLock
+
+    /// Removes what interrupted runs left behind (temporary objects). Call only while
+    /// holding the lock. Returns the names removed.
+    func removeLeftovers() throws -> [String]
+}
+
+extension StorageBackend {
+    /// Reads a whole (small) object into memory.
+    public func readObject(_ name: String, limit: Int = 1 << 30) throws -> [UInt8] {
+        let source = try open(name)
+        defer { source.close() }
+        return try source.readAll(limit: limit)
+    }
+}

@@ -1,0 +1,23 @@
+/// Failures of a destination.
+public enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The destination cannot be used (missing, not a directory, no permission).
+    case unusable(destination: String, reason: String)
+    /// An object is not in the destination.
+    case notFound(name: String, destination: String)
+    /// Reading or writing an object failed.
+    case io(name: String, operation: String, reason: String)
+    /// The destination has no room left.
+    case full(destination: String)
+    /// An object was larger than the caller allows.
+    case tooLarge(limit: Int)
+
+    public var description: String {
+        switch self {
+        case .unusable(let destination, let reason): return "cannot use destination \(destination): \(reason)"
+        case .notFound(let name, let destination): return "\(name) is not in \(destination)"
+        case .io(let name, let operation, let reason): return "cannot \(operation) \(name): \(reason)"
+        case .full(let destination): return "no space left in \(destination); free some space or prune old backups"
+        case .tooLarge(let limit): return "object is larger than \(limit) bytes"
+        }
+    }
+}

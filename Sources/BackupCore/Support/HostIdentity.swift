@@ -1,0 +1,26 @@
+import Foundation
+
+/// This machine's and this user's names, read once.
+public enum HostIdentity {
+    /// The host name (`gethostname`), or `localhost`.
+    public static let hostName: String = {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
+        let name = PathBytes.fromCString(buffer).flatMap(PathBytes.validString) ?? ""
+        return name.isEmpty ? "localhost" : name
+    }()
+
+    /// The effective user's name, or the numeric id.
+    public static let userName: String = {
+        UserNames.shared.userName(for: geteuid()) ?? String(geteuid())
+    }()
+
+    /// The host name reduced to characters safe in a file name.
+    public static var fileSafeHostName: String {
+        let safe = hostName.map { character -> Character in
+            character.isASCII && (character.isLetter || character.isNumber || character == "-" || character == ".")
+                ? character : "-"
+        }
+        return String(safe.prefix(64))
+    }
+}

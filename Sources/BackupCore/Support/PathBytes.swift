@@ -1,0 +1,109 @@
+import Foundation
+
+/// Helpers for file paths kept as raw bytes: Linux names may be any bytes but `/` and NUL,
+/// and not every name is valid UTF-8, so paths never pass through `String` on the way to
+/// the file system.
+public enum PathBytes {
+    // MARK: Conversion
+
+    /// The bytes of a Swift string path.
+    public static func from(_ string: String) -> [UInt8] {
+        Array(string.utf8)
+    }
+
+    /// The path as text when it is valid UTF-8, nil otherwise.
+    public static func validString(_ bytes: [UInt8]) -> String? {
+        String(validating: bytes, as: UTF8.self)
+    }
+
+    /// The path for people: invalid bytes shown as `\xNN`, control characters escaped, so a
+    /// name with a newline or an escape sequence cannot garble a terminal or a log line.
+    public static func display(_ bytes: [UInt8]) -> String {
+        if let text = validString(bytes), !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) {
+            return text
+        }
+        var out = ""
+        var index = 0
+        while index < bytes.count {
+            let length = utf8SequenceLength(bytes, at: index)
+            if length > 0, let text = String(validating: bytes[index..<(index + length)], as: UTF8.self) {
+                for scalar in text.unicodeScalars {
+                    switch scalar.value {
+                    case 0x0a: out += "\\n"
+                    case 0x09: out += "\\t"
+                    case 0..<0x20, 0x7f: out += String(format: "\\x%02x", scalar.value)
+                    default: out.unicodeScalars.append(scalar)
+                    }
+                }
+                index += length
+            } else {
+                out += String(format: "\\x%02x", bytes[index])
+                index += 1
+            }
+        }
+        return out
+    }
+
+    /// Length of a well-formed UTF-8 sequence starting at `index`, or 0.
+    private static func utf8SequenceLength(_ bytes: [UInt8], at index: Int) -> Int {
+        let lead = bytes[index]
+        let length: Int
+        switch lead {
+        case 0..<0x80: return 1
+        case 0xc2...0xdf: length = 2
+        case 0xe0...0xef: length = 3
+        case 0xf0...0xf4: length = 4
+        default: return 0
+        }
+        guard index + length <= bytes.count else { return 0 }
+        for offset in 1..<length where bytes[index + offset] & 0xc0 != 0x80 { return 0 }
+        return length
+    }
+
+    // MARK: Composition
+
+    /// `parent/child`, without doubling a slash.
+    public static func join(_ parent: [UInt8], _ child: [UInt8]) -> [UInt8] {
+        if parent.isEmpty { return child }
+        var out = parent
+        if out.last != UInt8(ascii: "/") { out.append(UInt8(ascii: "/")) }
+        out.append(contentsOf: child)
+        return out
+    }
+
+    /// The components of a path, without empty and `.` components.
+    public static func components(_ bytes: [UInt8]) -> [[UInt8]] {
+        bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true)
+            .map(Array.init)
+            .filter { $0 != [UInt8(ascii: ".")] }
+    }
+
+    /// The last component, or the whole path when it has no slash.
+    public static func lastComponent(_ bytes: [UInt8]) -> [UInt8] {
+        components(bytes).last ?? bytes
+    }
+
+    /// True when `path` equals `prefix` or lies below it (component-wise).
+    public static func isSameOrBelow(_ path: [UInt8], _ prefix: [UInt8]) -> Bool {
+        let trimmed = prefix.last == UInt8(ascii: "/") ? Array(prefix.dropLast()) : prefix
+        if trimmed.isEmpty { return true }
+        guard path.count >= trimmed.count, Array(path[0..<trimmed.count]) == trimmed else { return false }
+        return path.count == trimmed.count || path[trimmed.count] == UInt8(ascii: "/")
+    }
+
+    /// Calls `body` with a NUL-terminated C string of the bytes.
+    public static func withCString<R>(_ bytes: [UInt8], _ body: (UnsafePointer<CChar>) throws -> R) rethrows -> R {
+        var terminated = bytes
+        terminated.append(0)
+        return try terminated.withUnsafeBufferPointer { buffer in
+            try buffer.withMemoryRebound(to: CChar.self) { try body($0.baseAddress!) }
+        }
+    }
+
+    /// The bytes of a C string, or nil for a NULL pointer.
+    public static func fromCString(_ pointer: UnsafePointer<CChar>?) -> [UInt8]? {
+        guard let pointer else { return nil }
+        let length = strlen(pointer)
+        return pointer.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
+    }
+}

@@ -1,0 +1,7 @@
+#ifndef KEEPSAKE_CCRYPTO_SHIM_H
+#define KEEPSAKE_CCRYPTO_SHIM_H
+
+#include <openssl/evp.h>
+#include <openssl/crypto.h>
+
+#endif

@@ -1,0 +1,25 @@
+#ifndef KEEPSAKE_CPOSIX_SHIM_H
+#define KEEPSAKE_CPOSIX_SHIM_H
+
+// Linux calls and constants that Swift's Glibc module does not expose. No _GNU_SOURCE
+// here: it would change system types and clash with the other C modules.
+#include <sys/types.h>
+#include <sys/xattr.h>
+#include <sys/stat.h>
+
+// Values from the Linux UAPI headers (the same on x86_64 and aarch64).
+static const int KS_O_NOATIME = 01000000;
+static const int KS_SEEK_DATA = 3;
+static const int KS_SEEK_HOLE = 4;
+static const long KS_UTIME_NOW = ((1l << 30) - 1l);
+
+extern int syncfs(int fd);
+
+static inline int ks_syncfs(int fd) { return syncfs(fd); }
+static inline ssize_t ks_flistxattr(int fd, char *list, size_t size) { return flistxattr(fd, list, size); }
+static inline ssize_t ks_llistxattr(const char *path, char *list, size_t size) { return llistxattr(path, list, size); }
+static inline ssize_t ks_fgetxattr(int fd, const char *name, void *value, size_t size) { return fgetxattr(fd, name, value, size); }
+static inline ssize_t ks_lgetxattr(const char *path, const char *name, void *value, size_t size) { return lgetxattr(path, name, value, size); }
+static inline int ks_fsetxattr(int fd, const char *name, const void *value, size_t size, int flags) { return fsetxattr(fd, name, value, size, flags); }
+
+#endif

@@ -1,0 +1,41 @@
+// MARK: - ArgumentSpec
+
+/// Describes one positional argument of a command, e.g. `PATH...` for `keepsake backup`.
+struct ArgumentSpec: Sendable, Hashable {
+
+    // MARK: Properties
+
+    /// The placeholder shown in usage and messages, conventionally upper case (`"PATH"`).
+    var name: String
+    /// One or two sentences for the help screen.
+    var help: String
+    /// Whether the command runs without it.
+    var optional: Bool
+    /// Whether it takes every remaining positional (`PATH...`), at least one unless optional.
+    var repeating: Bool
+
+    // MARK: Init
+
+    /// Creates a positional argument spec; required and single by default.
+    init(name: String, help: String, optional: Bool = false, repeating: Bool = false) {
+        self.name = name
+        self.help = help
+        self.optional = optional
+        self.repeating = repeating
+    }
+
+    // MARK: Display
+
+    /// `PATH` or `PATH...`: used in messages and in the ARGUMENTS section.
+    var displayName: String { repeating ? name + "..." : name }
+
+    /// The token in the usage line: `PATH...`, or `[PATH...]` when optional.
+    var usageToken: String { optional ? "[\(displayName)]" : displayName }
+
+    /// The help text, with `(optional)` appended when the argument may be left out
+    /// (the usage line shows that with brackets, the ARGUMENTS section in words).
+    var annotatedHelp: String {
+        guard optional else { return help }
+        return help.isEmpty ? "(optional)" : help + " (optional)"
+    }
+}

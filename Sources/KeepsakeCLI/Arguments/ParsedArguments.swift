@@ -1,0 +1,94 @@
+// MARK: - ParsedArguments
+
+/// The result of parsing one command line against a `CommandSpec`.
+///
+/// Options are looked up by their long name without dashes (`"dest"`), whichever form the
+/// user typed (`--dest`, `--dest=…`, `-d`). Asking for an option the spec does not declare
+/// simply answers "not given".
+struct ParsedArguments: Sendable, Hashable {
+
+    // MARK: Storage
+
+    /// How many times each flag was given, by long name.
+    private(set) var flagCounts: [String: Int]
+    /// Every value given for each value option, by long name, in command-line order.
+    private(set) var optionValues: [String: [String]]
+    /// Every positional in command-line order (including those after `--`).
+    private(set) var positionals: [String]
+    /// The positionals assigned to each `ArgumentSpec`, by its name.
+    private(set) var argumentValues: [String: [String]]
+
+    // MARK: Init
+
+    /// Creates a result; the parser fills it in, tests may build one directly.
+    init(
+        flagCounts: [String: Int] = [:],
+        optionValues: [String: [String]] = [:],
+        positionals: [String] = [],
+        argumentValues: [String: [String]] = [:]
+    ) {
+        self.flagCounts = flagCounts
+        self.optionValues = optionValues
+        self.positionals = positionals
+        self.argumentValues = argumentValues
+    }
+
+    // MARK: Options
+
+    /// Whether the flag `--long` was given at least once.
+    func flag(_ long: String) -> Bool {
+        flagCount(long) > 0
+    }
+
+    /// How many times the flag was given (`-vv` counts 2).
+    func flagCount(_ long: String) -> Int {
+        flagCounts[long] ?? 0
+    }
+
+    /// The value of `--long`, or `nil` when not given. When given several times the last
+    /// one wins, as in most command-line tools, so a wrapper script's default can be
+    /// overridden by appending the option again.
+    func value(_ long: String) -> String? {
+        optionValues[long]?.last
+    }
+
+    /// Every value given for `--long`, in command-line order (for repeatable options).
+    func values(_ long: String) -> [String] {
+        optionValues[long] ?? []
+    }
+
+    // MARK: Positionals
+
+    /// The positional assigned to the argument named `name`, or `nil` when it was left out.
+    /// For a repeating argument this is the first of its values.
+    func argument(_ name: String) -> String? {
+        argumentValues[name]?.first
+    }
+
+    /// Every positional assigned to the argument named `name` (for `PATH...`).
+    func arguments(_ name: String) -> [String] {
+        argumentValues[name] ?? []
+    }
+
+    // MARK: Building
+
+    /// Records one more occurrence of a flag.
+    mutating func addFlag(_ long: String) {
+        flagCounts[long, default: 0] += 1
+    }
+
+    /// Records one value of a value option.
+    mutating func addValue(_ value: String, for long: String) {
+        optionValues[long, default: []].append(value)
+    }
+
+    /// Records one positional, before it is assigned to an argument.
+    mutating func addPositional(_ value: String) {
+        positionals.append(value)
+    }
+
+    /// Records the positionals assigned to an argument.
+    mutating func assign(_ values: [String], to name: String) {
+        argumentValues[name] = values
+    }
+}

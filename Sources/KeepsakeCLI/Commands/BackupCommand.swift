@@ -1,0 +1,220 @@
+import BackupCore
+import Foundation
+import TerminalUI
+
+/// `keepsake backup`: sources (or stdin) into a compressed archive in the destination.
+struct BackupCommand: KeepsakeCommand {
+    // MARK: Spec
+
+    static let spec = CommandSpec(
+        name: "backup",
+        abstract: "Back up files and folders (or standard input) into the destination.",
+        discussion: "Each backup is one pax tar archive, compressed (zstd by default), with a manifest holding a SHA-256 for every file. Nothing is visible in the destination until the backup is complete. Files that cannot be read are reported; the backup is still committed and the exit code is 3.",
+        arguments: [ArgumentSpec(name: "PATH", help: "A file or folder to back up.", optional: true, repeating: true)],
+        options: [
+            CommonOptions.dest,
+            OptionSpec(long: "compression", short: "c", kind: .value(valueName: "codec"),
+                       allowedValues: Compression.allCases.map(\.rawValue), defaultDescription: "zstd",
+                       help: "How to compress the archive."),
+            OptionSpec(long: "level", short: "l", kind: .value(valueName: "n"),
+                       help: "Compression level: zstd 1-19 (default 3), gzip 1-9 (6), xz 0-9 (6), lz4 1-9 (1)."),
+            OptionSpec(long: "exclude", short: "e", kind: .value(valueName: "pattern"), repeatable: true,
+                       help: "Leave out paths matching a gitignore-style pattern: *, **, ?, [..], a leading / anchors to the source, a trailing / matches only folders, ! re-includes."),
+            OptionSpec(long: "exclude-from", kind: .value(valueName: "file"), repeatable: true,
+                       help: "Read exclude patterns from a file, one per line (# starts a comment)."),
+            OptionSpec(long: "exclude-caches", help: "Leave out the contents of folders holding a valid CACHEDIR.TAG (the folder and its tag are kept)."),
+            OptionSpec(long: "exclude-if-present", kind: .value(valueName: "name"), repeatable: true,
+                       help: "Leave out the contents of folders holding a file of this name (the folder and the file are kept)."),
+            OptionSpec(long: "one-file-system", short: "x", help: "Stay on the file system of each source; mount points are kept, empty."),
+            OptionSpec(long: "tag", short: "t", kind: .value(valueName: "tag"), repeatable: true,
+                       help: "Label the backup (shown by list)."),
+            OptionSpec(long: "dry-run", short: "n", help: "Scan and count what would be backed up; write nothing."),
+            OptionSpec(long: "stdin", help: "Back up standard input (a database dump, say) as one file instead of paths."),
+            OptionSpec(long: "stdin-name", kind: .value(valueName: "name"), defaultDescription: "stdin",
+                       help: "The file name standard input gets in the backup."),
+            OptionSpec(long: "threads", kind: .value(valueName: "n"), defaultDescription: "number of CPUs",
+                       help: "Compressor threads (zstd and xz)."),
+            CommonOptions.progress,
+        ] + CommonOptions.global,
+        examples: [
+            .init(command: "keepsake backup ~/Documents", explanation: "Back up a folder to the default destination."),
+            .init(command: "keepsake backup /etc /home --dest /mnt/usb/backups --exclude '*.tmp' --exclude-caches",
+                  explanation: "Back up two folders to a USB disk, leaving out temporary files and caches."),
+            .init(command: "pg_dump shop | keepsake backup --stdin --stdin-name shop.sql --tag db",
+                  explanation: "Back up a database dump from a pipe."),
+        ]
+    )
+
+    // MARK: Validated options
+
+    private let request: BackupRequest
+    private let destinationOption: String?
+    private let progress: Bool
+
+    init(arguments: ParsedArguments, context: CommandContext) throws {
+        var problems = UsageProblems(Self.spec)
+        let paths = arguments.positionals
+        let readsStdin = arguments.flag("stdin")
+        if readsStdin && !paths.isEmpty {
+            problems.add("Give either PATHs or '--stdin', not both.")
+        }
+        if !readsStdin && paths.isEmpty {
+            problems.add("Missing expected argument 'PATH...'. Give the files or folders to back up (or '--stdin').")
+        }
+        if arguments.value("stdin-name") != nil && !readsStdin {
+            problems.add("The option '--stdin-name' only applies with '--stdin'.")
+        }
+        if readsStdin && context.capabilities.stdinIsTTY {
+            problems.add("Standard input is a terminal; pipe the data in, e.g. 'pg_dump shop | keepsake backup --stdin'.")
+        }
+        let compression = arguments.value("compression").flatMap(Compression.init(rawValue:)) ?? .zstd
+        var level: Int?
+        if let text = arguments.value("level") {
+            if compression == .none {
+                problems.add("The option '--level' does not apply to '--compression none'.")
+            } else if let value = Int(text), let range = compression.levelRange, range.contains(value) {
+                level = value
+            } else if let range = compression.levelRange {
+                problems.add("The value '\(text)' is invalid for '--level <n>'. Use a whole number from \(range.lowerBound) to \(range.upperBound) for \(compression.rawValue).")
+            }
+        }
+        var threads = ProcessInfo.processInfo.activeProcessorCount
+        if let text = arguments.value("threads") {
+            if let value = Int(text), (1...256).contains(value) {
+                threads = value
+            } else {
+                problems.add("The value '\(text)' is invalid for '--threads <n>'. Use a whole number from 1 to 256.")
+            }
+        }
+        var patterns = arguments.values("exclude")
+        for file in arguments.values("exclude-from") {
+            do {
+                let contents = try String(contentsOfFile: file, encoding: .utf8)
+                patterns.append(contentsOf: ExcludeRules.patterns(fromFileContents: contents))
+            } catch {
+                problems.add("Cannot read the exclude file '\(file)' given to '--exclude-from': \((error as NSError).localizedDescription)")
+            }
+        }
+        var rules = try? ExcludeRules(patterns: [])
+        do {
+            rules = try ExcludeRules(patterns: patterns)
+        } catch {
+            problems.add("The exclude pattern is invalid: \(error).")
+        }
+        for marker in arguments.values("exclude-if-present") where marker.contains("/") || marker.isEmpty {
+            problems.add("The value '\(marker)' is invalid for '--exclude-if-present <name>'. Give a file name, not a path.")
+        }
+        var tags: [String] = []
+        for tag in arguments.values("tag") {
+            if tag.isEmpty || tag.contains(",") || tag.contains(where: { $0.isNewline }) {
+                problems.add("The value '\(tag)' is invalid for '--tag <tag>'. Tags are non-empty and hold no commas or newlines.")
+            } else if !tags.contains(tag) {
+                tags.append(tag)
+            }
+        }
+        try problems.throwIfAny()
+        guard let rules else { throw UsageError.custom("The exclude patterns are invalid.", command: Self.spec) }
+        request = BackupRequest(
+            sources: paths, stdinName: readsStdin ? (arguments.value("stdin-name") ?? "stdin") : nil,
+            compression: compression, level: level, threads: threads, tags: tags,
+            scan: ScanOptions(excludes: rules, excludeCaches: arguments.flag("exclude-caches"),
+                              excludeIfPresent: arguments.values("exclude-if-present"),
+                              oneFileSystem: arguments.flag("one-file-system")),
+            dryRun: arguments.flag("dry-run"), toolVersion: "keepsake \(KeepsakeCLI.version)")
+        destinationOption = arguments.value("dest")
+        progress = arguments.flag("progress")
+    }
+
+    // MARK: Running
+
+    func run(context: CommandContext) throws -> ExitCode {
+        let storage = context.destination(destinationOption)
+        let presenter = EventPresenter(context: context, progress: progress)
+        let engine = BackupEngine(storage: storage, events: presenter, cancellation: context.cancellation)
+        let result: BackupResult
+        do {
+            result = try engine.run(request)
+        } catch {
+            presenter.finish()
+            throw error
+        }
+        presenter.finish()
+        let code: ExitCode = result.warnings.isEmpty ? .success : .partial
+        if context.json {
+            context.printJSON(json(result, destination: storage.location, code: code))
+        } else if !context.quiet {
+            show(result, destination: storage.location, context: context)
+        }
+        return code
+    }
+
+    // MARK: Output
+
+    private func facts(_ result: BackupResult, destination: String) -> [KeyValueList.Item] {
+        let summary = result.summary
+        var counts = "\(Units.count(Int(summary.fileCount))) files, \(Units.count(Int(summary.directoryCount))) folders"
+        if summary.symlinkCount > 0 { counts += ", \(Units.count(Int(summary.symlinkCount))) symlinks" }
+        if summary.hardlinkCount > 0 { counts += ", \(Units.count(Int(summary.hardlinkCount))) hard links" }
+        if summary.otherCount > 0 { counts += ", \(Units.count(Int(summary.otherCount))) other" }
+        var items: [KeyValueList.Item] = []
+        if !result.dryRun { items.append(.init("Backup", summary.id.rawValue, valueRole: .accent)) }
+        items.append(.init("Sources", summary.sources.joined(separator: ", ")))
+        items.append(.init("Contents", counts))
+        if let archive = summary.archive {
+            let ratio = archive.size > 0 ? String(format: "%.1f×", Double(summary.originalBytes) / Double(archive.size)) : "-"
+            items.append(.init("Size", "\(Units.bytes(summary.originalBytes)) → \(Units.bytes(archive.size)) stored (\(summary.compression.rawValue), ratio \(ratio))"))
+        } else {
+            items.append(.init("Size", Units.bytes(summary.originalBytes)))
+        }
+        let rate = result.elapsed > 0 ? " (\(Units.rate(bytesPerSecond: Double(summary.originalBytes) / result.elapsed)))" : ""
+        items.append(.init("Time", Units.elapsed(result.elapsed) + rate))
+        items.append(.init("Destination", destination))
+        if let name = result.archiveName { items.append(.init("Archive", name)) }
+        if !summary.tags.isEmpty { items.append(.init("Tags", summary.tags.joined(separator: ", "))) }
+        if !result.warnings.isEmpty {
+            items.append(.init("Warnings", "\(result.warnings.count) path(s) could not be read completely (see above)", valueRole: .warning))
+        }
+        return items
+    }
+
+    private func show(_ result: BackupResult, destination: String, context: CommandContext) {
+        let list = KeyValueList(items: facts(result, destination: destination))
+        if result.dryRun {
+            context.print(Stack([Text("Dry run: nothing was written.", role: .muted), list]))
+        } else if context.capabilities.stdoutIsTTY {
+            let badge = result.warnings.isEmpty ? Badge("DONE", role: .success) : Badge("PARTIAL", role: .warning)
+            context.print(Stack([badge, Box(title: "Backup committed", content: [list])]))
+        } else {
+            context.print(list)
+        }
+    }
+
+    private func json(_ result: BackupResult, destination: String, code: ExitCode) -> JSONValue {
+        let summary = result.summary
+        var object = JSONObject([
+            ("id", result.dryRun ? .null : .string(summary.id.rawValue)),
+            ("dry_run", .bool(result.dryRun)),
+            ("destination", .string(destination)),
+            ("archive", result.archiveName.map { .string($0) } ?? .null),
+            ("manifest", result.manifestName.map { .string($0) } ?? .null),
+            ("created", .string(Timestamp.iso8601(summary.created))),
+            ("host", .string(summary.host)),
+            ("sources", .array(summary.sources.map { .string($0) })),
+            ("tags", .array(summary.tags.map { .string($0) })),
+            ("compression", .string(summary.compression.rawValue)),
+            ("level", summary.level.map { .int(Int64($0)) } ?? .null),
+            ("files", .int(summary.fileCount)),
+            ("directories", .int(summary.directoryCount)),
+            ("symlinks", .int(summary.symlinkCount)),
+            ("hardlinks", .int(summary.hardlinkCount)),
+            ("other", .int(summary.otherCount)),
+            ("bytes", .int(summary.originalBytes)),
+        ])
+        object["stored_bytes"] = summary.archive.map { .int($0.size) } ?? .null
+        object["archive_sha256"] = summary.archive.map { .string($0.sha256) } ?? .null
+        object["elapsed_seconds"] = .double((result.elapsed * 1000).rounded() / 1000)
+        object["warnings"] = .array(result.warnings.map(WarningJSON.encode))
+        object["exit_code"] = .int(Int64(code.rawValue))
+        return .object(object)
+    }
+}

@@ -1,0 +1,12 @@
+/// Every command, in the order `keepsake --help` lists them.
+enum CommandRegistry {
+    /// The command types.
+    static let all: [any KeepsakeCommand.Type] = [
+        BackupCommand.self, ListCommand.self, RestoreCommand.self, VerifyCommand.self, HelpCommand.self,
+    ]
+
+    /// The command named `name`.
+    static func command(named name: String) -> (any KeepsakeCommand.Type)? {
+        all.first { $0.spec.name == name }
+    }
+}

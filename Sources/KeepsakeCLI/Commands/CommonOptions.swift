@@ -1,0 +1,25 @@
+import BackupCore
+import TerminalUI
+
+/// Options every command accepts, and the ones several share.
+enum CommonOptions {
+    // MARK: Everywhere
+
+    static let json = OptionSpec(long: "json", help: "Print one JSON document on stdout instead of text.")
+    static let quiet = OptionSpec(long: "quiet", short: "q", help: "Print nothing but errors and warnings.")
+    static let color = OptionSpec(long: "color", kind: .value(valueName: "when"),
+                                  allowedValues: ColorMode.allCases.map(\.rawValue), defaultDescription: "auto",
+                                  help: "Colour and styling: auto (only on a terminal, unless NO_COLOR or TERM=dumb), always, or never.")
+    static let noInput = OptionSpec(long: "no-input", help: "Never prompt; a missing answer is an error instead.")
+
+    /// The options every command has, help last.
+    static let global: [OptionSpec] = [json, quiet, color, noInput, .help]
+
+    // MARK: Shared
+
+    static let dest = OptionSpec(long: "dest", short: "d", kind: .value(valueName: "dir"),
+                                 defaultDescription: "${XDG_DATA_HOME:-~/.local/share}/keepsake/backups",
+                                 environment: "KEEPSAKE_DEST", help: "The destination folder that holds the backups.")
+    static let progress = OptionSpec(long: "progress",
+                                     help: "Report progress even when stderr is not a terminal: plain lines every few seconds (JSON Lines with --json).")
+}

@@ -1,0 +1,125 @@
+import BackupCore
+import Foundation
+import TerminalUI
+
+/// `keepsake list`: the backups as a table, or the files of one backup.
+struct ListCommand: KeepsakeCommand {
+    // MARK: Spec
+
+    static let spec = CommandSpec(
+        name: "list",
+        abstract: "List the backups, or the files of one backup.",
+        discussion: "Without an argument: a table of the backups in the destination, oldest first. With a backup id (any unique prefix, or 'latest') or an archive file: its files, one path per line; --long adds mode, owner, size, time and SHA-256.",
+        arguments: [ArgumentSpec(name: "BACKUP", help: "A backup id, unique id prefix, 'latest', or an archive file.", optional: true)],
+        options: [
+            CommonOptions.dest,
+            OptionSpec(long: "long", short: "l", help: "With BACKUP: show mode, owner, size, modification time and SHA-256."),
+        ] + CommonOptions.global,
+        examples: [
+            .init(command: "keepsake list", explanation: "Show the backups in the default destination."),
+            .init(command: "keepsake list latest --long", explanation: "Show the files of the newest backup with details."),
+            .init(command: "keepsake list /mnt/usb/host_20261129T023000Z-3f9a1c2e.tar.zst", explanation: "Show what a lone archive file holds."),
+        ]
+    )
+
+    private let reference: String?
+    private let destinationOption: String?
+    private let long: Bool
+
+    init(arguments: ParsedArguments, context: CommandContext) throws {
+        reference = arguments.positionals.first
+        destinationOption = arguments.value("dest")
+        long = arguments.flag("long")
+    }
+
+    // MARK: Running
+
+    func run(context: CommandContext) throws -> ExitCode {
+        let storage = context.destination(destinationOption)
+        guard let reference else { return try listBackups(storage, context: context) }
+        if ArchiveFileInspector.isArchiveFile(reference) {
+            let contents = try ArchiveFileInspector.contents(ofArchiveAt: reference, cancellation: context.cancellation)
+            if contents.manifest == nil && !context.json {
+                context.note("\(reference) has no Keepsake manifest: a plain tar archive, listed from its headers.")
+            }
+            showEntries(contents.entries, summary: contents.manifest?.summary, context: context)
+            return .success
+        }
+        let catalog = BackupCatalog(storage: storage)
+        let manifest = try catalog.manifest(of: try catalog.resolve(reference))
+        showEntries(manifest.entries, summary: manifest.summary, context: context)
+        return .success
+    }
+
+    private func listBackups(_ storage: LocalFolderBackend, context: CommandContext) throws -> ExitCode {
+        let items = try BackupCatalog(storage: storage).items()
+        if context.json {
+            context.printJSON(.object(JSONObject([
+                ("destination", .string(storage.location)),
+                ("backups", .array(items.map { item in
+                    item.summary?.json ?? .object(JSONObject([("id", .string(item.id.rawValue)),
+                                                              ("error", .string(item.problem ?? "unreadable"))]))
+                })),
+            ])))
+            return .success
+        }
+        guard !items.isEmpty else {
+            if !context.quiet {
+                context.message(Stack([
+                    Text("No backups in \(storage.location) yet."),
+                    HintLine("Make one with", command: "keepsake backup PATH"),
+                ]))
+            }
+            return .success
+        }
+        let columns: [Table.Column] = [
+            .init("ID", minWidth: 25, priority: 10),
+            .init("CREATED", minWidth: 16, priority: 8),
+            .number("FILES", priority: 6),
+            .number("SIZE", priority: 7),
+            .number("STORED", priority: 7),
+            .number("RATIO", priority: 3),
+            .path("SOURCES"),
+            .init("TAGS", minWidth: 4, flexible: true, priority: 1),
+        ]
+        let rows: [[Table.Cell]] = items.map { item in
+            guard let summary = item.summary else {
+                return [Table.Cell(item.id.rawValue), "", "", "", "", "", Table.Cell("unreadable manifest", role: .danger), ""]
+            }
+            let stored = summary.archive?.size ?? 0
+            let ratio = stored > 0 ? String(format: "%.1f×", Double(summary.originalBytes) / Double(stored)) : "-"
+            return [Table.Cell(summary.id.rawValue, role: .accent), Table.Cell(Timestamp.localShort(summary.created)),
+                    Table.Cell(Units.count(Int(summary.fileCount))), Table.Cell(Units.bytes(summary.originalBytes)),
+                    Table.Cell(Units.bytes(stored)), Table.Cell(ratio),
+                    Table.Cell(summary.sources.joined(separator: ", ")), Table.Cell(summary.tags.joined(separator: ","))]
+        }
+        context.print(Table(columns: columns, cells: rows))
+        return .success
+    }
+
+    private func showEntries(_ entries: [ManifestEntry], summary: BackupSummary?, context: CommandContext) {
+        if context.json {
+            context.printJSON(.object(JSONObject([
+                ("backup", summary?.json ?? .null),
+                ("entries", .array(entries.map(EntryFormatting.json))),
+            ])))
+            return
+        }
+        var text = ""
+        for entry in entries {
+            if long {
+                let size = entry.type == .file || entry.type == .hardlink ? String(entry.size) : "-"
+                text += "\(EntryFormatting.modeString(entry))  \(EntryFormatting.owner(entry))  \(size)  "
+                    + "\(EntryFormatting.modified(entry))  \(entry.sha256 ?? "-")  "
+                    + EntryFormatting.pathWithLink(entry) + "\n"
+            } else {
+                text += entry.displayPath + "\n"
+            }
+            if text.utf8.count > 1 << 16 {
+                _ = ConsoleWriter.standardOutput.write(text)
+                text = ""
+            }
+        }
+        _ = ConsoleWriter.standardOutput.write(text)
+    }
+}

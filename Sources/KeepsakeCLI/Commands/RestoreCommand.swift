@@ -1,0 +1,171 @@
+import BackupCore
+import Foundation
+import TerminalUI
+
+/// `keepsake restore`: all or part of a backup, from the destination or a lone archive file.
+struct RestoreCommand: KeepsakeCommand {
+    // MARK: Spec
+
+    static let spec = CommandSpec(
+        name: "restore",
+        abstract: "Restore all or part of a backup, or of an archive file.",
+        discussion: "Every file is written under a temporary name and renamed into place only when its SHA-256 matches the manifest; damaged content never lands (exit 4). Nothing is written outside the target: absolute paths, '..' and paths through symlinks are refused. Existing files are kept unless --overwrite says otherwise. Plain tar archives (tar, tar.gz, tar.zst, tar.xz) restore too, without a manifest to check against.",
+        arguments: [
+            ArgumentSpec(name: "BACKUP", help: "A backup id, unique id prefix, 'latest', or an archive file."),
+            ArgumentSpec(name: "PATH", help: "Restore only these paths (a folder brings its contents; patterns like '*.conf' allowed).",
+                         optional: true, repeating: true),
+        ],
+        options: [
+            CommonOptions.dest,
+            OptionSpec(long: "target", short: "C", kind: .value(valueName: "dir"), defaultDescription: "the current folder",
+                       help: "The folder to restore into; created when missing. Paths inside keep their full original path."),
+            OptionSpec(long: "overwrite", kind: .value(valueName: "when"),
+                       allowedValues: OverwritePolicy.allCases.map(\.rawValue), defaultDescription: "never",
+                       help: "Replace existing files: never, if-newer (the backup's copy is newer), or always."),
+            OptionSpec(long: "dry-run", short: "n", help: "Read and check the archive, list what would be restored, write nothing."),
+            CommonOptions.progress,
+        ] + CommonOptions.global,
+        examples: [
+            .init(command: "keepsake restore latest --target /tmp/restore", explanation: "Restore the newest backup into /tmp/restore."),
+            .init(command: "keepsake restore 20261129 home/ana/notes.txt", explanation: "Restore one file of a backup into the current folder."),
+            .init(command: "keepsake restore /media/usb/host_20261129T023000Z-3f9a1c2e.tar.zst --target /srv",
+                  explanation: "Restore from an archive file, with no destination at all."),
+        ]
+    )
+
+    // MARK: Validated options
+
+    private let reference: String
+    private let request: RestoreRequest
+    private let destinationOption: String?
+    private let progress: Bool
+
+    init(arguments: ParsedArguments, context: CommandContext) throws {
+        guard let first = arguments.positionals.first else {
+            throw UsageError(.missingArgument("BACKUP"), command: Self.spec)
+        }
+        reference = first
+        let target = DestinationResolver.absolute(arguments.value("target") ?? ".")
+        request = RestoreRequest(target: target, selections: Array(arguments.positionals.dropFirst()),
+                                 overwrite: arguments.value("overwrite").flatMap(OverwritePolicy.init(rawValue:)) ?? .never,
+                                 dryRun: arguments.flag("dry-run"))
+        destinationOption = arguments.value("dest")
+        progress = arguments.flag("progress")
+        do {
+            _ = try ExcludeRules(patterns: request.selections.filter { $0.contains(where: { "*?[".contains($0) }) })
+        } catch {
+            throw UsageError.custom("The path pattern is invalid: \(error).", command: Self.spec)
+        }
+    }
+
+    // MARK: Running
+
+    func run(context: CommandContext) throws -> ExitCode {
+        let presenter = EventPresenter(context: context, progress: progress)
+        defer { presenter.finish() }
+        let restorer = Restorer(events: presenter, cancellation: context.cancellation)
+        let result: RestoreResult
+        let source: String
+        if ArchiveFileInspector.isArchiveFile(reference) {
+            source = reference
+            let archive = try FileByteSource(path: reference)
+            defer { archive.close() }
+            let sidecar = ArchiveFileInspector.sidecarManifest(forArchiveAt: reference)
+            result = try restorer.restore(archive: archive, archiveName: reference, manifest: sidecar, request: request)
+        } else {
+            let storage = context.destination(destinationOption)
+            let catalog = BackupCatalog(storage: storage)
+            let item = try catalog.resolve(reference)
+            let manifest = try catalog.manifest(of: item)
+            guard let archiveName = manifest.summary.archive?.name else {
+                throw EngineError.manifestUnreadable(name: item.manifestName, reason: "it does not name its archive")
+            }
+            source = item.id.rawValue
+            let archive = try storage.open(archiveName)
+            defer { archive.close() }
+            result = try restorer.restore(archive: archive, archiveName: archiveName, manifest: manifest, request: request)
+        }
+        presenter.finish()
+        if result.entryCount == 0 && result.skippedExisting == 0 && !request.selections.isEmpty && !result.hasIntegrityFailure {
+            throw EngineError.invalidRequest("Nothing in \(source) matches \(request.selections.map { "'\($0)'" }.joined(separator: ", ")); run 'keepsake list \(reference)' to see its paths.")
+        }
+        let code: ExitCode = result.hasIntegrityFailure ? .integrity : .success
+        if context.json {
+            context.printJSON(json(result, source: source, code: code))
+        } else {
+            show(result, source: source, context: context)
+        }
+        return code
+    }
+
+    // MARK: Output
+
+    private func show(_ result: RestoreResult, source: String, context: CommandContext) {
+        for problem in result.damaged {
+            _ = ConsoleWriter.standardError.writeLine(context.err.apply(.danger, to: "damaged:") + " \(problem.path): \(problem.reason)")
+        }
+        for warning in result.warnings {
+            context.warn("\(warning.path): \(warning.reason)")
+        }
+        if let problem = result.archiveProblem {
+            _ = ConsoleWriter.standardError.writeLine(context.err.apply(.danger, to: "damaged:") + " \(problem)")
+        }
+        if request.dryRun && !context.quiet {
+            for path in result.planned { context.printLine(path) }
+        }
+        guard !context.quiet else { return }
+        var items: [KeyValueList.Item] = [
+            .init("From", source),
+            .init(request.dryRun ? "Would restore into" : "Into", request.target),
+            .init("Restored", "\(Units.count(Int(result.files))) files, \(Units.count(Int(result.directories))) folders, "
+                + "\(Units.count(Int(result.symlinks + result.hardlinks + result.other))) links and others, \(Units.bytes(result.bytes))"),
+        ]
+        if result.skippedExisting > 0 {
+            items.append(.init("Kept", "\(Units.count(Int(result.skippedExisting))) existing files (use --overwrite to replace them)"))
+        }
+        if result.plainTarball {
+            items.append(.init("Checked", "no manifest in this archive: contents could not be verified", valueRole: .warning))
+        } else if result.unverifiedFiles > 0 {
+            items.append(.init("Checked", "\(result.unverifiedFiles) files restored without verification (the manifest was not reached)", valueRole: .warning))
+        } else if result.verifiedAgainstManifest {
+            items.append(.init("Checked", "every file matched its SHA-256", valueRole: .success))
+        }
+        if result.hasIntegrityFailure {
+            items.append(.init("Damaged", "\(result.damaged.count) path(s) not restored; the archive is damaged (see above)", valueRole: .danger))
+        }
+        items.append(.init("Time", Units.elapsed(result.elapsed)))
+        let list = KeyValueList(items: items)
+        if context.capabilities.stdoutIsTTY {
+            let badge = result.hasIntegrityFailure ? Badge("DAMAGED", role: .danger) : Badge(request.dryRun ? "DRY RUN" : "RESTORED", role: .success)
+            context.print(Stack([badge, Box(title: request.dryRun ? "Restore (dry run)" : "Restore", content: [list])]))
+        } else {
+            context.print(list)
+        }
+    }
+
+    private func json(_ result: RestoreResult, source: String, code: ExitCode) -> JSONValue {
+        var object = JSONObject([
+            ("source", .string(source)),
+            ("backup_id", result.backupID.map { .string($0.rawValue) } ?? .null),
+            ("target", .string(request.target)),
+            ("dry_run", .bool(request.dryRun)),
+            ("files", .int(result.files)),
+            ("directories", .int(result.directories)),
+            ("symlinks", .int(result.symlinks)),
+            ("hardlinks", .int(result.hardlinks)),
+            ("other", .int(result.other)),
+            ("bytes", .int(result.bytes)),
+            ("skipped_existing", .int(result.skippedExisting)),
+            ("verified", .bool(result.verifiedAgainstManifest && result.unverifiedFiles == 0)),
+            ("plain_tarball", .bool(result.plainTarball)),
+            ("unverified_files", .int(result.unverifiedFiles)),
+        ])
+        object["damaged"] = .array(result.damaged.map(WarningJSON.encode))
+        object["warnings"] = .array(result.warnings.map(WarningJSON.encode))
+        object["archive_problem"] = result.archiveProblem.map { .string($0) } ?? .null
+        if request.dryRun { object["planned"] = .array(result.planned.map { .string($0) }) }
+        object["elapsed_seconds"] = .double((result.elapsed * 1000).rounded() / 1000)
+        object["exit_code"] = .int(Int64(code.rawValue))
+        return .object(object)
+    }
+}

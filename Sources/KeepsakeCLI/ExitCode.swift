@@ -1,0 +1,30 @@
+/// The documented exit codes; scripts and cron rely on them.
+public enum ExitCode: Int32, Sendable, CaseIterable {
+    /// Everything worked.
+    case success = 0
+    /// The command failed.
+    case failure = 1
+    /// The command line was wrong.
+    case usage = 2
+    /// The backup finished and is committed, but some files could not be read.
+    case partial = 3
+    /// Verify or restore found damaged, missing or unsafe content.
+    case integrity = 4
+    /// The destination is locked by another run.
+    case locked = 5
+    /// Stopped by SIGINT or SIGTERM.
+    case interrupted = 130
+
+    /// What the code means, for `--help` and the README.
+    var meaning: String {
+        switch self {
+        case .success: return "success"
+        case .failure: return "failure (the message says what and what to do)"
+        case .usage: return "usage error (unknown option, bad value, missing argument)"
+        case .partial: return "backup committed, but some files could not be read"
+        case .integrity: return "integrity failure: damaged, missing or unsafe content found by verify or restore"
+        case .locked: return "the destination is locked by another run"
+        case .interrupted: return "interrupted (Ctrl-C or SIGTERM); nothing half-done is left"
+        }
+    }
+}

@@ -1,0 +1,112 @@
+import BackupCore
+import Foundation
+import TerminalUI
+
+/// The `keepsake` command line: parses, dispatches to a command, maps every outcome to a
+/// documented exit code.
+public enum KeepsakeCLI {
+    // MARK: Constants
+
+    /// The tool's version.
+    public static let version = "0.1.0"
+    static let abstract = "Back up and restore directories as compressed, self-describing tar archives."
+
+    // MARK: Entry point
+
+    /// Runs `keepsake` with `arguments` (without the program name) and returns the exit code.
+    public static func main(_ arguments: [String]) -> Int32 {
+        setlocale(LC_ALL, "C.UTF-8")
+        SignalHandling.install()
+        let environment = ProcessInfo.processInfo.environment
+        guard let first = arguments.first else {
+            HelpCommand.printTopLevel(environment: environment)
+            return ExitCode.success.rawValue
+        }
+        switch first {
+        case "--version", "-V", "version":
+            _ = ConsoleWriter.standardOutput.writeLine("keepsake \(version)")
+            return ExitCode.success.rawValue
+        case "--help", "-h":
+            HelpCommand.printTopLevel(environment: environment)
+            return ExitCode.success.rawValue
+        default:
+            break
+        }
+        guard let command = CommandRegistry.command(named: first) else {
+            let error = ArgumentParser.looksLikeOption(first)
+                ? UsageError(.unknownOption(first, suggestion: nil), command: nil)
+                : UsageError.unknownCommand(first, known: CommandRegistry.all.map { $0.spec.name })
+            printUsageError(error, environment: environment)
+            return ExitCode.usage.rawValue
+        }
+        return run(command, arguments: Array(arguments.dropFirst()), environment: environment).rawValue
+    }
+
+    // MARK: Running a command
+
+    private static func run(_ command: any KeepsakeCommand.Type, arguments: [String],
+                            environment: [String: String]) -> ExitCode {
+        let parsed: ParsedArguments
+        do {
+            parsed = try ArgumentParser.parse(arguments, for: command.spec)
+        } catch {
+            printUsageError(error, environment: environment)
+            return .usage
+        }
+        let context = CommandContext(arguments: parsed, environment: environment,
+                                     cancellation: SignalHandling.cancellation)
+        if parsed.flag("help") {
+            HelpCommand.printHelp(for: command.spec, context: context)
+            return .success
+        }
+        do {
+            let instance = try command.init(arguments: parsed, context: context)
+            return try instance.run(context: context)
+        } catch let error as UsageError {
+            printUsageError(error, environment: environment)
+            return .usage
+        } catch {
+            return report(error, context: context)
+        }
+    }
+
+    /// Prints a failure and picks its exit code.
+    static func report(_ error: Error, context: CommandContext) -> ExitCode {
+        let code: ExitCode
+        var message = "\(error)"
+        switch error {
+        case EngineError.interrupted:
+            code = .interrupted
+        case is LockError:
+            code = .locked
+        case let failure as ExcludePatternError:
+            code = .usage
+            message = failure.description
+        default:
+            code = .failure
+        }
+        if let first = message.first, first.isLowercase {
+            message = first.uppercased() + message.dropFirst()
+        }
+        if !message.hasSuffix(".") { message += "." }
+        let label = context.err.apply(.danger, to: "Error:")
+        _ = ConsoleWriter.standardError.writeLine("\(label) \(message)")
+        if context.json {
+            context.printJSON(.object(JSONObject([
+                ("error", .string(message)),
+                ("exit_code", .int(Int64(code.rawValue))),
+            ])))
+        }
+        return code
+    }
+
+    private static func printUsageError(_ error: UsageError, environment: [String: String]) {
+        let capabilities = TerminalCapabilities.detect(colorMode: .auto, environment: environment)
+        let context = capabilities.renderContext(for: .standardError)
+        var lines = error.lines()
+        if let first = lines.first, first.hasPrefix("Error: ") {
+            lines[0] = context.apply(.danger, to: "Error:") + first.dropFirst(6)
+        }
+        for line in lines { _ = ConsoleWriter.standardError.writeLine(line) }
+    }
+}

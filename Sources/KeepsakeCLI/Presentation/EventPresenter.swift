@@ -1,0 +1,77 @@
+import BackupCore
+import Foundation
+import TerminalUI
+
+/// Shows engine events: warnings as lines on stderr, progress as a bar on a terminal (or
+/// periodic plain lines / JSON Lines with `--progress`), nothing animated otherwise.
+final class EventPresenter: EngineEventSink {
+    // MARK: State
+
+    private let context: CommandContext
+    private let renderer: ProgressRenderer?
+    private let jsonProgress: Bool
+    private let started = Date()
+    private var lastJSONLine = Date.distantPast
+    /// Warnings seen, for the summary.
+    private(set) var warnings: [PathWarning] = []
+
+    /// A presenter for one command run; `progress` is the `--progress` flag.
+    init(context: CommandContext, progress: Bool) {
+        self.context = context
+        jsonProgress = progress && context.json
+        if context.json || context.quiet && !progress {
+            renderer = nil
+        } else if context.capabilities.canAnimate || progress {
+            renderer = ProgressRenderer(capabilities: context.capabilities, theme: context.theme,
+                                        periodicPlainLines: progress ? 2 : nil)
+        } else {
+            renderer = nil
+        }
+    }
+
+    // MARK: EngineEventSink
+
+    func handle(_ event: EngineEvent) {
+        switch event {
+        case .warning(let warning):
+            warnings.append(warning)
+            let line = "\(warning.path): \(warning.reason)"
+            if let renderer {
+                renderer.printLine(context.err.apply(.warning, to: "warning:") + " " + line)
+            } else {
+                context.warn(line)
+            }
+        case .notice(let text):
+            if let renderer {
+                if !context.quiet { renderer.printLine(context.err.apply(.muted, to: text)) }
+            } else {
+                context.note(text)
+            }
+        case .progress(let snapshot):
+            let elapsed = Date().timeIntervalSince(started)
+            let rate = elapsed > 0.5 ? Double(snapshot.bytesDone) / elapsed : nil
+            if jsonProgress {
+                guard Date().timeIntervalSince(lastJSONLine) >= 1 else { return }
+                lastJSONLine = Date()
+                let line = JSONValue.object(JSONObject([
+                    ("event", .string("progress")),
+                    ("entries", .int(snapshot.entriesDone)),
+                    ("bytes", .int(snapshot.bytesDone)),
+                    ("elapsed_seconds", .double((elapsed * 10).rounded() / 10)),
+                    ("path", .string(snapshot.currentPath)),
+                ]))
+                _ = ConsoleWriter.standardOutput.writeLine(line.serialized())
+                return
+            }
+            renderer?.update(ProgressBar(fraction: snapshot.totalBytes.map { $0 > 0 ? Double(snapshot.bytesDone) / Double($0) : 1 },
+                                         filesDone: Int(snapshot.entriesDone), bytesDone: snapshot.bytesDone,
+                                         totalBytes: snapshot.totalBytes, bytesPerSecond: rate,
+                                         currentItem: snapshot.currentPath))
+        }
+    }
+
+    /// Erases the progress line before the summary is printed.
+    func finish() {
+        renderer?.finish()
+    }
+}

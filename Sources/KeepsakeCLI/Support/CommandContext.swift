@@ -1,0 +1,81 @@
+import BackupCore
+import Foundation
+import TerminalUI
+
+/// What every command needs from its surroundings: the terminal, the global options,
+/// the environment, and the ways to print.
+final class CommandContext {
+    // MARK: Settings
+
+    let capabilities: TerminalCapabilities
+    let environment: [String: String]
+    let json: Bool
+    let quiet: Bool
+    let noInput: Bool
+    let cancellation: CancellationFlag
+    let theme = Theme.standard
+
+    /// Creates a context from the global options a command was given.
+    init(arguments: ParsedArguments, environment: [String: String], cancellation: CancellationFlag) {
+        let mode = arguments.value("color").flatMap(ColorMode.init(rawValue:)) ?? .auto
+        capabilities = TerminalCapabilities.detect(colorMode: mode, environment: environment)
+        self.environment = environment
+        json = arguments.flag("json")
+        quiet = arguments.flag("quiet")
+        noInput = arguments.flag("no-input")
+        self.cancellation = cancellation
+    }
+
+    // MARK: Rendering contexts
+
+    /// How to render for standard output.
+    /// Piped output is not cut to 80 columns (unless COLUMNS says so): scripts get whole values.
+    var out: RenderContext {
+        let context = capabilities.renderContext(for: .standardOutput, theme: theme)
+        let piped = !capabilities.stdoutIsTTY && (environment["COLUMNS"] ?? "").isEmpty
+        return piped ? context.withWidth(100_000) : context
+    }
+    /// How to render for standard error.
+    var err: RenderContext { capabilities.renderContext(for: .standardError, theme: theme) }
+
+    // MARK: Printing
+
+    /// Data and results: standard output.
+    func print(_ component: some Renderable) {
+        _ = ConsoleWriter.standardOutput.write(component, in: out)
+    }
+
+    /// A plain line on standard output.
+    func printLine(_ text: String) {
+        _ = ConsoleWriter.standardOutput.writeLine(text)
+    }
+
+    /// A JSON document on standard output.
+    func printJSON(_ value: JSONValue) {
+        _ = ConsoleWriter.standardOutput.writeLine(value.serialized(pretty: capabilities.stdoutIsTTY))
+    }
+
+    /// Messages: standard error.
+    func message(_ component: some Renderable) {
+        _ = ConsoleWriter.standardError.write(component, in: err)
+    }
+
+    /// A warning line on standard error (shown even with `--quiet`).
+    func warn(_ text: String) {
+        let label = err.apply(.warning, to: "warning:")
+        _ = ConsoleWriter.standardError.writeLine("\(label) \(text)")
+    }
+
+    /// An informational line on standard error (hidden by `--quiet` and `--json`).
+    func note(_ text: String) {
+        guard !quiet, !json else { return }
+        _ = ConsoleWriter.standardError.writeLine(err.apply(.muted, to: text))
+    }
+
+    // MARK: Destination
+
+    /// The destination for a `--dest` value.
+    func destination(_ option: String?) -> LocalFolderBackend {
+        LocalFolderBackend(path: DestinationResolver.resolve(option, environment: environment))
+    }
+}

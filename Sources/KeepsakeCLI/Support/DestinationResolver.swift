@@ -1,0 +1,28 @@
+import Foundation
+
+/// Where backups go when `--dest` is not given: `KEEPSAKE_DEST`, else
+/// `${XDG_DATA_HOME:-~/.local/share}/keepsake/backups`.
+enum DestinationResolver {
+    /// The destination path for an optional `--dest` value.
+    static func resolve(_ option: String?, environment: [String: String]) -> String {
+        if let option, !option.isEmpty { return absolute(option) }
+        if let fromEnvironment = environment["KEEPSAKE_DEST"], !fromEnvironment.isEmpty { return absolute(fromEnvironment) }
+        return defaultDestination(environment: environment)
+    }
+
+    /// The XDG default.
+    static func defaultDestination(environment: [String: String]) -> String {
+        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") {
+            return data + "/keepsake/backups"
+        }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return home + "/.local/share/keepsake/backups"
+    }
+
+    /// A path made absolute against the working directory, `~/` expanded.
+    static func absolute(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        if path == "~" || path.hasPrefix("~/") { return NSHomeDirectory() + path.dropFirst() }
+        return FileManager.default.currentDirectoryPath + "/" + path
+    }
+}

@@ -1,0 +1,4 @@
+import Glibc
+import KeepsakeCLI
+
+exit(KeepsakeCLI.main(Array(CommandLine.arguments.dropFirst())))
