@@ -52,7 +52,7 @@ public final class BackupEngine {
         let lock = try storage.acquireLock(.current(operation: "backup"))
         defer { lock.release() }
         if let previous = lock.tookOverFrom {
-            events?.handle(.notice("took over a stale lock left by pid \(previous.pid) on \(previous.host) "
+            events?.handle(.caution("took over a stale lock left by pid \(previous.pid) on \(previous.host) "
                 + "(started \(Timestamp.iso8601(previous.started)))"))
         }
         try cleanUpLeftovers()

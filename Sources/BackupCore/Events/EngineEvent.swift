@@ -3,8 +3,11 @@
 public enum EngineEvent: Sendable {
     /// Something went wrong with one path, and the run goes on.
     case warning(PathWarning)
-    /// A fact worth telling (a stale lock taken over, leftovers cleaned up).
+    /// A fact worth telling (leftovers cleaned up).
     case notice(String)
+    /// Something the user should know even in quiet mode (a stale lock taken over); it
+    /// does not make the run fail.
+    case caution(String)
     /// How far the run has come.
     case progress(ProgressSnapshot)
 }

@@ -2,7 +2,8 @@
 enum CommandRegistry {
     /// The command types.
     static let all: [any KeepsakeCommand.Type] = [
-        BackupCommand.self, ListCommand.self, RestoreCommand.self, VerifyCommand.self, HelpCommand.self,
+        BackupCommand.self, ListCommand.self, RestoreCommand.self, VerifyCommand.self, CompletionsCommand.self,
+        HelpCommand.self,
     ]
 
     /// The command named `name`.

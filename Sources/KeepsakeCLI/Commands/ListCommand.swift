@@ -14,6 +14,7 @@ struct ListCommand: KeepsakeCommand {
         options: [
             CommonOptions.dest,
             OptionSpec(long: "long", short: "l", help: "With BACKUP: show mode, owner, size, modification time and SHA-256."),
+            OptionSpec(long: "ids", help: "Without BACKUP: print only the backup ids, oldest first, one per line."),
         ] + CommonOptions.global,
         examples: [
             .init(command: "keepsake list", explanation: "Show the backups in the default destination."),
@@ -25,11 +26,16 @@ struct ListCommand: KeepsakeCommand {
     private let reference: String?
     private let destinationOption: String?
     private let long: Bool
+    private let idsOnly: Bool
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         reference = arguments.positionals.first
         destinationOption = arguments.value("dest")
         long = arguments.flag("long")
+        idsOnly = arguments.flag("ids")
+        if idsOnly && reference != nil {
+            throw UsageError.custom("The option '--ids' lists backups; it does not take a BACKUP.", command: Self.spec)
+        }
     }
 
     // MARK: Running
@@ -53,6 +59,10 @@ struct ListCommand: KeepsakeCommand {
 
     private func listBackups(_ storage: LocalFolderBackend, context: CommandContext) throws -> ExitCode {
         let items = try BackupCatalog(storage: storage).items()
+        if idsOnly && !context.json {
+            for item in items { context.printLine(item.id.rawValue) }
+            return .success
+        }
         if context.json {
             context.printJSON(.object(JSONObject([
                 ("destination", .string(storage.location)),

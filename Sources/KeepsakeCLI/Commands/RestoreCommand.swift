@@ -11,7 +11,8 @@ struct RestoreCommand: KeepsakeCommand {
         abstract: "Restore all or part of a backup, or of an archive file.",
         discussion: "Every file is written under a temporary name and renamed into place only when its SHA-256 matches the manifest; damaged content never lands (exit 4). Nothing is written outside the target: absolute paths, '..' and paths through symlinks are refused. Existing files are kept unless --overwrite says otherwise. Plain tar archives (tar, tar.gz, tar.zst, tar.xz) restore too, without a manifest to check against.",
         arguments: [
-            ArgumentSpec(name: "BACKUP", help: "A backup id, unique id prefix, 'latest', or an archive file."),
+            ArgumentSpec(name: "BACKUP", help: "A backup id, unique id prefix, 'latest', or an archive file. On a terminal, leave it out to pick a backup from a list.",
+                         optional: true),
             ArgumentSpec(name: "PATH", help: "Restore only these paths (a folder brings its contents; patterns like '*.conf' allowed).",
                          optional: true, repeating: true),
         ],
@@ -35,16 +36,17 @@ struct RestoreCommand: KeepsakeCommand {
 
     // MARK: Validated options
 
-    private let reference: String
+    private let reference: String?
     private let request: RestoreRequest
     private let destinationOption: String?
     private let progress: Bool
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
-        guard let first = arguments.positionals.first else {
+        reference = arguments.positionals.first
+        if reference == nil && (!context.capabilities.canPrompt || context.noInput) {
+            // Without a terminal to pick on, the backup must be named.
             throw UsageError(.missingArgument("BACKUP"), command: Self.spec)
         }
-        reference = first
         let target = DestinationResolver.absolute(arguments.value("target") ?? ".")
         request = RestoreRequest(target: target, selections: Array(arguments.positionals.dropFirst()),
                                  overwrite: arguments.value("overwrite").flatMap(OverwritePolicy.init(rawValue:)) ?? .never,
@@ -61,6 +63,7 @@ struct RestoreCommand: KeepsakeCommand {
     // MARK: Running
 
     func run(context: CommandContext) throws -> ExitCode {
+        let reference = try self.reference ?? pickBackup(context: context)
         let presenter = EventPresenter(context: context, progress: progress)
         defer { presenter.finish() }
         let restorer = Restorer(events: presenter, cancellation: context.cancellation)
@@ -87,7 +90,7 @@ struct RestoreCommand: KeepsakeCommand {
         }
         presenter.finish()
         if result.entryCount == 0 && result.skippedExisting == 0 && !request.selections.isEmpty && !result.hasIntegrityFailure {
-            throw EngineError.invalidRequest("Nothing in \(source) matches \(request.selections.map { "'\($0)'" }.joined(separator: ", ")); run 'keepsake list \(reference)' to see its paths.")
+            throw EngineError.invalidRequest("Nothing in \(source) matches \(request.selections.map { "'\($0)'" }.joined(separator: ", ")); run 'keepsake list \(source)' to see its paths.")
         }
         let code: ExitCode = result.hasIntegrityFailure ? .integrity : .success
         if context.json {
@@ -96,6 +99,31 @@ struct RestoreCommand: KeepsakeCommand {
             show(result, source: source, context: context)
         }
         return code
+    }
+
+    // MARK: Picking
+
+    /// Lets the user choose a backup on the terminal, newest first.
+    private func pickBackup(context: CommandContext) throws -> String {
+        let storage = context.destination(destinationOption)
+        let items = try BackupCatalog(storage: storage).items().reversed().filter { $0.summary != nil }
+        guard !items.isEmpty else {
+            throw EngineError.backupNotFound(reference: "latest", destination: storage.location)
+        }
+        context.message(Header(title: "Restore", subtitle: "Choose a backup from \(storage.location) to restore into \(request.target)"))
+        let labels = items.map { item -> String in
+            guard let summary = item.summary else { return item.id.rawValue }
+            return "\(summary.id.rawValue)  \(Timestamp.localShort(summary.created))  "
+                + "\(Units.count(Int(summary.fileCount))) files  \(Units.bytes(summary.originalBytes))  "
+                + summary.sources.joined(separator: ", ")
+        }
+        do {
+            let index = try Picker(title: "Backup", items: labels).choose(using: TerminalPromptIO(), context: context.err,
+                                                                          noInput: context.noInput)
+            return items[index].id.rawValue
+        } catch PromptError.cancelled {
+            throw EngineError.invalidRequest("Nothing was restored: the choice was cancelled.")
+        }
     }
 
     // MARK: Output

@@ -41,6 +41,12 @@ final class EventPresenter: EngineEventSink {
             } else {
                 context.warn(line)
             }
+        case .caution(let text):
+            if let renderer {
+                renderer.printLine(context.err.apply(.warning, to: "warning:") + " " + text)
+            } else {
+                context.warn(text)
+            }
         case .notice(let text):
             if let renderer {
                 if !context.quiet { renderer.printLine(context.err.apply(.muted, to: text)) }
