@@ -43,6 +43,12 @@ struct HelpCommand: KeepsakeCommand {
     static func printTopLevel(environment: [String: String]) {
         let capabilities = TerminalCapabilities.detect(colorMode: .auto, environment: environment)
         let out = capabilities.renderContext(for: .standardOutput)
+        if capabilities.stdoutIsTTY {
+            _ = ConsoleWriter.standardOutput.write(Header(title: "Keepsake \(KeepsakeCLI.version)",
+                                                          subtitle: "Backups you can trust, in formats that outlive the tool."),
+                                                   in: out)
+            _ = ConsoleWriter.standardOutput.writeLine("")
+        }
         let text = HelpRenderer.renderTopLevel(
             abstract: KeepsakeCLI.abstract,
             commands: CommandRegistry.all.map { ($0.spec.name, $0.spec.abstract) },
