@@ -26,6 +26,7 @@ final class ManifestTests: XCTestCase {
         return writer.bytes
     }
 
+    @discardableResult
     private func roundTrip(_ entry: ManifestEntry, file: StaticString = #filePath, line lineNumber: UInt = #line) throws -> ManifestEntry {
         let bytes = line(entry)
         let value = try JSONParser.parse(bytes)

@@ -56,6 +56,36 @@ final class TableTests: XCTestCase {
             """)
     }
 
+    func testOptionalColumnsAreLeftOutLowestPriorityFirstWhenMinimumsDoNotFit() {
+        let table = Table(
+            columns: [
+                .init("ID", minWidth: 10, priority: 9),
+                .init("WHEN", minWidth: 10, priority: 5, optional: true),
+                .number("SIZE", minWidth: 8, priority: 7),
+                .init("TAGS", minWidth: 6, priority: 1, optional: true),
+            ],
+            rows: [["0123456789", "2026-11-29", "1.2 GiB", "daily"]]
+        )
+        XCTAssertEqual(plain(table, width: 40), """
+            ID          WHEN           SIZE  TAGS
+            ──────────  ──────────  ───────  ─────
+            0123456789  2026-11-29  1.2 GiB  daily
+
+            """)
+        XCTAssertEqual(plain(table, width: 34), """
+            ID          WHEN           SIZE
+            ──────────  ──────────  ───────
+            0123456789  2026-11-29  1.2 GiB
+
+            """)
+        XCTAssertEqual(plain(table, width: 20), """
+            ID             SIZE
+            ──────────  ───────
+            0123456789  1.2 GiB
+
+            """)
+    }
+
     func testLinesStayAlignedWithKoreanAndEmojiCells() {
         for width in [40, 60, 80, 100, 120] {
             let lines = backups.render(in: .plain(width: width))

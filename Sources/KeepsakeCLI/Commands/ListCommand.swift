@@ -84,13 +84,13 @@ struct ListCommand: KeepsakeCommand {
         }
         let columns: [Table.Column] = [
             .init("ID", minWidth: 25, priority: 10),
-            .init("CREATED", minWidth: 16, priority: 8),
-            .number("FILES", priority: 6),
-            .number("SIZE", priority: 7),
-            .number("STORED", priority: 7),
-            .number("RATIO", priority: 3),
+            .init("CREATED", minWidth: 16, priority: 4, optional: true),
+            .number("FILES", minWidth: 14, priority: 6),
+            .number("SIZE", minWidth: 10, priority: 7),
+            .number("STORED", minWidth: 10, priority: 7),
+            .number("RATIO", minWidth: 7, priority: 3, optional: true),
             .path("SOURCES"),
-            .init("TAGS", minWidth: 4, flexible: true, priority: 1),
+            .init("TAGS", minWidth: 4, flexible: true, priority: 1, optional: true),
         ]
         let rows: [[Table.Cell]] = items.map { item in
             guard let summary = item.summary else {

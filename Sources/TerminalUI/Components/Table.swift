@@ -38,6 +38,9 @@ public struct Table: Renderable {
         /// Among non-flexible columns, lower priorities shrink first (give key columns
         /// such as sizes a higher priority to keep them whole).
         public var priority: Int
+        /// Optional columns are left out (lowest priority first) when even the minimum
+        /// widths of all columns do not fit, instead of cutting every line.
+        public var isOptional: Bool
 
         /// Creates a column.
         public init(
@@ -47,8 +50,10 @@ public struct Table: Renderable {
             minWidth: Int = 4,
             maxWidth: Int? = nil,
             flexible: Bool = false,
-            priority: Int = 0
+            priority: Int = 0,
+            optional: Bool = false
         ) {
+            self.isOptional = optional
             self.title = title
             self.alignment = alignment
             self.truncation = truncation
@@ -59,8 +64,8 @@ public struct Table: Renderable {
         }
 
         /// A right-aligned column for numbers and sizes.
-        public static func number(_ title: String, minWidth: Int = 4, priority: Int = 0) -> Column {
-            Column(title, alignment: .right, truncation: .end, minWidth: minWidth, priority: priority)
+        public static func number(_ title: String, minWidth: Int = 4, priority: Int = 0, optional: Bool = false) -> Column {
+            Column(title, alignment: .right, truncation: .end, minWidth: minWidth, priority: priority, optional: optional)
         }
 
         /// A flexible column truncated in the middle, for paths and file names.
@@ -164,12 +169,30 @@ public struct Table: Renderable {
 
     // MARK: Layout
 
-    /// The width of every column when the table may use `width` cells.
+    /// The columns shown at `width`: all of them, less the optional ones (lowest
+    /// priority first) while the minimum widths do not fit.
+    public func visibleColumns(for width: Int) -> [Int] {
+        var visible = Array(columns.indices)
+        func minimumTotal() -> Int {
+            visible.map { min(naturalWidth(of: $0), columns[$0].minWidth) }.reduce(0, +)
+                + columnSpacing * max(0, visible.count - 1)
+        }
+        while minimumTotal() > width {
+            let optional = visible.filter { columns[$0].isOptional }
+            guard let drop = optional.min(by: { columns[$0].priority < columns[$1].priority }) else { break }
+            visible.removeAll { $0 == drop }
+        }
+        return visible
+    }
+
+    /// The width of every column when the table may use `width` cells (0 for a column
+    /// left out).
     public func columnWidths(for width: Int) -> [Int] {
         guard !columns.isEmpty else { return [] }
-        var widths = columns.indices.map { naturalWidth(of: $0) }
+        let visible = Set(visibleColumns(for: width))
+        var widths = columns.indices.map { visible.contains($0) ? naturalWidth(of: $0) : 0 }
         let minimums = columns.indices.map { min(widths[$0], columns[$0].minWidth) }
-        let available = width - columnSpacing * (columns.count - 1)
+        let available = width - columnSpacing * (visible.count - 1)
         var excess = widths.reduce(0, +) - available
 
         // First the flexible columns, always the widest one, so they even out.
@@ -213,7 +236,7 @@ public struct Table: Renderable {
             let titles = columns.map { Cell($0.title, role: headerRole) }
             lines.append(line(for: titles, widths: widths, in: context))
             if showsSeparator {
-                let rule = widths.map { String(repeating: String(separatorCharacter), count: $0) }
+                let rule = widths.filter { $0 > 0 }.map { String(repeating: String(separatorCharacter), count: $0) }
                     .joined(separator: DisplayWidth.spaces(columnSpacing))
                 lines.append(context.apply(context.theme.border, to: rule))
             }
@@ -226,11 +249,11 @@ public struct Table: Renderable {
     }
 
     private func line(for row: [Cell], widths: [Int], in context: RenderContext) -> String {
-        let texts = columns.indices.map { $0 < row.count ? DisplayWidth.singleLine(row[$0].text) : "" }
+        let texts = columns.indices.map { $0 < row.count && widths[$0] > 0 ? DisplayWidth.singleLine(row[$0].text) : "" }
         // Trailing empty cells write nothing, so lines carry no trailing spaces.
         guard let last = texts.lastIndex(where: { !$0.isEmpty }) else { return "" }
         var pieces: [String] = []
-        for index in 0...last {
+        for index in 0...last where widths[index] > 0 {
             let column = columns[index]
             let width = widths[index]
             let cut = DisplayWidth.truncate(texts[index], toWidth: width, position: column.truncation)
