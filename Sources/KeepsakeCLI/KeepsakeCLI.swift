@@ -79,14 +79,13 @@ public enum KeepsakeCLI {
             code = .interrupted
         case is LockError:
             code = .locked
+        case EngineError.archiveMissing:
+            code = .integrity
         case let failure as ExcludePatternError:
             code = .usage
             message = failure.description
         default:
             code = .failure
-        }
-        if let first = message.first, first.isLowercase {
-            message = first.uppercased() + message.dropFirst()
         }
         if !message.hasSuffix(".") { message += "." }
         let label = context.err.apply(.danger, to: "Error:")

@@ -67,6 +67,15 @@ final class BackupIDTests: XCTestCase {
         }
     }
 
+    /// Digits in the right places are not enough: month 13 or hour 25 is no time at all.
+    func testImpossibleCalendarValuesAreRejected() {
+        for text in ["20241301T000000Z-00000000", "20240001T000000Z-00000000", "20240132T000000Z-00000000",
+                     "20240101T250000Z-00000000", "20240101T006000Z-00000000", "20230229T000000Z-00000000"] {
+            XCTAssertNil(BackupID(text), "'\(text)' should not parse")
+        }
+        XCTAssertNotNil(BackupID("20240229T235959Z-00000000"), "a leap day is fine")
+    }
+
     // MARK: Order
 
     func testIDsSortByTime() {
@@ -159,5 +168,38 @@ final class BackupIDTests: XCTestCase {
         XCTAssertEqual(Compression.fromFileName("a.tar.lz4"), .lz4)
         XCTAssertEqual(Compression.fromFileName("a.tar"), Compression.none)
         XCTAssertNil(Compression.fromFileName("a.zip"))
+    }
+
+    // MARK: Monotonic ids
+
+    func testIDsInOneSecondSortInCreationOrder() throws {
+        let date = Date(timeIntervalSince1970: 1_764_383_400)
+        var previous: BackupID?
+        for _ in 0..<200 {
+            let id = BackupID(date: date, after: previous)
+            if let previous { XCTAssertGreaterThan(id, previous) }
+            XCTAssertNotNil(BackupID(id.rawValue), "\(id) is well formed")
+            previous = id
+        }
+    }
+
+    func testAClockThatWentBackStillSortsAfterTheNewest() throws {
+        let newest = try XCTUnwrap(BackupID("20261129T023000Z-3f9a1c2e"))
+        let id = BackupID(date: Date(timeIntervalSince1970: 1_700_000_000), after: newest)
+        XCTAssertGreaterThan(id, newest)
+        XCTAssertTrue(id.rawValue.hasPrefix("20261129T023000Z-"))
+    }
+
+    func testTheLastSuffixOfASecondMovesToTheNextSecond() throws {
+        let newest = try XCTUnwrap(BackupID("20261129T023059Z-ffffffff"))
+        let id = BackupID(date: Date(timeIntervalSince1970: 0), after: newest)
+        XCTAssertGreaterThan(id, newest)
+        XCTAssertTrue(id.rawValue.hasPrefix("20261129T023100Z-"), id.rawValue)
+    }
+
+    func testSuffixesNearTheTopDoNotOverflow() throws {
+        let newest = try XCTUnwrap(BackupID("20261129T023000Z-fffffff0"))
+        let id = BackupID(date: Date(timeIntervalSince1970: 0), after: newest)
+        XCTAssertGreaterThan(id, newest)
     }
 }

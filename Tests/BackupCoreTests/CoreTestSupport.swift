@@ -47,7 +47,11 @@ func writeFile(_ path: String, bytes: [UInt8]) throws {
 
 /// Creates a file whose name is raw bytes (not necessarily UTF-8) inside `directory`.
 func createFile(named name: [UInt8], in directory: String, contents: [UInt8] = []) throws {
-    let full = PathBytes.join(PathBytes.from(directory), name)
+    try createFile(at: PathBytes.join(PathBytes.from(directory), name), contents: contents)
+}
+
+/// Creates a file at a raw-byte path (not necessarily UTF-8).
+func createFile(at full: [UInt8], contents: [UInt8] = []) throws {
     let fd = PathBytes.withCString(full) { open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
     guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
     defer { close(fd) }
@@ -105,4 +109,24 @@ func fixedDate(days: Double = 0, seconds: Double = 0) -> Date {
 /// The archive path the engine gives an absolute local path (without the leading `/`).
 func archivePath(_ absolute: String) -> [UInt8] {
     Array(PathBytes.from(absolute).drop(while: { $0 == UInt8(ascii: "/") }))
+}
+
+// MARK: - Events
+
+/// Collects what an engine reports. Events other than warnings and progress are kept as
+/// their descriptions, so tests can look for a message whatever kind of event carries it.
+final class EventRecorder: EngineEventSink {
+    private(set) var warnings: [PathWarning] = []
+    private(set) var messages: [String] = []
+    private(set) var progressReports = 0
+
+    func handle(_ event: EngineEvent) {
+        if case .warning(let warning) = event {
+            warnings.append(warning)
+        } else if case .progress = event {
+            progressReports += 1
+        } else {
+            messages.append(String(describing: event))
+        }
+    }
 }

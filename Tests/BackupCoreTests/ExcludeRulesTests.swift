@@ -323,7 +323,7 @@ final class ExcludeRulesTests: XCTestCase {
 
     func testErrorDescription() throws {
         XCTAssertThrowsError(try ExcludeRules(patterns: ["*.[ch"])) { error in
-            XCTAssertEqual("\(error)", "invalid exclude pattern '*.[ch': unterminated '[' (a character class needs a closing ']')")
+            XCTAssertEqual("\(error)", "Invalid exclude pattern '*.[ch': unterminated '[' (a character class needs a closing ']')")
         }
     }
 

@@ -68,9 +68,10 @@ final class JSONTests: XCTestCase {
     func testIntegerLimits() throws {
         XCTAssertEqual(try JSONParser.parse("9223372036854775807"), .int(Int64.max))
         XCTAssertEqual(try JSONParser.parse("-9223372036854775808"), .int(Int64.min))
-        XCTAssertEqual(try JSONParser.parse("9223372036854775808"), .double(9_223_372_036_854_775_808))
+        XCTAssertEqual(try JSONParser.parse("9223372036854775808"), .uint(9_223_372_036_854_775_808), "inode numbers above Int64 stay exact")
         XCTAssertEqual(try JSONParser.parse("-9223372036854775809"), .double(-0x1p63))
-        XCTAssertEqual(try JSONParser.parse("18446744073709551615"), .double(0x1p64))
+        XCTAssertEqual(try JSONParser.parse("18446744073709551615"), .uint(UInt64.max))
+        XCTAssertEqual(try JSONParser.parse("18446744073709551616"), .double(0x1p64), "beyond UInt64: a double")
         XCTAssertEqual(try JSONParser.parse("99999999999999999999"), .double(1e20), "20 digits: still a number")
         XCTAssertEqual(try JSONParser.parse("-99999999999999999999"), .double(-1e20))
         assertParseError("123456789012345678901", .numberOutOfRange, at: 0)

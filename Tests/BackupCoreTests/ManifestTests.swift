@@ -253,6 +253,8 @@ final class ManifestTests: XCTestCase {
         assertInvalidLine("{\"path\":\"a\",", at: 2, naming: ["not JSON"])
         assertInvalidLine("{\"path\": nope}", at: 4, naming: ["not JSON"])
         assertInvalidLine("\u{1}", at: 3, naming: ["not JSON"])
+        assertInvalidLine(String(repeating: "[", count: 100_000), at: 2, naming: ["not JSON"])
+        assertInvalidLine("{\"path\":\"a\",\"type\":\"file\"} trailing", at: 2, naming: ["not JSON"])
     }
 
     func testNonObjectEntryIsRefused() {
@@ -285,9 +287,11 @@ final class ManifestTests: XCTestCase {
 
     func testHugeNumbersAreRefusedWithoutCrashing() {
         // Beyond Double: the JSON parser itself refuses the number.
-        assertInvalidLine("{\"path\":\"a\",\"type\":\"file\",\"size\":1e400}", at: 2, naming: ["out of range"])
+        // The field cannot be named then, but the byte offset of the number is.
+        assertInvalidLine("{\"path\":\"a\",\"type\":\"file\",\"size\":1e400}", at: 2, naming: ["out of range", "at byte 33"])
         // More than 20 digits.
-        assertInvalidLine("{\"path\":\"a\",\"type\":\"file\",\"size\":99999999999999999999999}", at: 3, naming: ["out of range"])
+        assertInvalidLine("{\"path\":\"a\",\"type\":\"file\",\"size\":99999999999999999999999}", at: 3,
+                          naming: ["out of range", "at byte 33"])
         // Within Double but beyond Int64: the field is named.
         assertInvalidLine("{\"path\":\"a\",\"type\":\"file\",\"size\":99999999999999999999}", at: 2, naming: ["'size'"])
         assertInvalidLine("{\"path\":\"a\",\"type\":\"file\",\"size\":1e300}", at: 2, naming: ["'size'"])

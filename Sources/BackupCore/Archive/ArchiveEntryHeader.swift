@@ -86,7 +86,13 @@ public struct ArchiveEntryHeader: Sendable, Equatable {
         archive_entry_set_gid(entry, la_int64_t(gid))
         if let userName { archive_entry_copy_uname(entry, userName) }
         if let groupName { archive_entry_copy_gname(entry, groupName) }
-        archive_entry_set_mtime(entry, time_t(mtimeSeconds), Int(mtimeNanoseconds))
+        // libarchive 3.6 writes pax times before 1970 as "-sec.nsec" where the fraction
+        // should count toward zero; handing it (sec + 1, 1e9 - nsec) yields the right text.
+        if mtimeSeconds < 0 && mtimeNanoseconds > 0 {
+            archive_entry_set_mtime(entry, time_t(mtimeSeconds + 1), Int(1_000_000_000 - mtimeNanoseconds))
+        } else {
+            archive_entry_set_mtime(entry, time_t(mtimeSeconds), Int(mtimeNanoseconds))
+        }
         switch type {
         case .file: archive_entry_set_filetype(entry, KS_AE_IFREG)
         case .directory: archive_entry_set_filetype(entry, KS_AE_IFDIR)
@@ -149,13 +155,19 @@ public struct ArchiveEntryHeader: Sendable, Equatable {
         }
         let uid = archive_entry_uid(entry)
         let gid = archive_entry_gid(entry)
+        // The reading side of the same libarchive quirk: "-99.75" comes back as (-99, .75).
+        var seconds = Int64(archive_entry_mtime(entry))
+        var nanoseconds = Int32(clamping: archive_entry_mtime_nsec(entry))
+        if seconds < 0 && nanoseconds > 0 {
+            seconds -= 1
+            nanoseconds = 1_000_000_000 - nanoseconds
+        }
         self.init(path: name, type: type, size: archive_entry_size_is_set(entry) != 0 ? archive_entry_size(entry) : 0,
                   permissions: UInt32(archive_entry_perm(entry)) & 0o7777,
                   uid: UInt32(clamping: uid), gid: UInt32(clamping: gid),
-                  userName: PathBytes.fromCString(archive_entry_uname(entry)).flatMap(PathBytes.validString),
-                  groupName: PathBytes.fromCString(archive_entry_gname(entry)).flatMap(PathBytes.validString),
-                  mtimeSeconds: Int64(archive_entry_mtime(entry)),
-                  mtimeNanoseconds: Int32(clamping: archive_entry_mtime_nsec(entry)),
+                  userName: PathBytes.fromCString(archive_entry_uname(entry)).flatMap(PathBytes.validString).flatMap { $0.isEmpty ? nil : $0 },
+                  groupName: PathBytes.fromCString(archive_entry_gname(entry)).flatMap(PathBytes.validString).flatMap { $0.isEmpty ? nil : $0 },
+                  mtimeSeconds: seconds, mtimeNanoseconds: nanoseconds,
                   linkTarget: link, rdev: UInt64(archive_entry_rdev(entry)), xattrs: attributes)
     }
 }

@@ -9,8 +9,8 @@ public enum ArchiveError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .setup(let reason): return "cannot set up the archive: \(reason)"
-        case .write(let path, let reason): return "cannot write \(path) to the archive: \(reason)"
+        case .setup(let reason): return "Cannot set up the archive: \(reason)"
+        case .write(let path, let reason): return "Cannot write \(path) to the archive: \(reason)"
         case .damaged(let archive, let reason): return "\(archive) is damaged or not an archive: \(reason)"
         }
     }

@@ -50,8 +50,8 @@ public final class ArchiveReader {
             }
         }, nil, nil)
         guard status == ARCHIVE_OK else {
+            // deinit frees the handle: every stored property is set by now.
             let reason = input.error.map { "\($0)" } ?? LibarchiveSetup.errorMessage(archive)
-            archive_read_free(archive)
             throw ArchiveError.damaged(archive: name, reason: reason)
         }
     }

@@ -28,26 +28,21 @@ public final class ArchiveWriter {
         self.archive = archive
         self.entry = entry
         self.output = SinkBox(sink: sink)
-        do {
-            try configure(compression: compression, level: level, threads: threads)
-            let client = Unmanaged.passUnretained(output).toOpaque()
-            let status = archive_write_open2(archive, client, nil, { _, client, buffer, length in
-                guard let client, let buffer else { return -1 }
-                let box = Unmanaged<SinkBox>.fromOpaque(client).takeUnretainedValue()
-                do {
-                    try box.sink.write(UnsafeRawBufferPointer(start: buffer, count: length))
-                    return length
-                } catch {
-                    box.error = box.error ?? error
-                    return -1
-                }
-            }, nil, nil)
-            guard status == ARCHIVE_OK else { throw ArchiveError.setup(LibarchiveSetup.errorMessage(archive)) }
-        } catch {
-            archive_entry_free(entry)
-            archive_write_free(archive)
-            throw error
-        }
+        // From here on a throw runs deinit, which frees both handles.
+        try configure(compression: compression, level: level, threads: threads)
+        let client = Unmanaged.passUnretained(output).toOpaque()
+        let status = archive_write_open2(archive, client, nil, { _, client, buffer, length in
+            guard let client, let buffer else { return -1 }
+            let box = Unmanaged<SinkBox>.fromOpaque(client).takeUnretainedValue()
+            do {
+                try box.sink.write(UnsafeRawBufferPointer(start: buffer, count: length))
+                return length
+            } catch {
+                box.error = box.error ?? error
+                return -1
+            }
+        }, nil, nil)
+        guard status == ARCHIVE_OK else { throw ArchiveError.setup(LibarchiveSetup.errorMessage(archive)) }
     }
 
     deinit {

@@ -34,7 +34,7 @@ public enum ArchiveFileInspector {
                 return (manifest, manifest.entries)
             }
             try reader.skipContent()
-            if PathBytes.components(header.path).first == BackupNaming.metadataFolder { continue }
+            if BackupNaming.isMetadataEntry(header.path) { continue }
             entries.append(ManifestEntry(path: header.path, type: header.type, size: header.size, mode: header.permissions,
                                          uid: header.uid, gid: header.gid, userName: header.userName,
                                          groupName: header.groupName, mtimeNanoseconds: header.mtimeTotalNanoseconds,

@@ -52,6 +52,11 @@ final class ArchiveSession {
     /// destination failures throw.
     func add(_ item: ScannedItem) throws {
         try cancellation.check()
+        if BackupNaming.isMetadataEntry(item.archivePath) {
+            warn(PathWarning(kind: .skipped, path: PathBytes.display(item.absolutePath),
+                             reason: "the name is reserved for Keepsake's own manifest; left out"))
+            return
+        }
         let info = item.info
         var header = ArchiveEntryHeader(path: item.archivePath, type: item.type, permissions: UInt32(info.st_mode) & 0o7777,
                                         uid: info.st_uid, gid: info.st_gid,
@@ -198,7 +203,8 @@ final class ArchiveSession {
     static func safeStdinPath(_ name: String) -> [UInt8]? {
         let components = PathBytes.components(PathBytes.from(name))
         guard !components.isEmpty, !components.contains([46, 46]) else { return nil }
-        return components.dropFirst().reduce(components[0]) { PathBytes.join($0, $1) }
+        let path = components.dropFirst().reduce(components[0]) { PathBytes.join($0, $1) }
+        return BackupNaming.isMetadataEntry(path) ? nil : path
     }
 
     /// Stores standard input as one file. Its size is unknown until the end, and a tar

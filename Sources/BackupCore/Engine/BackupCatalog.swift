@@ -39,6 +39,11 @@ public final class BackupCatalog {
         return items.sorted { $0.id < $1.id }
     }
 
+    /// The newest committed backup's id (from object names only; no manifest is read).
+    public func newestID() throws -> BackupID? {
+        try storage.list().compactMap { BackupNaming.id(fromManifestName: $0.name) }.max()
+    }
+
     /// Finds one backup by full id, unique prefix, or `latest`.
     public func resolve(_ reference: String) throws -> Item {
         let all = try items()

@@ -23,8 +23,7 @@ public final class BackupEngine {
     public func run(_ request: BackupRequest) throws -> BackupResult {
         let started = Date()
         let sources = try resolvedSources(request)
-        let id = BackupID(date: request.now)
-        var summary = BackupSummary(id: id, created: request.now, host: HostIdentity.hostName,
+        var summary = BackupSummary(id: BackupID(date: request.now), created: request.now, host: HostIdentity.hostName,
                                     user: HostIdentity.userName,
                                     sources: request.stdinName.map { ["stdin:" + $0] } ?? sources.map(PathBytes.display),
                                     tags: request.tags, compression: request.compression,
@@ -56,6 +55,9 @@ public final class BackupEngine {
                 + "(started \(Timestamp.iso8601(previous.started)))"))
         }
         try cleanUpLeftovers()
+        let newest = try BackupCatalog(storage: storage).newestID()
+        let id = BackupID(date: request.now, after: newest)
+        summary.id = id
 
         let host = HostIdentity.fileSafeHostName
         let archiveName = BackupNaming.archiveName(host: host, id: id, compression: request.compression)
@@ -106,7 +108,7 @@ public final class BackupEngine {
     private func resolvedSources(_ request: BackupRequest) throws -> [[UInt8]] {
         if let name = request.stdinName {
             guard ArchiveSession.safeStdinPath(name) != nil else {
-                throw EngineError.invalidRequest("The stdin name '\(name)' must be a relative path without '..'.")
+                throw EngineError.invalidRequest("The stdin name '\(name)' must be a relative path without '..' (and not Keepsake's own .keepsake/manifest.jsonl or .keepsake/SHA256SUMS).")
             }
             return []
         }

@@ -12,6 +12,8 @@ public enum EngineError: Error, Sendable, Equatable, CustomStringConvertible {
     case targetUnusable(path: String, reason: String)
     /// The backup's manifest beside the archive cannot be read.
     case manifestUnreadable(name: String, reason: String)
+    /// A backup's manifest is there but its archive is gone: an integrity failure.
+    case archiveMissing(name: String, backup: String, destination: String)
     /// Reading stdin failed.
     case stdinUnreadable(reason: String)
     /// A value the engine was given is not acceptable.
@@ -19,15 +21,17 @@ public enum EngineError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .interrupted: return "interrupted; temporary files were removed and nothing was committed"
-        case .sourceUnusable(let path, let reason): return "cannot back up '\(path)': \(reason)"
+        case .interrupted: return "Interrupted; temporary files were removed and nothing was committed"
+        case .sourceUnusable(let path, let reason): return "Cannot back up '\(path)': \(reason)"
         case .backupNotFound(let reference, let destination):
-            return "no backup '\(reference)' in \(destination); run 'keepsake list' to see the backups"
+            return "No backup '\(reference)' in \(destination); run 'keepsake list' to see the backups"
         case .ambiguousReference(let reference, let candidates):
             return "'\(reference)' matches \(candidates.count) backups (\(candidates.prefix(5).joined(separator: ", "))); give more of the id"
-        case .targetUnusable(let path, let reason): return "cannot restore into '\(path)': \(reason)"
-        case .manifestUnreadable(let name, let reason): return "cannot read the manifest \(name): \(reason)"
-        case .stdinUnreadable(let reason): return "cannot read standard input: \(reason)"
+        case .targetUnusable(let path, let reason): return "Cannot restore into '\(path)': \(reason)"
+        case .manifestUnreadable(let name, let reason): return "Cannot read the manifest \(name): \(reason)"
+        case .archiveMissing(let name, let backup, let destination):
+            return "The archive \(name) of backup \(backup) is missing from \(destination); the backup cannot be restored (run 'keepsake verify')"
+        case .stdinUnreadable(let reason): return "Cannot read standard input: \(reason)"
         case .invalidRequest(let reason): return reason
         }
     }

@@ -527,7 +527,7 @@ private struct JSONParserCursor {
                 throw fail(.numberOutOfRange, "number out of range (more than 20 digits)", at: start)
             }
             if let exact = exactInteger(from: integerStart, to: integerEnd, negative: negative) {
-                return .int(exact)
+                return exact
             }
         }
         guard index - start <= JSONParserCursor.maxNumberLength else {
@@ -540,8 +540,9 @@ private struct JSONParserCursor {
         return .double(number)
     }
 
-    /// The integer if it fits `Int64`, else nil (the caller falls back to `Double`).
-    private func exactInteger(from start: Int, to end: Int, negative: Bool) -> Int64? {
+    /// `.int` if it fits `Int64`, `.uint` if it is non-negative and fits `UInt64`, else nil
+    /// (the caller falls back to `Double`).
+    private func exactInteger(from start: Int, to end: Int, negative: Bool) -> JSONValue? {
         var magnitude: UInt64 = 0
         var index = start
         while index < end {
@@ -552,10 +553,10 @@ private struct JSONParserCursor {
             index += 1
         }
         if negative {
-            if magnitude == UInt64(Int64.max) + 1 { return Int64.min }
-            return magnitude <= UInt64(Int64.max) ? -Int64(magnitude) : nil
+            if magnitude == UInt64(Int64.max) + 1 { return .int(Int64.min) }
+            return magnitude <= UInt64(Int64.max) ? .int(-Int64(magnitude)) : nil
         }
-        return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
+        return magnitude <= UInt64(Int64.max) ? .int(Int64(magnitude)) : .uint(magnitude)
     }
 
     private func isDigit(_ byte: UInt8) -> Bool {

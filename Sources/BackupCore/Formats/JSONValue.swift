@@ -1,6 +1,7 @@
 /// A parsed or hand-built JSON value.
 ///
-/// Integers that fit `Int64` are kept exactly as `.int`; other numbers are `.double`.
+/// Integers that fit `Int64` are kept exactly as `.int`, larger non-negative ones that fit
+/// `UInt64` (inode and device numbers) as `.uint`; other numbers are `.double`.
 /// Objects keep their keys in insertion order (see `JSONObject`).
 public enum JSONValue: Sendable, Equatable {
     /// `null`.
@@ -9,7 +10,9 @@ public enum JSONValue: Sendable, Equatable {
     case bool(Bool)
     /// An integer that fits `Int64`.
     case int(Int64)
-    /// Any other number (fraction, exponent, or an integer beyond `Int64`).
+    /// A non-negative integer above `Int64.max` that fits `UInt64`.
+    case uint(UInt64)
+    /// Any other number (fraction, exponent, or an integer beyond `UInt64`).
     case double(Double)
     /// A string.
     case string(String)
@@ -40,6 +43,7 @@ public enum JSONValue: Sendable, Equatable {
     public var uint64Value: UInt64? {
         switch self {
         case .int(let value): return UInt64(exactly: value)
+        case .uint(let value): return value
         case .double(let value): return UInt64(exactly: value)
         default: return nil
         }
@@ -50,6 +54,7 @@ public enum JSONValue: Sendable, Equatable {
         switch self {
         case .double(let value): return value
         case .int(let value): return Double(value)
+        case .uint(let value): return Double(value)
         default: return nil
         }
     }

@@ -153,6 +153,7 @@ public struct JSONWriter: Sendable {
         case .null: null()
         case .bool(let flag): bool(flag)
         case .int(let number): int(number)
+        case .uint(let number): uint(number)
         case .double(let number): double(number)
         case .string(let text): string(text)
         case .array(let elements):

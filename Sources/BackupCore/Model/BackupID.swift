@@ -17,6 +17,29 @@ public struct BackupID: Sendable, Hashable, Comparable, CustomStringConvertible 
         rawValue = BackupID.timestampFormatter(date) + "-" + suffix
     }
 
+    /// A fresh id for `date` that sorts after `previous` (the newest id in the destination):
+    /// two backups in one second, or a clock that went back, still list in the order they
+    /// were made.
+    public init(date: Date, after previous: BackupID?) {
+        let fresh = BackupID(date: date)
+        guard let previous, fresh <= previous else {
+            self = fresh
+            return
+        }
+        let stamp = String(previous.rawValue.prefix(16))
+        let previousSuffix = UInt32(previous.rawValue.suffix(8), radix: 16) ?? 0
+        var generator = SystemRandomNumberGenerator()
+        if previousSuffix < UInt32.max {
+            // Room left in the same second: a random suffix above the previous one.
+            let upper = previousSuffix > UInt32.max - 0x1000_0000 ? UInt32.max : previousSuffix + 0x1000_0000
+            let suffix = UInt32.random(in: (previousSuffix + 1)...upper, using: &generator)
+            rawValue = stamp + "-" + String(format: "%08x", suffix)
+        } else {
+            let next = (previous.date ?? date).addingTimeInterval(1)
+            rawValue = BackupID.timestampFormatter(next) + "-" + String(format: "%08x", UInt32.random(in: 0...UInt32.max, using: &generator))
+        }
+    }
+
     /// Parses and validates an id's text; nil when it is not of the id's form.
     public init?(_ text: String) {
         guard BackupID.isWellFormed(text) else { return nil }
@@ -57,6 +80,13 @@ public struct BackupID: Sendable, Hashable, Comparable, CustomStringConvertible 
               bytes[16] == UInt8(ascii: "-") else { return false }
         let digits = bytes[0..<8] + bytes[9..<15]
         guard digits.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return false }
+        func number(_ range: Range<Int>) -> Int { Int(String(decoding: bytes[range], as: UTF8.self)) ?? -1 }
+        let year = number(0..<4)
+        let month = number(4..<6)
+        guard (1...12).contains(month), number(9..<11) < 24, number(11..<13) < 60, number(13..<15) < 61 else { return false }
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        let monthDays = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+        guard (1...monthDays[month - 1]).contains(number(6..<8)) else { return false }
         return HexEncoding.isHex(String(decoding: bytes[17...], as: UTF8.self), length: 8)
     }
 

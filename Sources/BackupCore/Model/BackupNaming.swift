@@ -6,8 +6,10 @@ public enum BackupNaming {
     public static let manifestEntryPath = Array(".keepsake/manifest.jsonl".utf8)
     /// A `sha256sum -c` file inside the archive, for checking a restore made with plain tar.
     public static let checksumsEntryPath = Array(".keepsake/SHA256SUMS".utf8)
-    /// Entries below this folder are Keepsake's own, never restored as user files.
-    public static let metadataFolder = Array(".keepsake".utf8)
+    /// True for the archive entries that are Keepsake's own (never restored as user files).
+    public static func isMetadataEntry(_ path: [UInt8]) -> Bool {
+        path == manifestEntryPath || path == checksumsEntryPath
+    }
 
     // MARK: In the destination
 

@@ -115,7 +115,8 @@ public struct BackupSummary: Sendable, Equatable {
         }
         func fail(_ reason: String) -> ManifestError { .invalidLine(line: 1, reason: reason) }
         guard let format = object["format"]?.int64Value else { throw fail("missing 'format'") }
-        guard format >= 1, format <= Int64(BackupSummary.formatVersion) else {
+        guard format >= 1 else { throw fail("'format' must be 1 or more") }
+        guard format <= Int64(BackupSummary.formatVersion) else {
             throw ManifestError.unsupportedFormat(Int(clamping: format))
         }
         guard let idText = object["id"]?.stringValue, let id = BackupID(idText) else { throw fail("missing or invalid 'id'") }

@@ -145,8 +145,8 @@ public struct ManifestEntry: Sendable, Equatable {
         let size = try integer("size", default: 0)
         guard size >= 0 else { throw ManifestError.invalidLine(line: line, reason: "'size' is negative") }
         var mode: UInt32 = 0o644
-        if let modeText = field("mode")?.stringValue {
-            guard let parsed = UInt32(modeText, radix: 8), parsed <= 0o7777 else {
+        if let modeField = field("mode") {
+            guard let modeText = modeField.stringValue, let parsed = UInt32(modeText, radix: 8), parsed <= 0o7777 else {
                 throw ManifestError.invalidLine(line: line, reason: "'mode' must be octal like \"0644\"")
             }
             mode = parsed

@@ -9,10 +9,10 @@ public enum ManifestError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .notAManifest(let reason): return "not a Keepsake manifest (\(reason))"
-        case .invalidLine(let line, let reason): return "manifest line \(line): \(reason)"
+        case .notAManifest(let reason): return "Not a Keepsake manifest (\(reason))"
+        case .invalidLine(let line, let reason): return "Manifest line \(line): \(reason)"
         case .unsupportedFormat(let version):
-            return "manifest format \(version) is newer than this keepsake understands; upgrade keepsake"
+            return "Manifest format \(version) is newer than this keepsake understands; upgrade keepsake"
         }
     }
 }

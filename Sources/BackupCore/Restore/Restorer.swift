@@ -42,6 +42,9 @@ public final class Restorer {
     private var directoryFixes: [DirectoryFix] = []
     private var lastProgress = Date.distantPast
     private var targetPath = ""
+    /// Hard-link targets left out by the selection → the first selected name of each: the
+    /// content is restored under that name instead, and further names link to it.
+    private var redirects: [[UInt8]: [UInt8]] = [:]
 
     /// A restorer reporting to `events`.
     public init(events: EngineEventSink?, cancellation: CancellationFlag) {
@@ -63,6 +66,15 @@ public final class Restorer {
         targetPath = request.target
         let selection = try RestoreSelection(request.selections)
         let expected = manifest?.index()
+        redirects = [:]
+        if let manifest, !selection.isEverything {
+            for entry in manifest.entries where entry.type == .hardlink {
+                guard let linkTarget = entry.linkTarget, redirects[linkTarget] == nil,
+                      selection.matches(entry.path, isDirectory: false),
+                      !selection.matches(linkTarget, isDirectory: false) else { continue }
+                redirects[linkTarget] = entry.path
+            }
+        }
         result.backupID = manifest?.summary.id
         var seen = Set<[UInt8]>()
         var innerManifest: [UInt8]?
@@ -73,9 +85,8 @@ public final class Restorer {
             do {
                 while let header = try reader.nextHeader() {
                     try cancellation.check()
-                    let parts = PathBytes.components(header.path)
-                    if parts.first == BackupNaming.metadataFolder, header.path.first != UInt8(ascii: "/") {
-                        if parts.count == 2, parts[1] == PathBytes.lastComponent(BackupNaming.manifestEntryPath), expected == nil {
+                    if BackupNaming.isMetadataEntry(header.path) {
+                        if header.path == BackupNaming.manifestEntryPath, expected == nil {
                             innerManifest = try reader.readContent(limit: 1 << 31)
                         } else {
                             try reader.skipContent()
@@ -125,7 +136,7 @@ public final class Restorer {
     private func restoreEntry(_ header: ArchiveEntryHeader, reader: ArchiveReader, target: RestoreTarget?,
                               selection: RestoreSelection, expected: [[UInt8]: ManifestEntry]?,
                               seen: inout Set<[UInt8]>, request: RestoreRequest) throws {
-        let components: [[UInt8]]
+        var components: [[UInt8]]
         switch RestoreTarget.components(of: header.path) {
         case .failure(let refusal):
             refuse(header.path, refusal.reason)
@@ -134,15 +145,27 @@ public final class Restorer {
         case .success(let parts):
             components = parts
         }
-        let path = components.dropFirst().reduce(components[0]) { PathBytes.join($0, $1) }
-        guard selection.matches(path, isDirectory: header.type == .directory) else {
+        var path = components.dropFirst().reduce(components[0]) { PathBytes.join($0, $1) }
+        let archivePath = path
+        if !selection.matches(path, isDirectory: header.type == .directory) {
+            // A file left out whose other (selected) name is a hard link: restore it there.
+            guard header.type == .file, let redirected = redirects[path],
+                  case .success(let parts) = RestoreTarget.components(of: redirected) else {
+                try reader.skipContent()
+                return
+            }
+            path = redirected
+            components = parts
+        } else if header.type == .hardlink, let linkTarget = header.linkTarget, redirects[linkTarget] == path {
+            // This name already holds the content (see above).
+            seen.insert(path)
             try reader.skipContent()
             return
         }
         var entry: ManifestEntry?
         if let expected {
-            seen.insert(path)
-            entry = expected[path]
+            seen.insert(archivePath)
+            entry = expected[archivePath]
             if let problem = ManifestCheck.mismatch(header, entry) {
                 result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path), reason: problem))
                 try reader.skipContent()
@@ -310,11 +333,15 @@ public final class Restorer {
 
     private func restoreHardLink(_ header: ArchiveEntryHeader, components: [[UInt8]], path: [UInt8], parentFD: Int32,
                                  deferred: Bool, target: RestoreTarget) throws {
-        guard case .success(let linkParts) = RestoreTarget.components(of: header.linkTarget ?? []) else {
+        guard case .success(var linkParts) = RestoreTarget.components(of: header.linkTarget ?? []) else {
             refuse(path, "hard link to an unsafe path")
             return
         }
-        let linkPath = linkParts.dropFirst().reduce(linkParts[0]) { PathBytes.join($0, $1) }
+        let original = linkParts.dropFirst().reduce(linkParts[0]) { PathBytes.join($0, $1) }
+        let linkPath = redirects[original] ?? original
+        if linkPath != original, case .success(let redirected) = RestoreTarget.components(of: linkPath) {
+            linkParts = redirected
+        }
         var sourceParts = linkParts
         if let index = pendingIndex[linkPath] {
             // The file it names is still waiting under its temporary name.

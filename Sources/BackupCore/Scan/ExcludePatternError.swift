@@ -40,6 +40,6 @@ public struct ExcludePatternError: Error, Sendable, Equatable, CustomStringConve
     }
 
     public var description: String {
-        "invalid exclude pattern '\(pattern)': \(reason)"
+        "Invalid exclude pattern '\(pattern)': \(reason)"
     }
 }

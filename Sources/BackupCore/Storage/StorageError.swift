@@ -13,11 +13,11 @@ public enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .unusable(let destination, let reason): return "cannot use destination \(destination): \(reason)"
+        case .unusable(let destination, let reason): return "Cannot use destination \(destination): \(reason)"
         case .notFound(let name, let destination): return "\(name) is not in \(destination)"
-        case .io(let name, let operation, let reason): return "cannot \(operation) \(name): \(reason)"
-        case .full(let destination): return "no space left in \(destination); free some space or prune old backups"
-        case .tooLarge(let limit): return "object is larger than \(limit) bytes"
+        case .io(let name, let operation, let reason): return "Cannot \(operation) \(name): \(reason)"
+        case .full(let destination): return "No space left in \(destination); free some space or prune old backups"
+        case .tooLarge(let limit): return "Object is larger than \(limit) bytes"
         }
     }
 }

@@ -19,7 +19,7 @@ public enum PathBytes {
     /// The path for people: invalid bytes shown as `\xNN`, control characters escaped, so a
     /// name with a newline or an escape sequence cannot garble a terminal or a log line.
     public static func display(_ bytes: [UInt8]) -> String {
-        if let text = validString(bytes), !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) {
+        if let text = validString(bytes), !text.unicodeScalars.contains(where: isControl) {
             return text
         }
         var out = ""
@@ -31,7 +31,7 @@ public enum PathBytes {
                     switch scalar.value {
                     case 0x0a: out += "\\n"
                     case 0x09: out += "\\t"
-                    case 0..<0x20, 0x7f: out += String(format: "\\x%02x", scalar.value)
+                    case _ where isControl(scalar): out += String(format: scalar.value < 0x100 ? "\\x%02x" : "\\u{%04x}", scalar.value)
                     default: out.unicodeScalars.append(scalar)
                     }
                 }
@@ -42,6 +42,11 @@ public enum PathBytes {
             }
         }
         return out
+    }
+
+    /// C0 and C1 control characters: some terminals act on them (U+009B starts an escape).
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7f...0x9f).contains(scalar.value)
     }
 
     /// Length of a well-formed UTF-8 sequence starting at `index`, or 0.

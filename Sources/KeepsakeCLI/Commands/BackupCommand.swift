@@ -99,7 +99,7 @@ struct BackupCommand: KeepsakeCommand {
         do {
             rules = try ExcludeRules(patterns: patterns)
         } catch {
-            problems.add("The exclude pattern is invalid: \(error).")
+            problems.add("\(error).")
         }
         for marker in arguments.values("exclude-if-present") where marker.contains("/") || marker.isEmpty {
             problems.add("The value '\(marker)' is invalid for '--exclude-if-present <name>'. Give a file name, not a path.")

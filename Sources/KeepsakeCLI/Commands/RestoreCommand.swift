@@ -56,7 +56,7 @@ struct RestoreCommand: KeepsakeCommand {
         do {
             _ = try ExcludeRules(patterns: request.selections.filter { $0.contains(where: { "*?[".contains($0) }) })
         } catch {
-            throw UsageError.custom("The path pattern is invalid: \(error).", command: Self.spec)
+            throw UsageError.custom("\(error).", command: Self.spec)
         }
     }
 
@@ -84,7 +84,12 @@ struct RestoreCommand: KeepsakeCommand {
                 throw EngineError.manifestUnreadable(name: item.manifestName, reason: "it does not name its archive")
             }
             source = item.id.rawValue
-            let archive = try storage.open(archiveName)
+            let archive: ByteSource
+            do {
+                archive = try storage.open(archiveName)
+            } catch StorageError.notFound {
+                throw EngineError.archiveMissing(name: archiveName, backup: item.id.rawValue, destination: storage.location)
+            }
             defer { archive.close() }
             result = try restorer.restore(archive: archive, archiveName: archiveName, manifest: manifest, request: request)
         }

@@ -13,8 +13,8 @@ enum Fixtures {
         let root: String
         /// The 64 MiB sparse file.
         let sparseFile: [UInt8]
-        /// The two names of one hard-linked file.
-        let hardLinks: (first: [UInt8], second: [UInt8])
+        /// The three names of one hard-linked file (in two folders).
+        let hardLinks: [[UInt8]]
         /// The file carrying `user.test`.
         let xattrFile: [UInt8]
         /// The value of `user.test`.
@@ -68,6 +68,7 @@ enum Fixtures {
         try RawFileSystem.makeDirectory(at("hard"))
         try RawFileSystem.writeFile(at("hard/one.txt"), contents: pseudoRandomBytes(count: 5000, seed: 3))
         try RawFileSystem.makeHardLink(at("hard/two.txt"), to: at("hard/one.txt"))
+        try RawFileSystem.makeHardLink(at("nested/third-name.txt"), to: at("hard/one.txt"))
 
         // A fifo.
         try RawFileSystem.makeDirectory(at("special"))
@@ -80,6 +81,13 @@ enum Fixtures {
         try RawFileSystem.writeFile(at("names/사진_백업.txt"), contents: Array("사진\n".utf8))
         try RawFileSystem.writeFile(at("names/emoji_😀🎉.txt"), contents: Array("emoji\n".utf8))
         try RawFileSystem.writeFile(RawFileSystem.join(at("names"), invalidUTF8Name), contents: Array("invalid\n".utf8))
+        try RawFileSystem.writeFile(at("names/back\\slash.txt"), contents: Array("backslash\n".utf8))
+        try RawFileSystem.writeFile(at("names/tab\tname.txt"), contents: Array("tab\n".utf8))
+        try RawFileSystem.writeFile(at("names/-rf"), contents: Array("dash\n".utf8))
+        try RawFileSystem.writeFile(at("names/.hidden"), contents: Array("hidden\n".utf8))
+        // A folder of the user's that happens to share the name of Keepsake's metadata folder.
+        try RawFileSystem.makeDirectory(at(".keepsake"))
+        try RawFileSystem.writeFile(at(".keepsake/manifest.jsonl"), contents: Array("not ours\n".utf8))
         try RawFileSystem.makeDirectory(at("names/folder with space/폴더"))
         try RawFileSystem.writeFile(at("names/folder with space/폴더/안녕.txt"), contents: Array("inside\n".utf8))
 
@@ -110,9 +118,19 @@ enum Fixtures {
         try RawFileSystem.makeDirectory(at("private-dir"), mode: 0o700)
         try RawFileSystem.writeFile(at("private-dir/inside.txt"), contents: Array("x\n".utf8), mode: 0o640)
 
+        // Another owner and a setuid bit (root only; the restore keeps owners for root).
+        if geteuid() == 0 {
+            try RawFileSystem.writeFile(at("owned-by-nobody.txt"), contents: Array("theirs\n".utf8))
+            try RawFileSystem.setOwner(at("owned-by-nobody.txt"), uid: 65534, gid: 65534)
+            try RawFileSystem.writeFile(at("setuid-tool"), contents: Array("#!/bin/sh\n".utf8))
+            try RawFileSystem.setOwner(at("setuid-tool"), uid: 65534, gid: 65534)
+            try RawFileSystem.setMode(at("setuid-tool"), 0o4755)
+        }
+
         try stampTimes(root: base)
+        try RawFileSystem.setModificationTime(base, seconds: 1_650_000_000, nanoseconds: 999_999_999)
         return AwkwardTree(root: root, sparseFile: Array(sparse.utf8),
-                           hardLinks: (Array("hard/one.txt".utf8), Array("hard/two.txt".utf8)),
+                           hardLinks: [Array("hard/one.txt".utf8), Array("hard/two.txt".utf8), Array("nested/third-name.txt".utf8)],
                            xattrFile: Array("xattr.txt".utf8), xattrValue: xattrValue, xattrSupported: xattrSupported,
                            longPath: Array(longFile.utf8),
                            awkwardNames: [Array("names/".utf8) + newlineName, Array("names/".utf8) + invalidUTF8Name])
@@ -148,6 +166,25 @@ enum Fixtures {
             }
             try RawFileSystem.writeFile(path, contents: Array(content.utf8))
         }
+    }
+
+    /// A modest tree of everyday things: nested and empty folders, a symlink, a hard-linked
+    /// pair, names with spaces and Korean, modes 0600 and 0755, nanosecond times.
+    static func makeMixedTree(at root: String) throws {
+        try makeTree(at: root, files: [
+            "readme.txt": "read me\n",
+            "docs/report final.txt": String(repeating: "quarterly numbers\n", count: 500),
+            "docs/사진_백업.txt": "사진\n",
+            "docs/deeper/notes.md": "# notes\n",
+        ])
+        let base = RawFileSystem.bytes(root)
+        try RawFileSystem.writeFile(RawFileSystem.join(base, "data.bin"), contents: pseudoRandomBytes(count: 70_000, seed: 6))
+        try RawFileSystem.writeFile(RawFileSystem.join(base, "secret.txt"), contents: Array("shh\n".utf8), mode: 0o600)
+        try RawFileSystem.writeFile(RawFileSystem.join(base, "run.sh"), contents: Array("#!/bin/sh\n".utf8), mode: 0o755)
+        try RawFileSystem.makeDirectory(RawFileSystem.join(base, "empty"))
+        try RawFileSystem.makeSymlink(RawFileSystem.join(base, "docs/latest"), target: Array("report final.txt".utf8))
+        try RawFileSystem.makeHardLink(RawFileSystem.join(base, "data-copy.bin"), to: RawFileSystem.join(base, "data.bin"))
+        try stampTimes(root: base)
     }
 
     /// Writes `count` files of incompressible content (`size` bytes each) below `root`.

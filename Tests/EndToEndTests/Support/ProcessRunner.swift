@@ -100,7 +100,7 @@ enum ProcessRunner {
             folder = FileManager.default.temporaryDirectory.appendingPathComponent("keepsake-e2e-io-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             for name in ["stdout", "stderr"] {
-                FileManager.default.createFile(atPath: folder.appendingPathComponent(name).path, contents: nil)
+                _ = FileManager.default.createFile(atPath: folder.appendingPathComponent(name).path, contents: nil)
             }
             guard let out = FileHandle(forWritingAtPath: folder.appendingPathComponent("stdout").path),
                   let err = FileHandle(forWritingAtPath: folder.appendingPathComponent("stderr").path) else {

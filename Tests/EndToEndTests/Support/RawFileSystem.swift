@@ -33,14 +33,16 @@ enum RawFileSystem {
     /// `a/b` from a byte path and a string component.
     static func join(_ parent: [UInt8], _ child: String) -> [UInt8] { join(parent, bytes(child)) }
 
-    /// A readable form of a byte path: valid UTF-8 as is, with `\n` and `\xNN` escapes.
+    /// A readable form of a byte path, as `keepsake list` prints it: valid UTF-8 as is,
+    /// `\n` and `\t` for newline and tab, `\xNN` for other control bytes and invalid UTF-8.
     static func display(_ path: [UInt8]) -> String {
         var out = ""
         var index = 0
         while index < path.count {
             let byte = path[index]
-            if byte == 0x0a {
-                out += "\\n"
+            if byte < 0x20 || byte == 0x7f {
+                // Control characters as `keepsake list` shows them.
+                out += byte == 0x0a ? "\\n" : byte == 0x09 ? "\\t" : String(format: "\\x%02x", byte)
                 index += 1
                 continue
             }
@@ -140,6 +142,11 @@ enum RawFileSystem {
         var times = [timespec(tv_sec: seconds, tv_nsec: nanoseconds), timespec(tv_sec: seconds, tv_nsec: nanoseconds)]
         let status = withCPath(path) { utimensat(AT_FDCWD, $0, &times, AT_SYMLINK_NOFOLLOW) }
         guard status == 0 else { throw Failure("utimensat", path) }
+    }
+
+    /// Changes the owner of `path` itself (not a symlink's target).
+    static func setOwner(_ path: [UInt8], uid: uid_t, gid: gid_t) throws {
+        guard withCPath(path, { lchown($0, uid, gid) }) == 0 else { throw Failure("lchown", path) }
     }
 
     /// Changes the permission bits of `path`.

@@ -1,0 +1,173 @@
+import Foundation
+import XCTest
+@testable import BackupCore
+
+final class CatalogTests: XCTestCase {
+    // MARK: Setup
+
+    private var root = ""
+    private var destination = ""
+    private var storage: LocalFolderBackend!
+    private var results: [BackupResult] = []
+
+    /// Three backups; the first two on the same day.
+    private let dates = [fixedDate(days: 1), fixedDate(days: 1, seconds: 30), fixedDate(days: 40)]
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        root = try makeTemporaryDirectory("catalog")
+        destination = root + "/dest"
+        storage = LocalFolderBackend(path: destination)
+        results = []
+        for (index, date) in dates.enumerated() {
+            let source = root + "/src\(index)"
+            try writeFile(source + "/note.txt", "backup number \(index)\n")
+            try writeFile(source + "/deeper/data.bin", String(repeating: "x", count: 100 * (index + 1)))
+            let engine = BackupEngine(storage: storage, events: nil, cancellation: CancellationFlag())
+            results.append(try engine.run(BackupRequest(sources: [source], scan: try noExcludes(), toolVersion: "test",
+                                                        now: date)))
+        }
+    }
+
+    override func tearDownWithError() throws {
+        storage = nil
+        removeTemporaryDirectory(root)
+        try super.tearDownWithError()
+    }
+
+    private var idsOldestFirst: [BackupID] {
+        zip(dates, results).sorted { $0.0 < $1.0 }.map { $0.1.summary.id }
+    }
+
+    /// Stores a manifest object with the given content, as a crashed or hostile writer might.
+    private func storeManifest(named name: String, _ content: String) throws {
+        let pending = try storage.create(name)
+        try Array(content.utf8).withUnsafeBytes { try pending.write($0) }
+        try pending.commit()
+    }
+
+    private func assertError(_ reference: String, _ expected: EngineError, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertThrowsError(try BackupCatalog(storage: storage).resolve(reference), file: file, line: line) { error in
+            XCTAssertEqual(error as? EngineError, expected, file: file, line: line)
+        }
+    }
+
+    // MARK: Listing
+
+    func testItemsAreSortedOldestFirst() throws {
+        let items = try BackupCatalog(storage: storage).items()
+        XCTAssertEqual(items.map(\.id), idsOldestFirst)
+        XCTAssertEqual(items.map { $0.summary?.created }, dates.sorted().map { Optional($0) })
+        for item in items {
+            XCTAssertNil(item.problem)
+            XCTAssertEqual(item.manifestName, BackupNaming.manifestName(host: HostIdentity.fileSafeHostName, id: item.id))
+            let summary = try XCTUnwrap(item.summary)
+            XCTAssertEqual(summary.toolVersion, "test")
+            XCTAssertEqual(summary.fileCount, 2)
+            XCTAssertEqual(summary.directoryCount, 2)
+            XCTAssertEqual(summary.compression, .zstd)
+            XCTAssertNotNil(summary.archive, "the copy beside the archive names it")
+        }
+    }
+
+    func testEachBackupHasArchiveAndManifestObjects() throws {
+        let names = try storage.list().map(\.name)
+        XCTAssertEqual(names.count, 6, "\(names)")
+        for result in results {
+            XCTAssertTrue(names.contains(try XCTUnwrap(result.archiveName)))
+            XCTAssertTrue(names.contains(try XCTUnwrap(result.manifestName)))
+        }
+    }
+
+    func testManifestOfItemHasTheEntries() throws {
+        let catalog = BackupCatalog(storage: storage)
+        let item = try catalog.resolve("latest")
+        let manifest = try catalog.manifest(of: item)
+        XCTAssertEqual(manifest.summary.id, item.id)
+        let paths = manifest.entries.map(\.displayPath)
+        XCTAssertEqual(paths, [root + "/src2", root + "/src2/deeper", root + "/src2/deeper/data.bin", root + "/src2/note.txt"]
+            .map { String($0.dropFirst()) })
+    }
+
+    func testEmptyDestinationHasNoItems() throws {
+        let empty = LocalFolderBackend(path: root + "/nothing-here")
+        XCTAssertEqual(try BackupCatalog(storage: empty).items().count, 0)
+        XCTAssertThrowsError(try BackupCatalog(storage: empty).resolve("latest")) { error in
+            XCTAssertEqual(error as? EngineError, .backupNotFound(reference: "latest", destination: empty.location))
+        }
+    }
+
+    // MARK: Resolving
+
+    func testResolveLatest() throws {
+        XCTAssertEqual(try BackupCatalog(storage: storage).resolve("latest").id, idsOldestFirst.last)
+    }
+
+    func testResolveFullID() throws {
+        for id in idsOldestFirst {
+            XCTAssertEqual(try BackupCatalog(storage: storage).resolve(id.rawValue).id, id)
+        }
+    }
+
+    func testResolveUniquePrefix() throws {
+        let catalog = BackupCatalog(storage: storage)
+        let newest = try XCTUnwrap(idsOldestFirst.last)
+        XCTAssertEqual(try catalog.resolve("20240210").id, newest)
+        XCTAssertEqual(try catalog.resolve(String(idsOldestFirst[0].rawValue.prefix(20))).id, idsOldestFirst[0])
+        XCTAssertEqual(try catalog.resolve(String(newest.rawValue.prefix(20))).id, newest)
+    }
+
+    func testAmbiguousPrefixNamesTheCandidates() throws {
+        let expected = idsOldestFirst.prefix(2).map(\.rawValue)
+        assertError("20240102", .ambiguousReference(reference: "20240102", candidates: expected))
+        assertError("2024", .ambiguousReference(reference: "2024", candidates: idsOldestFirst.map(\.rawValue)))
+    }
+
+    func testUnknownReferenceIsNotFound() {
+        for reference in ["1999", "20240101T000000Z-zzzzzzzz", "Latest", "", "20240210T000000Z-00000000-extra"] {
+            assertError(reference, .backupNotFound(reference: reference, destination: destination))
+        }
+    }
+
+    // MARK: Damaged manifests
+
+    func testCorruptManifestIsListedWithAProblem() throws {
+        let corruptID = "20231231T000000Z-deadbeef"
+        try storeManifest(named: "vm_\(corruptID).manifest.jsonl", "garbage that is not JSON\n{\"path\":\"x\",\"type\":\"file\"}\n")
+        let items = try BackupCatalog(storage: storage).items()
+        XCTAssertEqual(items.count, 4)
+        let corrupt = items[0]
+        XCTAssertEqual(corrupt.id.rawValue, corruptID, "it sorts by its id like the others")
+        XCTAssertNil(corrupt.summary)
+        let problem = try XCTUnwrap(corrupt.problem)
+        XCTAssertTrue(problem.contains("Not a Keepsake manifest"), problem)
+        XCTAssertEqual(items.dropFirst().map(\.id), idsOldestFirst)
+        XCTAssertTrue(items.dropFirst().allSatisfy { $0.problem == nil })
+
+        // It can still be named; its whole manifest is reported unreadable, not crashed on.
+        let catalog = BackupCatalog(storage: storage)
+        XCTAssertEqual(try catalog.resolve("20231231").id.rawValue, corruptID)
+        XCTAssertThrowsError(try catalog.manifest(of: corrupt)) { error in
+            guard case .manifestUnreadable(let name, _)? = error as? EngineError else { return XCTFail("\(error)") }
+            XCTAssertEqual(name, corrupt.manifestName)
+        }
+        XCTAssertEqual(try catalog.resolve("latest").id, idsOldestFirst.last)
+    }
+
+    func testEmptyAndFutureManifestsAreListedWithProblems() throws {
+        try storeManifest(named: "vm_20200101T000000Z-00000001.manifest.jsonl", "")
+        let future = "{\"keepsake\":\"manifest\",\"format\":9,\"id\":\"20200101T000000Z-00000002\"}\n"
+        try storeManifest(named: "vm_20200101T000000Z-00000002.manifest.jsonl", future)
+        let items = try BackupCatalog(storage: storage).items()
+        XCTAssertEqual(items.count, 5)
+        XCTAssertNotNil(items[0].problem)
+        XCTAssertEqual(items[1].problem, ManifestError.unsupportedFormat(9).description)
+        XCTAssertNil(items[1].summary)
+    }
+
+    func testOtherObjectsAreIgnored() throws {
+        try storeManifest(named: "notes.txt", "hello")
+        try storeManifest(named: "vm_not-an-id.manifest.jsonl", "garbage")
+        XCTAssertEqual(try BackupCatalog(storage: storage).items().map(\.id), idsOldestFirst)
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The base of every end-to-end test: a private temporary folder (removed in tearDown),
+/// a `keepsake` runner whose HOME lives inside it, and assertion helpers.
+class EndToEndTestCase: XCTestCase {
+    // MARK: State
+
+    /// This test's temporary folder (absolute, symlinks resolved).
+    private(set) var work = ""
+    /// Runs the built binary with a private HOME inside `work`.
+    private(set) var keepsake = KeepsakeProcess(executable: "/nonexistent", home: "/nonexistent")
+
+    // MARK: Life cycle
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        var template = Array("/tmp/keepsake-e2e-XXXXXX".utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw RawFileSystem.Failure("mkdtemp", Array("/tmp/keepsake-e2e-XXXXXX".utf8))
+        }
+        guard let resolved = realpath(made, nil) else { throw RawFileSystem.Failure("realpath", []) }
+        work = String(cString: resolved)
+        free(resolved)
+        let home = work + "/home"
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(home))
+        keepsake = KeepsakeProcess(executable: try KeepsakeProcess.locateBinary(), home: home)
+    }
+
+    override func tearDownWithError() throws {
+        if !work.isEmpty, work.hasPrefix("/tmp/keepsake-e2e-") {
+            // rm copes with names Foundation cannot represent and with modes like 000.
+            _ = try? ProcessRunner.run("rm", ["-rf", "--one-file-system", work])
+        }
+        try super.tearDownWithError()
+    }
+
+    // MARK: Paths
+
+    /// `work/relative`.
+    func path(_ relative: String) -> String { work + "/" + relative }
+
+    /// Where a source's files land under a restore target: the target plus the source's
+    /// absolute path (archive entries are absolute paths without the leading `/`).
+    func restored(_ source: String, into target: String) -> String { target + source }
+
+    // MARK: Running
+
+    /// Runs `keepsake ARGUMENTS` (see `KeepsakeProcess.run`).
+    @discardableResult
+    func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String?] = [:],
+             asNobody: Bool = false, executable: String? = nil, currentDirectory: String? = nil) throws -> ProcessRunner.Outcome {
+        try keepsake.run(arguments, stdin: stdin, environment: environment, asNobody: asNobody, executable: executable,
+                         currentDirectory: currentDirectory)
+    }
+
+    /// Runs another program (tar, zstd, sha256sum, …) with the test process's environment.
+    @discardableResult
+    func tool(_ program: String, _ arguments: [String], stdin: Data? = nil,
+              currentDirectory: String? = nil) throws -> ProcessRunner.Outcome {
+        try ProcessRunner.run(program, arguments, stdin: stdin, currentDirectory: currentDirectory)
+    }
+
+    /// Runs a program and fails the test (with its output) unless it exits 0.
+    @discardableResult
+    func toolSucceeds(_ program: String, _ arguments: [String], currentDirectory: String? = nil,
+                      file: StaticString = #filePath, line: UInt = #line) throws -> ProcessRunner.Outcome {
+        let outcome = try tool(program, arguments, currentDirectory: currentDirectory)
+        XCTAssertEqual(outcome.exitCode, 0, "\(program) failed:\n\(outcome)", file: file, line: line)
+        return outcome
+    }
+
+    /// Makes a backup of `sources` into `dest` and returns its id (failing unless exit 0).
+    @discardableResult
+    func backup(_ sources: [String], dest: String, options: [String] = [],
+                file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let outcome = try run(["backup"] + sources + ["--dest", dest, "--json"] + options)
+        assertExit(outcome, 0, file: file, line: line)
+        let object = try json(outcome, file: file, line: line)
+        return try XCTUnwrap(object["id"] as? String, "backup --json has no id:\n\(outcome)", file: file, line: line)
+    }
+
+    // MARK: Destinations
+
+    /// The names in `dest`, sorted (hidden ones too).
+    func names(in dest: String) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: dest).sorted()
+    }
+
+    /// The path of the only archive in `dest` (fails unless there is exactly one).
+    func onlyArchive(in dest: String, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let archives = try names(in: dest).filter { !$0.hasPrefix(".") && $0.contains(".tar") }
+        XCTAssertEqual(archives.count, 1, "expected one archive in \(dest), found \(archives)", file: file, line: line)
+        return dest + "/" + (try XCTUnwrap(archives.first, file: file, line: line))
+    }
+
+    // MARK: Assertions
+
+    /// Fails unless `outcome` ended with `code`; the message holds the whole run.
+    func assertExit(_ outcome: ProcessRunner.Outcome, _ code: Int32, _ message: String = "",
+                    file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(outcome.exitCode, code, "\(message)\n\(outcome)", file: file, line: line)
+    }
+
+    /// Parses stdout as one JSON object (failing with the output when it is not).
+    func json(_ outcome: ProcessRunner.Outcome, file: StaticString = #filePath, line: UInt = #line) throws -> [String: Any] {
+        do {
+            let value = try JSONSerialization.jsonObject(with: outcome.stdout)
+            return try XCTUnwrap(value as? [String: Any], "stdout is JSON but not an object:\n\(outcome)", file: file, line: line)
+        } catch {
+            XCTFail("stdout is not one JSON document (\(error)):\n\(outcome)", file: file, line: line)
+            throw error
+        }
+    }
+
+    /// Fails with every difference unless the tree at `actual` equals the one at `expected`.
+    func assertTreesEqual(expected: String, actual: String, options: TreeComparison.Options = TreeComparison.Options(),
+                          file: StaticString = #filePath, line: UInt = #line) throws {
+        let want = try TreeComparison.snapshot(of: expected, xattrName: options.xattrName)
+        XCTAssertTrue(RawFileSystem.exists(actual), "nothing at \(actual)", file: file, line: line)
+        guard RawFileSystem.exists(actual) else { return }
+        let have = try TreeComparison.snapshot(of: actual, xattrName: options.xattrName)
+        let problems = try TreeComparison.differences(expected: want, actual: have, options: options)
+        XCTAssertTrue(problems.isEmpty, "\(actual) differs from \(expected):\n" + problems.joined(separator: "\n"),
+                      file: file, line: line)
+    }
+
+    /// The archive paths (bytes) listed by `keepsake list REF --json`, decoding `path_b64`.
+    func listedPaths(_ reference: String, dest: String?, file: StaticString = #filePath, line: UInt = #line) throws -> [[UInt8]] {
+        let outcome = try run(["list", reference, "--json"] + (dest.map { ["--dest", $0] } ?? []))
+        assertExit(outcome, 0, file: file, line: line)
+        let object = try json(outcome, file: file, line: line)
+        let entries = try XCTUnwrap(object["entries"] as? [[String: Any]], "no entries:\n\(outcome)", file: file, line: line)
+        return entries.compactMap { entry in
+            if let text = entry["path"] as? String { return Array(text.utf8) }
+            if let encoded = entry["path_b64"] as? String, let data = Data(base64Encoded: encoded) { return Array(data) }
+            return nil
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// keepsake run as an unprivileged user (`nobody`, through `setpriv`; CI runs as root,
+/// and root reads and writes everything): an unreadable file gives exit 3 with the backup
+/// committed; a restore without ownership rights still rebuilds read-only folders.
+final class UnprivilegedUserTests: EndToEndTestCase {
+    // MARK: State
+
+    /// A folder open to everyone inside the work folder.
+    private var shared = ""
+    /// A copy of the binary that nobody can execute.
+    private var binary = ""
+    /// HOME and XDG_DATA_HOME for nobody.
+    private var environment: [String: String?] = [:]
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        guard geteuid() == 0 else {
+            throw XCTSkip("needs root to run keepsake as the unprivileged user nobody")
+        }
+        try RawFileSystem.setMode(RawFileSystem.bytes(work), 0o755)
+        shared = path("shared")
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(shared), mode: 0o777)
+        let home = shared + "/home"
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(home), mode: 0o777)
+        environment = ["HOME": home, "XDG_DATA_HOME": home + "/xdg"]
+        // The build folder may be out of nobody's reach: run a copy.
+        binary = shared + "/keepsake"
+        try FileManager.default.copyItem(atPath: keepsake.executable, toPath: binary)
+        try RawFileSystem.setMode(RawFileSystem.bytes(binary), 0o755)
+    }
+
+    // MARK: Tests
+
+    func testUnreadableFileGivesExit3AndTheBackupIsCommitted() throws {
+        let source = shared + "/src"
+        try Fixtures.makeTree(at: source, files: ["readable.txt": "fine\n", "sub/also.txt": "also fine\n", "secret.txt": "hidden\n"])
+        try RawFileSystem.setMode(RawFileSystem.bytes(source + "/secret.txt"), 0o000)
+        let dest = shared + "/dest"
+
+        let probe = try run(["--version"], environment: environment, asNobody: true, executable: binary)
+        assertExit(probe, 0, "nobody cannot run the copied binary")
+
+        let outcome = try run(["backup", source, "--dest", dest], environment: environment, asNobody: true, executable: binary)
+        assertExit(outcome, 3, "an unreadable file gives exit 3")
+        XCTAssertTrue(outcome.stderrText.contains("secret.txt"), "the warning names the unreadable file:\n\(outcome)")
+        XCTAssertTrue(outcome.stdoutText.contains("Backup") || outcome.stdoutText.contains("Warnings"),
+                      "the summary is still printed:\n\(outcome)")
+
+        let listing = try json(try run(["list", "--dest", dest, "--json"]))
+        let backups = listing["backups"] as? [[String: Any]] ?? []
+        XCTAssertEqual(backups.count, 1, "the backup is committed despite the unreadable file: \(listing)")
+
+        let listed = Set(try listedPaths("latest", dest: dest).map(RawFileSystem.display))
+        let prefix = String(source.dropFirst())
+        XCTAssertTrue(listed.contains(prefix + "/readable.txt"), "\(listed)")
+        XCTAssertTrue(listed.contains(prefix + "/sub/also.txt"), "\(listed)")
+
+        let json = try self.json(try run(["backup", source, "--dest", dest, "--json"], environment: environment,
+                                         asNobody: true, executable: binary))
+        XCTAssertEqual(json["exit_code"] as? Int, 3)
+        let warnings = json["warnings"] as? [[String: Any]] ?? []
+        XCTAssertEqual(warnings.count, 1, "one warning, for secret.txt: \(warnings)")
+
+        let target = path("target")
+        assertExit(try run(["restore", "latest", "--dest", dest, "--target", target]), 0)
+        XCTAssertEqual(try String(contentsOfFile: restored(source, into: target) + "/readable.txt", encoding: .utf8), "fine\n")
+    }
+
+    func testRestoreWithoutOwnershipRebuildsReadOnlyFoldersAndDropsSetuid() throws {
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["ro/a.txt": "read only\n", "tool": "#!/bin/sh\n"])
+        try RawFileSystem.setMode(RawFileSystem.bytes(source + "/ro/a.txt"), 0o444)
+        try RawFileSystem.setMode(RawFileSystem.bytes(source + "/ro"), 0o555)
+        try RawFileSystem.setMode(RawFileSystem.bytes(source + "/tool"), 0o4755)
+        let dest = shared + "/dest"
+        try backup([source], dest: dest)
+        try toolSucceeds("chmod", ["-R", "a+rwX", dest])
+        let target = shared + "/target"
+        let outcome = try run(["restore", "latest", "--dest", dest, "--target", target],
+                              environment: environment, asNobody: true, executable: binary)
+        assertExit(outcome, 0)
+        let root = restored(source, into: target)
+        XCTAssertEqual(try String(contentsOfFile: root + "/ro/a.txt", encoding: .utf8), "read only\n")
+        XCTAssertEqual(RawFileSystem.lstat(root + "/ro").map { $0.st_mode & 0o7777 }, 0o555, "the folder's mode is restored last")
+        XCTAssertEqual(RawFileSystem.lstat(root + "/ro/a.txt").map { $0.st_mode & 0o7777 }, 0o444)
+        XCTAssertEqual(RawFileSystem.lstat(root + "/tool").map { $0.st_mode & 0o7777 }, 0o755,
+                       "without ownership the setuid bit must not be restored")
+        XCTAssertEqual(RawFileSystem.lstat(root + "/tool")?.st_uid, 65534, "files belong to the restoring user")
+    }
+}
