@@ -429,7 +429,7 @@ final class ManifestTests: XCTestCase {
 
     func testErrorDescriptionsNameTheLine() {
         XCTAssertEqual(ManifestError.invalidLine(line: 12, reason: "missing 'type'").description,
-                       "manifest line 12: missing 'type'")
+                       "Manifest line 12: missing 'type'")
         XCTAssertTrue(ManifestError.notAManifest(reason: "it is empty").description.contains("it is empty"))
     }
 }
