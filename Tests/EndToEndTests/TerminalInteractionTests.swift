@@ -1,0 +1,128 @@
+import Foundation
+import XCTest
+
+/// The picker and prompts on a real pseudo-terminal: tmux runs `keepsake`, send-keys
+/// types, capture-pane reads the screen.
+final class TerminalInteractionTests: EndToEndTestCase {
+    // MARK: tmux
+
+    private var socket: String { path("tmux.sock") }
+
+    override func tearDownWithError() throws {
+        _ = try? ProcessRunner.run("tmux", ["-S", socket, "kill-server"])
+        try super.tearDownWithError()
+    }
+
+    /// Starts `keepsake ARGUMENTS` in a detached 100×30 tmux session; its exit code is
+    /// written to `status` when it ends.
+    private func startInTerminal(_ arguments: [String], status: String) throws {
+        let environment = keepsake.baseEnvironment.filter { ["HOME", "XDG_DATA_HOME", "NO_COLOR", "LC_ALL", "PATH"].contains($0.key) }
+        let assignments = environment.map { "\($0.key)=\(shellQuoted($0.value))" }.sorted().joined(separator: " ")
+        let command = "env -i \(assignments) TERM=xterm-256color \(shellQuoted(keepsake.executable)) "
+            + arguments.map(shellQuoted).joined(separator: " ") + "; echo $? > \(shellQuoted(status)); sleep 30"
+        // tmux forks its server off the client; Foundation's Process does not notice such a
+        // client end here, so it is spawned and reaped directly.
+        XCTAssertEqual(try spawnAndWait(["tmux", "-S", socket, "new-session", "-d", "-x", "100", "-y", "30", "sh", "-c", command]), 0)
+    }
+
+    /// Runs a program from PATH with stdio on /dev/null and returns its exit status.
+    private func spawnAndWait(_ arguments: [String]) throws -> Int32 {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for fd: Int32 in [0, 1, 2] {
+            posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
+        }
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        guard posix_spawnp(&pid, arguments[0], &actions, nil, &argv, environ) == 0 else {
+            throw ProcessRunner.Failure(description: "cannot start \(arguments[0])")
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return (status >> 8) & 0xff
+    }
+
+    private func shellQuoted(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+
+    private func screen() throws -> String {
+        String(decoding: try tool("tmux", ["-S", socket, "capture-pane", "-p"]).stdout, as: UTF8.self)
+    }
+
+    private func waitFor(_ condition: () throws -> Bool, what: String) throws {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if try condition() { return }
+            usleep(50_000)
+        }
+        XCTFail("timed out waiting for \(what); screen:\n\(try screen())")
+    }
+
+    private func keys(_ keys: String...) throws {
+        try toolSucceeds("tmux", ["-S", socket, "send-keys"] + keys)
+    }
+
+    // MARK: Tests
+
+    func testRestoreWithoutAnIDLetsThePersonPickABackup() throws {
+        let source = path("src")
+        let dest = path("dest")
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(source))
+        for round in ["first", "second", "third"] {
+            try Data(round.utf8).write(to: URL(fileURLWithPath: source + "/note.txt"))
+            try backup([source], dest: dest, options: ["--quiet"])
+        }
+        let status = path("status")
+        let target = path("target")
+        try startInTerminal(["restore", "--dest", dest, "--target", target], status: status)
+        try waitFor({ try screen().contains("Choose a backup") }, what: "the picker")
+        let shown = try screen()
+        XCTAssertTrue(shown.contains("Restore"), shown)
+        // Newest first: one step down is the second backup.
+        try keys("Down")
+        try keys("Enter")
+        try waitFor({ FileManager.default.fileExists(atPath: status) }, what: "keepsake to finish")
+        usleep(100_000)
+        XCTAssertEqual(try String(contentsOfFile: status, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "0")
+        XCTAssertEqual(try String(contentsOfFile: restored(source, into: target) + "/note.txt", encoding: .utf8), "second")
+    }
+
+    func testEscapeCancelsThePickerAndRestoresNothing() throws {
+        let source = path("src")
+        let dest = path("dest")
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(source))
+        try Data("x".utf8).write(to: URL(fileURLWithPath: source + "/note.txt"))
+        try backup([source], dest: dest, options: ["--quiet"])
+        let status = path("status")
+        let target = path("target")
+        try startInTerminal(["restore", "--dest", dest, "--target", target], status: status)
+        try waitFor({ try screen().contains("Choose a backup") }, what: "the picker")
+        try keys("Escape")
+        try waitFor({ FileManager.default.fileExists(atPath: status) }, what: "keepsake to finish")
+        usleep(100_000)
+        XCTAssertEqual(try String(contentsOfFile: status, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "1")
+        let shown = try screen()
+        XCTAssertTrue(shown.contains("cancelled"), shown)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: restored(source, into: target) + "/note.txt"))
+    }
+
+    func testWithoutATerminalTheBackupMustBeNamed() throws {
+        let outcome = try run(["restore", "--dest", path("dest")])
+        assertExit(outcome, 2)
+        XCTAssertTrue(outcome.stderrText.contains("Missing expected argument 'BACKUP'"), outcome.stderrText)
+    }
+
+    func testNoInputForbidsThePickerEvenOnATerminal() throws {
+        let source = path("src")
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(source))
+        try backup([source], dest: path("dest"), options: ["--quiet"])
+        let status = path("status")
+        try startInTerminal(["restore", "--dest", path("dest"), "--no-input"], status: status)
+        try waitFor({ FileManager.default.fileExists(atPath: status) }, what: "keepsake to finish")
+        usleep(100_000)
+        XCTAssertEqual(try String(contentsOfFile: status, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "2")
+    }
+}
