@@ -1,5 +1,40 @@
 import Foundation
 
+/// When a backup starts a new chain instead of being incremental, and how "unchanged"
+/// is decided.
+public struct ChainPolicy: Sendable, Equatable {
+    /// Always make a full backup.
+    public var forceFull: Bool
+    /// Start a new chain once the newest chain holds this many backups.
+    public var fullEvery: Int
+    /// Start a new chain when the newest chain's full backup is older than this.
+    public var fullIfOlderThan: DurationSpec?
+    /// Ignore ctime when deciding a file is unchanged (file systems that change it freely).
+    public var ignoreCtime: Bool
+    /// Ignore inode and device numbers (network or FUSE file systems that renumber).
+    public var ignoreInode: Bool
+    /// Hash every file and compare contents instead of trusting size and times.
+    public var reread: Bool
+
+    /// The defaults: a full backup every 30 backups or 30 days, whichever comes first, so a
+    /// restore never needs more than 30 archives.
+    public static let defaultFullEvery = 30
+    /// See `defaultFullEvery`.
+    public static let defaultFullIfOlderThan = DurationSpec(days: 30)
+
+    /// Creates a policy.
+    public init(forceFull: Bool = false, fullEvery: Int = ChainPolicy.defaultFullEvery,
+                fullIfOlderThan: DurationSpec? = ChainPolicy.defaultFullIfOlderThan, ignoreCtime: Bool = false,
+                ignoreInode: Bool = false, reread: Bool = false) {
+        self.forceFull = forceFull
+        self.fullEvery = max(1, fullEvery)
+        self.fullIfOlderThan = fullIfOlderThan
+        self.ignoreCtime = ignoreCtime
+        self.ignoreInode = ignoreInode
+        self.reread = reread
+    }
+}
+
 /// What to back up and how.
 public struct BackupRequest: Sendable {
     /// Paths to back up (ignored when `stdinName` is set).
@@ -13,6 +48,8 @@ public struct BackupRequest: Sendable {
     public var threads: Int
     public var tags: [String]
     public var scan: ScanOptions
+    /// Full or incremental, and how changes are detected.
+    public var chain: ChainPolicy
     /// Scan and count only; store nothing.
     public var dryRun: Bool
     /// Written into the manifest (`keepsake 0.1.0`).
@@ -22,7 +59,8 @@ public struct BackupRequest: Sendable {
 
     /// Creates a request.
     public init(sources: [String], stdinName: String? = nil, compression: Compression = .zstd, level: Int? = nil,
-                threads: Int = 1, tags: [String] = [], scan: ScanOptions, dryRun: Bool = false,
+                threads: Int = 1, tags: [String] = [], scan: ScanOptions, chain: ChainPolicy = ChainPolicy(),
+                dryRun: Bool = false,
                 toolVersion: String, now: Date = Date()) {
         self.sources = sources
         self.stdinName = stdinName
@@ -31,6 +69,7 @@ public struct BackupRequest: Sendable {
         self.threads = threads
         self.tags = tags
         self.scan = scan
+        self.chain = chain
         self.dryRun = dryRun
         self.toolVersion = toolVersion
         self.now = now

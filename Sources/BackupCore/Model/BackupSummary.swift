@@ -28,6 +28,16 @@ public struct BackupSummary: Sendable, Equatable {
     /// Files that could not be read, or changed while they were read.
     public var warningCount: Int64
     public var toolVersion: String
+    /// The backup this one is incremental on; nil for a full backup.
+    public var parent: BackupID?
+    /// Backups in this chain up to and including this one (1 for a full backup).
+    public var chainLength: Int
+    /// When the chain's full backup was made.
+    public var chainStarted: Date
+    /// Files whose content this backup's own archive holds (all of them for a full backup).
+    public var newFileCount: Int64
+    /// Bytes of content this backup's own archive holds.
+    public var newBytes: Int64
     /// What only the copy beside the archive can know: its name, stored size and SHA-256.
     public var archive: ArchiveFacts?
 
@@ -49,7 +59,8 @@ public struct BackupSummary: Sendable, Equatable {
     public init(id: BackupID, created: Date, host: String, user: String, sources: [String], tags: [String],
                 compression: Compression, level: Int?, fileCount: Int64 = 0, directoryCount: Int64 = 0,
                 symlinkCount: Int64 = 0, hardlinkCount: Int64 = 0, otherCount: Int64 = 0, originalBytes: Int64 = 0,
-                warningCount: Int64 = 0, toolVersion: String, archive: ArchiveFacts? = nil) {
+                warningCount: Int64 = 0, toolVersion: String, parent: BackupID? = nil, chainLength: Int = 1,
+                chainStarted: Date? = nil, newFileCount: Int64 = 0, newBytes: Int64 = 0, archive: ArchiveFacts? = nil) {
         self.id = id
         self.created = created
         self.host = host
@@ -66,8 +77,16 @@ public struct BackupSummary: Sendable, Equatable {
         self.originalBytes = originalBytes
         self.warningCount = warningCount
         self.toolVersion = toolVersion
+        self.parent = parent
+        self.chainLength = chainLength
+        self.chainStarted = chainStarted ?? created
+        self.newFileCount = newFileCount
+        self.newBytes = newBytes
         self.archive = archive
     }
+
+    /// True for an incremental backup.
+    public var isIncremental: Bool { parent != nil }
 
     /// All entries of the backup.
     public var entryCount: Int64 { fileCount + directoryCount + symlinkCount + hardlinkCount + otherCount }
@@ -95,6 +114,12 @@ public struct BackupSummary: Sendable, Equatable {
         object["other"] = .int(otherCount)
         object["bytes"] = .int(originalBytes)
         object["warnings"] = .int(warningCount)
+        object["kind"] = .string(isIncremental ? "incremental" : "full")
+        if let parent { object["parent"] = .string(parent.rawValue) }
+        object["chain"] = .int(Int64(chainLength))
+        object["chain_started"] = .string(Timestamp.iso8601(chainStarted))
+        object["new_files"] = .int(newFileCount)
+        object["new_bytes"] = .int(newBytes)
         object["tool"] = .string(toolVersion)
         if let archive {
             object["archive"] = .object(JSONObject([
@@ -147,12 +172,30 @@ public struct BackupSummary: Sendable, Equatable {
             }
             facts = ArchiveFacts(name: name, size: size, sha256: sha)
         }
+        var parent: BackupID?
+        if let value = object["parent"] {
+            guard let text = value.stringValue, let parsed = BackupID(text) else { throw fail("'parent' must be a backup id") }
+            parent = parsed
+        }
+        let chain = try count("chain")
+        var chainStarted = created
+        if let value = object["chain_started"] {
+            guard let text = value.stringValue, let date = Timestamp.parseISO8601(text) else {
+                throw fail("'chain_started' must be a time like 2026-11-29T02:30:00Z")
+            }
+            chainStarted = date
+        }
+        let files = try count("files")
+        let bytes = try count("bytes")
         self.init(id: id, created: created, host: object["host"]?.stringValue ?? "", user: object["user"]?.stringValue ?? "",
                   sources: try strings("sources"), tags: try strings("tags"), compression: compression,
                   level: object["level"]?.int64Value.flatMap { Int(exactly: $0) },
-                  fileCount: try count("files"), directoryCount: try count("directories"),
+                  fileCount: files, directoryCount: try count("directories"),
                   symlinkCount: try count("symlinks"), hardlinkCount: try count("hardlinks"),
-                  otherCount: try count("other"), originalBytes: try count("bytes"),
-                  warningCount: try count("warnings"), toolVersion: object["tool"]?.stringValue ?? "", archive: facts)
+                  otherCount: try count("other"), originalBytes: bytes,
+                  warningCount: try count("warnings"), toolVersion: object["tool"]?.stringValue ?? "", parent: parent,
+                  chainLength: Int(clamping: max(1, chain)), chainStarted: chainStarted,
+                  newFileCount: object["new_files"] == nil ? files : try count("new_files"),
+                  newBytes: object["new_bytes"] == nil ? bytes : try count("new_bytes"), archive: facts)
     }
 }

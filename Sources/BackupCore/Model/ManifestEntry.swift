@@ -27,12 +27,15 @@ public struct ManifestEntry: Sendable, Equatable {
     public var linkTarget: [UInt8]?
     /// SHA-256 of the content (files and hard links), lowercase hex.
     public var sha256: String?
+    /// For an incremental backup: the backup whose archive holds this file's content,
+    /// when it is not this backup's own archive (the file did not change). JSON `in`.
+    public var storedIn: BackupID?
 
     /// Creates an entry.
     public init(path: [UInt8], type: EntryType, size: Int64 = 0, mode: UInt32 = 0o644, uid: UInt32 = 0, gid: UInt32 = 0,
                 userName: String? = nil, groupName: String? = nil, mtimeNanoseconds: Int64 = 0,
                 ctimeNanoseconds: Int64 = 0, inode: UInt64 = 0, device: UInt64 = 0, rdev: UInt64 = 0,
-                linkTarget: [UInt8]? = nil, sha256: String? = nil) {
+                linkTarget: [UInt8]? = nil, sha256: String? = nil, storedIn: BackupID? = nil) {
         self.path = path
         self.type = type
         self.size = size
@@ -48,6 +51,7 @@ public struct ManifestEntry: Sendable, Equatable {
         self.rdev = rdev
         self.linkTarget = linkTarget
         self.sha256 = sha256
+        self.storedIn = storedIn
     }
 
     /// The path for people (invalid bytes escaped).
@@ -74,6 +78,7 @@ public struct ManifestEntry: Sendable, Equatable {
         if rdev != 0 { writer.key("rdev"); writer.uint(rdev) }
         if let linkTarget { ManifestEntry.writeBytes(linkTarget, key: "link", to: &writer) }
         if let sha256 { writer.key("sha256"); writer.string(sha256) }
+        if let storedIn { writer.key("in"); writer.string(storedIn.rawValue) }
         writer.endObject()
     }
 
@@ -158,11 +163,19 @@ public struct ManifestEntry: Sendable, Equatable {
             }
             sha = text
         }
+        var storedIn: BackupID?
+        if let holder = field("in") {
+            guard let text = holder.stringValue, let id = BackupID(text) else {
+                throw ManifestError.invalidLine(line: line, reason: "'in' must be a backup id")
+            }
+            storedIn = id
+        }
         self.init(path: path, type: type, size: size, mode: mode, uid: try id32("uid"), gid: try id32("gid"),
                   userName: field("user")?.stringValue, groupName: field("group")?.stringValue,
                   mtimeNanoseconds: try integer("mtime_ns", default: 0),
                   ctimeNanoseconds: try integer("ctime_ns", default: 0),
                   inode: try unsigned("inode"), device: try unsigned("dev"), rdev: try unsigned("rdev"),
-                  linkTarget: try bytes("link", required: type == .symlink || type == .hardlink), sha256: sha)
+                  linkTarget: try bytes("link", required: type == .symlink || type == .hardlink), sha256: sha,
+                  storedIn: storedIn)
     }
 }
