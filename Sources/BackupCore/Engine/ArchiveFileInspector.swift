@@ -19,6 +19,19 @@ public enum ArchiveFileInspector {
         return try? Manifest.parse([UInt8](data))
     }
 
+    /// The archive file of backup `id` in the same folder as the archive at `path`
+    /// (`HOST_ID.tar.zst` or any other codec's extension), if there is one.
+    public static func siblingArchive(of path: String, for id: BackupID) -> String? {
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return nil }
+        let marker = "_" + id.rawValue
+        let match = names.sorted().first { name in
+            guard let stem = BackupNaming.stem(of: name), !name.hasSuffix(BackupNaming.manifestSuffix) else { return false }
+            return stem.hasSuffix(marker) || stem == id.rawValue
+        }
+        return match.map { folder.appendingPathComponent($0).path }
+    }
+
     /// What the archive holds: from its manifest when it has one (with SHA-256s),
     /// otherwise from its tar headers.
     public static func contents(ofArchiveAt path: String, cancellation: CancellationFlag) throws -> (manifest: Manifest?, entries: [ManifestEntry]) {

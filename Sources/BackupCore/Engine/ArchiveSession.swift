@@ -20,8 +20,13 @@ final class ArchiveSession {
     private static let bufferSize = 1 << 20
     private static let zeros = [UInt8](repeating: 0, count: 1 << 16)
 
-    /// First archive path and hash of each multiply-linked file.
-    private var linkedFiles: [FileIdentity: (path: [UInt8], sha256: String, size: Int64)] = [:]
+    /// First archive path, hash and holder of each multiply-linked file.
+    private var linkedFiles: [FileIdentity: (path: [UInt8], sha256: String, size: Int64, storedIn: BackupID?)] = [:]
+    /// The parent backup of an incremental run: its id and its regular files by path.
+    private let parent: ParentFiles?
+    private let chain: ChainPolicy
+    private var newFiles: Int64 = 0
+    private var newBytes: Int64 = 0
 
     private var files: Int64 = 0
     private var directories: Int64 = 0
@@ -33,9 +38,11 @@ final class ArchiveSession {
 
     // MARK: Life cycle
 
-    init(writer: ArchiveWriter, cancellation: CancellationFlag, events: EngineEventSink?,
-         warn: @escaping (PathWarning) -> Void) throws {
+    init(writer: ArchiveWriter, cancellation: CancellationFlag, events: EngineEventSink?, parent: ParentFiles?,
+         chain: ChainPolicy, warn: @escaping (PathWarning) -> Void) throws {
         self.writer = writer
+        self.parent = parent
+        self.chain = chain
         self.cancellation = cancellation
         self.events = events
         self.warn = warn
@@ -92,22 +99,79 @@ final class ArchiveSession {
                 entry.linkTarget = first.path
                 entry.size = first.size
                 entry.sha256 = first.sha256
-                try writer.writeHeader(header)
-                try appendChecksum(first.sha256, path: item.archivePath)
+                if let holder = first.storedIn {
+                    // The first name's content lives in an earlier archive: a tar hard link
+                    // cannot point there, so this name is recorded in the manifest only.
+                    entry.storedIn = holder
+                } else {
+                    try writer.writeHeader(header)
+                    try appendChecksum(first.sha256, path: item.archivePath)
+                }
                 hardlinks += 1
+            } else if let reference = try unchanged(item) {
+                // Same file as in the parent backup: point at the archive that holds it.
+                entry.size = reference.size
+                entry.sha256 = reference.sha256
+                entry.storedIn = reference.storedIn
+                if info.st_nlink > 1 {
+                    linkedFiles[identity] = (item.archivePath, reference.sha256 ?? "", reference.size, reference.storedIn)
+                }
+                files += 1
+                bytes += reference.size
             } else {
                 guard let stored = try addFile(item, header: header) else { return }
                 entry.size = stored.size
                 entry.sha256 = stored.sha256
                 entry.mtimeNanoseconds = stored.mtime
-                if info.st_nlink > 1 { linkedFiles[identity] = (item.archivePath, stored.sha256, stored.size) }
+                if info.st_nlink > 1 { linkedFiles[identity] = (item.archivePath, stored.sha256, stored.size, nil) }
                 try appendChecksum(stored.sha256, path: item.archivePath)
                 files += 1
                 bytes += stored.size
+                newFiles += 1
+                newBytes += stored.size
             }
         }
         try appendManifestLine(entry)
         reportProgress(item.archivePath, force: false)
+    }
+
+    // MARK: Incremental
+
+    /// The parent's entry for this file when the file has not changed since (same size,
+    /// mtime, ctime, inode and device, as the chain policy asks; with `reread`, same
+    /// content), with `storedIn` naming the archive that holds the content.
+    private func unchanged(_ item: ScannedItem) throws -> ManifestEntry? {
+        guard let parent, let previous = parent.files[item.archivePath], previous.sha256 != nil else { return nil }
+        let info = item.info
+        guard previous.size == Int64(info.st_size) else { return nil }
+        var reference = previous
+        reference.storedIn = previous.storedIn ?? parent.id
+        if chain.reread {
+            guard let digest = contentHash(item), digest == previous.sha256 else { return nil }
+            return reference
+        }
+        let mtime = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        let ctime = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
+        guard previous.mtimeNanoseconds == mtime,
+              chain.ignoreCtime || previous.ctimeNanoseconds == ctime,
+              chain.ignoreInode || (previous.inode == UInt64(info.st_ino) && previous.device == UInt64(info.st_dev)) else {
+            return nil
+        }
+        return reference
+    }
+
+    /// Reads a whole file to hash it (for `--reread`); nil when it cannot be read.
+    private func contentHash(_ item: ScannedItem) -> String? {
+        let fd = PathBytes.withCString(item.name) { openat(item.parentFD, $0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        let hasher = SHA256Hasher()
+        while true {
+            let count = FileDescriptorIO.read(fd, buffer)
+            if count < 0 { return nil }
+            if count == 0 { return hasher.finalizeHex() }
+            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+        }
     }
 
     /// Stores a regular file's content. Returns nil (after a warning) when it cannot be opened.
@@ -230,6 +294,8 @@ final class ArchiveSession {
                                         groupName: UserNames.shared.groupName(for: getegid()), mtimeSeconds: seconds)
         try writer.writeHeader(header)
         try spool.forEachChunk { try writer.writeData($0, path: path) }
+        newFiles += 1
+        newBytes += spool.size
         var entry = manifestEntry(header, info: nil)
         entry.size = spool.size
         entry.sha256 = sha
@@ -302,6 +368,8 @@ final class ArchiveSession {
         summary.hardlinkCount = hardlinks
         summary.otherCount = other
         summary.originalBytes = bytes
+        summary.newFileCount = newFiles
+        summary.newBytes = newBytes
     }
 
     // MARK: File system details

@@ -55,9 +55,16 @@ public final class BackupEngine {
                 + "(started \(Timestamp.iso8601(previous.started)))"))
         }
         try cleanUpLeftovers()
-        let newest = try BackupCatalog(storage: storage).newestID()
+        let catalog = BackupCatalog(storage: storage)
+        let newest = try catalog.newestID()
         let id = BackupID(date: request.now, after: newest)
         summary.id = id
+        let parent = try chooseParent(request, sources: summary.sources, catalog: catalog)
+        if let parent {
+            summary.parent = parent.summary.id
+            summary.chainLength = parent.summary.chainLength + 1
+            summary.chainStarted = parent.summary.chainStarted
+        }
 
         let host = HostIdentity.fileSafeHostName
         let archiveName = BackupNaming.archiveName(host: host, id: id, compression: request.compression)
@@ -67,7 +74,8 @@ public final class BackupEngine {
             let hashing = HashingSink(target: pending)
             let writer = try ArchiveWriter(sink: hashing, compression: request.compression,
                                            level: request.level, threads: request.threads)
-            let session = try ArchiveSession(writer: writer, cancellation: cancellation, events: events, warn: warn)
+            let session = try ArchiveSession(writer: writer, cancellation: cancellation, events: events,
+                                             parent: parent.map(ParentFiles.init(manifest:)), chain: request.chain, warn: warn)
             if let stdinName = request.stdinName {
                 try session.addStandardInput(name: stdinName, now: request.now)
             } else {
@@ -114,6 +122,52 @@ public final class BackupEngine {
         }
         guard !request.sources.isEmpty else { throw EngineError.invalidRequest("Give at least one path to back up.") }
         return Scanner.withoutNestedSources(try request.sources.map(Scanner.absoluteSourcePath))
+    }
+
+    /// The backup to be incremental on: the newest of this host with the same sources, unless
+    /// the chain policy asks for a new chain or the parent's chain is not whole. Nil means
+    /// a full backup.
+    private func chooseParent(_ request: BackupRequest, sources: [String], catalog: BackupCatalog) throws -> Manifest? {
+        guard request.stdinName == nil, !request.chain.forceFull else { return nil }
+        let wanted = Set(sources)
+        let items = try catalog.items()
+        guard let newest = items.last(where: { item in
+            guard let summary = item.summary else { return false }
+            return summary.host == HostIdentity.hostName && Set(summary.sources) == wanted
+        }), let summary = newest.summary else { return nil }
+        if summary.chainLength >= request.chain.fullEvery {
+            events?.handle(.notice("starting a new chain: the last one holds \(summary.chainLength) backups (--full-every \(request.chain.fullEvery))"))
+            return nil
+        }
+        if let limit = request.chain.fullIfOlderThan {
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
+            if summary.chainStarted < limit.subtract(from: request.now, calendar: calendar) {
+                events?.handle(.notice("starting a new chain: the last one began \(Timestamp.iso8601(summary.chainStarted)) (--full-if-older-than \(limit))"))
+                return nil
+            }
+        }
+        let manifest: Manifest
+        do {
+            manifest = try catalog.manifest(of: newest)
+        } catch {
+            events?.handle(.caution("making a full backup: the manifest of \(newest.id) cannot be read (\(error))"))
+            return nil
+        }
+        // Every archive the parent relies on must still be there.
+        let stored = Set(try storage.list().map(\.name))
+        var needed = Set(manifest.entries.compactMap(\.storedIn))
+        needed.insert(manifest.summary.id)
+        for id in needed {
+            let present = items.contains { item in
+                item.id == id && item.summary?.archive.map { stored.contains($0.name) } == true
+            }
+            if !present {
+                events?.handle(.caution("making a full backup: backup \(id), which \(newest.id) relies on, is missing or damaged"))
+                return nil
+            }
+        }
+        return manifest
     }
 
     /// Removes what interrupted runs left: temporary objects, and archives whose manifest

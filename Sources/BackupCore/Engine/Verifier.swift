@@ -14,6 +14,11 @@ public struct VerifyReport: Sendable {
     public var archiveProblems: [String] = []
     /// True when there was no manifest to check against (a plain tarball).
     public var unverifiable = false
+    /// Files of an incremental backup whose content is in earlier backups' archives. In a
+    /// destination those archives are verified too; for a lone archive file they are not.
+    public var filesInEarlierArchives: Int64 = 0
+    /// The earlier backups this one relies on (all verified along with it in a destination).
+    public var reliesOn: [BackupID] = []
 
     /// Creates an empty report.
     public init(id: BackupID?, name: String) {
@@ -33,6 +38,9 @@ public final class Verifier {
     private weak var events: EngineEventSink?
     private let cancellation: CancellationFlag
     private var lastProgress = Date.distantPast
+    /// Reports of backups already verified in this run: an incremental chain's archives are
+    /// read once however many backups rely on them.
+    private var verified: [BackupID: VerifyReport] = [:]
 
     /// A verifier reporting progress to `events`.
     public init(events: EngineEventSink?, cancellation: CancellationFlag) {
@@ -44,6 +52,13 @@ public final class Verifier {
 
     /// Verifies a backup in a destination against the manifest beside its archive.
     public func verify(_ item: BackupCatalog.Item, in storage: StorageBackend) throws -> VerifyReport {
+        if let known = verified[item.id] { return known }
+        let report = try verifyUncached(item, in: storage)
+        verified[item.id] = report
+        return report
+    }
+
+    private func verifyUncached(_ item: BackupCatalog.Item, in storage: StorageBackend) throws -> VerifyReport {
         var report = VerifyReport(id: item.id, name: item.manifestName)
         let manifest: Manifest
         do {
@@ -77,7 +92,39 @@ public final class Verifier {
         } catch {
             report.archiveProblems.append("cannot read \(facts.name) to its end: \(error)")
         }
+        try checkEarlierArchives(manifest, in: storage, report: &report)
         return report
+    }
+
+    /// For an incremental backup: every backup it takes unchanged files from must be
+    /// present and intact, and must hold each of those files with the same SHA-256.
+    private func checkEarlierArchives(_ manifest: Manifest, in storage: StorageBackend, report: inout VerifyReport) throws {
+        var byHolder: [BackupID: [ManifestEntry]] = [:]
+        for entry in manifest.entries where entry.type == .file {
+            if let holder = entry.storedIn { byHolder[holder, default: []].append(entry) }
+        }
+        report.reliesOn = byHolder.keys.sorted()
+        let catalog = BackupCatalog(storage: storage)
+        for holder in report.reliesOn {
+            let entries = byHolder[holder] ?? []
+            guard let item = try? catalog.resolve(holder.rawValue), item.id == holder else {
+                report.archiveProblems.append("it relies on backup \(holder) for \(entries.count) files, and that backup is missing")
+                continue
+            }
+            let earlier = try verify(item, in: storage)
+            if !earlier.isIntact {
+                report.archiveProblems.append("it relies on backup \(holder) for \(entries.count) files, and that backup is damaged")
+            }
+            guard let holderManifest = try? catalog.manifest(of: item) else { continue }
+            let index = holderManifest.index()
+            for entry in entries {
+                let held = index[entry.path]
+                if held?.type != .file || held?.storedIn != nil || held?.sha256 != entry.sha256 {
+                    report.problems.append(PathWarning(kind: .damaged, path: entry.displayPath,
+                                                       reason: "backup \(holder) does not hold this file as recorded"))
+                }
+            }
+        }
     }
 
     /// Verifies a lone archive file against its own manifest (or the one beside it).
@@ -140,7 +187,8 @@ public final class Verifier {
         }
 
         if let expected, index != nil {
-            for entry in expected.entries where !seen.contains(entry.path) {
+            report.filesInEarlierArchives = Int64(expected.entries.filter { $0.storedIn != nil && $0.type == .file }.count)
+            for entry in expected.entries where entry.storedIn == nil && !seen.contains(entry.path) {
                 report.problems.append(PathWarning(kind: .damaged, path: entry.displayPath, reason: "missing from the archive"))
             }
             if let innerManifest, innerManifest.entries != expected.entries || innerManifest.summary.id != expected.summary.id {
@@ -154,7 +202,8 @@ public final class Verifier {
             for (path, found) in digests {
                 compare(found.header, sha: found.sha256, with: inner[path], report: &report)
             }
-            for entry in innerManifest.entries where digests[entry.path] == nil {
+            report.filesInEarlierArchives = Int64(innerManifest.entries.filter { $0.storedIn != nil && $0.type == .file }.count)
+            for entry in innerManifest.entries where entry.storedIn == nil && digests[entry.path] == nil {
                 report.problems.append(PathWarning(kind: .damaged, path: entry.displayPath, reason: "missing from the archive"))
             }
         } else if report.archiveProblems.isEmpty {

@@ -54,10 +54,16 @@ public final class Restorer {
 
     // MARK: Restoring
 
+    /// Finds the archive of an earlier backup that an incremental one relies on; nil when
+    /// it cannot be found.
+    public typealias ArchiveLocator = (BackupID) throws -> (source: ByteSource, name: String)?
+
     /// Restores from `archive`. `manifest` is the copy beside the archive when there is
-    /// one; otherwise the archive's own manifest is used once it has been read.
-    public func restore(archive: ByteSource, archiveName: String, manifest: Manifest?,
-                        request: RestoreRequest) throws -> RestoreResult {
+    /// one; otherwise the archive's own manifest is used once it has been read. Files of an
+    /// incremental backup that did not change live in earlier archives: `locateArchive`
+    /// opens those, and each is read once, front to back.
+    public func restore(archive: ByteSource, archiveName: String, manifest: Manifest?, request: RestoreRequest,
+                        locateArchive: ArchiveLocator? = nil) throws -> RestoreResult {
         let started = Date()
         result = RestoreResult()
         pendings = []
@@ -76,33 +82,42 @@ public final class Restorer {
             }
         }
         result.backupID = manifest?.summary.id
-        var seen = Set<[UInt8]>()
-        var innerManifest: [UInt8]?
         let target = request.dryRun ? nil : try RestoreTarget(path: request.target)
+        let context = PhaseContext(target: target, selection: selection, request: request)
 
         do {
-            let reader = try ArchiveReader(source: archive, name: archiveName)
-            do {
-                while let header = try reader.nextHeader() {
-                    try cancellation.check()
-                    if BackupNaming.isMetadataEntry(header.path) {
-                        if header.path == BackupNaming.manifestEntryPath, expected == nil {
-                            innerManifest = try reader.readContent(limit: 1 << 31)
-                        } else {
-                            try reader.skipContent()
-                        }
-                        continue
-                    }
-                    try restoreEntry(header, reader: reader, target: target, selection: selection,
-                                     expected: expected, seen: &seen, request: request)
+            // Phase 1: this backup's own archive.
+            var seen = Set<[UInt8]>()
+            let inner = try readArchive(archive, name: archiveName, holder: nil, expected: expected, seen: &seen,
+                                        context: context)
+            var final = manifest
+            if let expected {
+                result.verifiedAgainstManifest = true
+                for (path, entry) in expected where entry.storedIn == nil && !seen.contains(path)
+                    && selection.matches(path, isDirectory: entry.type == .directory) {
+                    result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
+                                                      reason: "missing from the archive"))
                 }
-            } catch let failure as ArchiveError {
-                result.archiveProblem = failure.description
-            } catch let failure as StorageError {
-                result.archiveProblem = failure.description
+            } else if let inner {
+                do {
+                    final = try Manifest.parse(inner)
+                    result.verifiedAgainstManifest = true
+                } catch {
+                    result.archiveProblem = "the archive's manifest cannot be read (\(error))"
+                }
             }
-        } catch let failure as ArchiveError {
-            result.archiveProblem = failure.description
+            if let final { result.backupID = final.summary.id }
+            if let target {
+                commitPendings(target: target, index: manifest == nil ? final?.index() : nil, hasManifest: final != nil)
+            } else if manifest == nil {
+                result.plainTarball = inner == nil && result.archiveProblem == nil
+            }
+
+            // Phase 2: unchanged files, from the earlier archives that hold them.
+            if let final {
+                try restoreFromEarlierArchives(final, locateArchive: locateArchive, context: context)
+                if let target { restoreRecordedLinks(final, target: target, context: context) }
+            }
         } catch let failure as TargetFailure {
             discardPendings(target)
             throw failure.error
@@ -110,32 +125,123 @@ public final class Restorer {
             discardPendings(target)
             throw error
         }
-
-        if let expected {
-            result.verifiedAgainstManifest = true
-            // Selected entries the manifest promises but the archive never delivered.
-            for (path, entry) in expected where !seen.contains(path) && selection.matches(path, isDirectory: entry.type == .directory) {
-                result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
-                                                  reason: "missing from the archive"))
-            }
-        }
         if let target {
-            commitPendings(target: target, innerManifest: innerManifest, hasSidecar: expected != nil)
             applyDirectoryFixes(target: target, request: request)
             ks_syncfs(target.rootFD)
-        } else if expected == nil {
-            result.plainTarball = innerManifest == nil
-            result.verifiedAgainstManifest = innerManifest != nil
         }
         result.elapsed = Date().timeIntervalSince(started)
         return result
     }
 
+    // MARK: Phases
+
+    /// What every phase of one restore shares.
+    private struct PhaseContext {
+        let target: RestoreTarget?
+        let selection: RestoreSelection
+        let request: RestoreRequest
+    }
+
+    /// Reads one archive front to back, restoring what belongs to this phase: with `holder`
+    /// nil, this backup's own entries; otherwise the files `expected` says `holder` holds.
+    /// Returns the archive's own manifest when it was read (and no manifest was known).
+    /// A damaged archive ends the phase with `archiveProblem` set; target failures throw.
+    private func readArchive(_ source: ByteSource, name: String, holder: BackupID?, expected: [[UInt8]: ManifestEntry]?,
+                             seen: inout Set<[UInt8]>, context: PhaseContext) throws -> [UInt8]? {
+        var innerManifest: [UInt8]?
+        do {
+            let reader = try ArchiveReader(source: source, name: name)
+            while let header = try reader.nextHeader() {
+                try cancellation.check()
+                if BackupNaming.isMetadataEntry(header.path) {
+                    if header.path == BackupNaming.manifestEntryPath, expected == nil {
+                        innerManifest = try reader.readContent(limit: 1 << 31)
+                    } else {
+                        try reader.skipContent()
+                    }
+                    continue
+                }
+                try restoreEntry(header, reader: reader, holder: holder, expected: expected, seen: &seen, context: context)
+            }
+        } catch let failure as ArchiveError {
+            noteArchiveProblem(failure.description)
+        } catch let failure as StorageError {
+            noteArchiveProblem(failure.description)
+        }
+        return innerManifest
+    }
+
+    private func noteArchiveProblem(_ problem: String) {
+        result.archiveProblem = result.archiveProblem.map { $0 + "; " + problem } ?? problem
+    }
+
+    /// Restores the selected files whose content lives in earlier archives, reading each
+    /// of those archives once.
+    private func restoreFromEarlierArchives(_ manifest: Manifest, locateArchive: ArchiveLocator?,
+                                            context: PhaseContext) throws {
+        var groups: [BackupID: [[UInt8]: ManifestEntry]] = [:]
+        for entry in manifest.entries where entry.type == .file {
+            guard let holder = entry.storedIn, context.selection.matches(entry.path, isDirectory: false) else { continue }
+            groups[holder, default: [:]][entry.path] = entry
+        }
+        for holder in groups.keys.sorted() {
+            guard let files = groups[holder] else { continue }
+            let located: (source: ByteSource, name: String)?
+            do {
+                located = try locateArchive?(holder)
+            } catch {
+                located = nil
+            }
+            guard let located else {
+                for path in files.keys {
+                    result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
+                                                      reason: "its content is in the archive of backup \(holder), which is not available"))
+                }
+                noteArchiveProblem("backup \(manifest.summary.id) needs the archive of backup \(holder) "
+                    + "(a file named like \(manifest.summary.host.isEmpty ? "HOST" : HostIdentity.fileSafe(manifest.summary.host))_\(holder.rawValue)\(manifest.summary.compression.fileExtension)), which was not found")
+                continue
+            }
+            defer { located.source.close() }
+            var seen = Set<[UInt8]>()
+            _ = try readArchive(located.source, name: located.name, holder: holder, expected: files, seen: &seen, context: context)
+            for path in files.keys where !seen.contains(path) {
+                result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
+                                                  reason: "missing from the archive of backup \(holder)"))
+            }
+        }
+    }
+
+    /// Hard links recorded only in the manifest (their first name's content is in an earlier
+    /// archive): made last, once every file is in place.
+    private func restoreRecordedLinks(_ manifest: Manifest, target: RestoreTarget, context: PhaseContext) {
+        for entry in manifest.entries where entry.type == .hardlink && entry.storedIn != nil {
+            guard context.selection.matches(entry.path, isDirectory: false),
+                  case .success(let components) = RestoreTarget.components(of: entry.path) else { continue }
+            let header = ArchiveEntryHeader(path: entry.path, type: .hardlink, linkTarget: entry.linkTarget)
+            do {
+                let parentFD = try target.directory(components.dropLast(), create: true)
+                if RestoreTarget.existing(components[components.count - 1], in: parentFD) != nil,
+                   context.request.overwrite == .never {
+                    result.skippedExisting += 1
+                    continue
+                }
+                try restoreHardLink(header, components: components, path: entry.path, parentFD: parentFD,
+                                    deferred: false, target: target)
+            } catch {
+                result.warnings.append(PathWarning(kind: .skipped, path: entry.displayPath, reason: "\(error)"))
+            }
+        }
+    }
+
     // MARK: Entries
 
-    private func restoreEntry(_ header: ArchiveEntryHeader, reader: ArchiveReader, target: RestoreTarget?,
-                              selection: RestoreSelection, expected: [[UInt8]: ManifestEntry]?,
-                              seen: inout Set<[UInt8]>, request: RestoreRequest) throws {
+    private func restoreEntry(_ header: ArchiveEntryHeader, reader: ArchiveReader, holder: BackupID?,
+                              expected: [[UInt8]: ManifestEntry]?, seen: inout Set<[UInt8]>,
+                              context: PhaseContext) throws {
+        let target = context.target
+        let selection = context.selection
+        let request = context.request
+        var header = header
         var components: [[UInt8]]
         switch RestoreTarget.components(of: header.path) {
         case .failure(let refusal):
@@ -147,6 +253,18 @@ public final class Restorer {
         }
         var path = components.dropFirst().reduce(components[0]) { PathBytes.join($0, $1) }
         let archivePath = path
+        if let holder {
+            // An earlier backup's archive: only the files the restored backup takes from it,
+            // with the restored backup's metadata.
+            guard header.type == .file, let entry = expected?[archivePath], entry.storedIn == holder else {
+                try reader.skipContent()
+                return
+            }
+            header = Restorer.header(header, describedBy: entry)
+        } else if let entry = expected?[archivePath], entry.storedIn != nil {
+            try reader.skipContent()
+            return
+        }
         if !selection.matches(path, isDirectory: header.type == .directory) {
             // A file left out whose other (selected) name is a hard link: restore it there.
             guard header.type == .file, let redirected = redirects[path],
@@ -374,6 +492,22 @@ public final class Restorer {
         }
     }
 
+    /// The archive header with the metadata the manifest records for the restored backup
+    /// (an unchanged file may have a new mode, owner or time since the archive was made).
+    private static func header(_ header: ArchiveEntryHeader, describedBy entry: ManifestEntry) -> ArchiveEntryHeader {
+        var described = header
+        described.permissions = entry.mode
+        described.uid = entry.uid
+        described.gid = entry.gid
+        described.userName = entry.userName
+        described.groupName = entry.groupName
+        let seconds = entry.mtimeNanoseconds >= 0 ? entry.mtimeNanoseconds / 1_000_000_000
+            : (entry.mtimeNanoseconds - 999_999_999) / 1_000_000_000
+        described.mtimeSeconds = seconds
+        described.mtimeNanoseconds = Int32(entry.mtimeNanoseconds - seconds * 1_000_000_000)
+        return described
+    }
+
     // MARK: Placing
 
     /// Renames a finished temporary file into place (replacing what the policy allowed).
@@ -385,22 +519,9 @@ public final class Restorer {
         }
     }
 
-    /// Places the files that waited for the archive's own manifest.
-    private func commitPendings(target: RestoreTarget, innerManifest: [UInt8]?, hasSidecar: Bool) {
-        guard !pendings.isEmpty || innerManifest != nil || !hasSidecar else { return }
-        var index: [[UInt8]: ManifestEntry]?
-        if let innerManifest {
-            do {
-                let manifest = try Manifest.parse(innerManifest)
-                index = manifest.index()
-                result.backupID = manifest.summary.id
-                result.verifiedAgainstManifest = true
-            } catch {
-                result.archiveProblem = "the archive's manifest cannot be read (\(error))"
-            }
-        } else if !hasSidecar {
-            result.plainTarball = result.archiveProblem == nil
-        }
+    /// Places the files that waited for the archive's own manifest (`index`); with no
+    /// manifest at all (a plain tarball), they are placed unverified.
+    private func commitPendings(target: RestoreTarget, index: [[UInt8]: ManifestEntry]?, hasManifest: Bool) {
         var failed = Set<[UInt8]>()
         for pending in pendings {
             guard let parentFD = try? target.directory(pending.components.dropLast(), create: false) else { continue }
@@ -429,9 +550,11 @@ public final class Restorer {
                 continue
             }
             if pending.linkOf != nil { result.hardlinks += 1 } else { result.files += 1 }
-            if index == nil && pending.linkOf == nil { result.unverifiedFiles += 1 }
+            if !hasManifest && pending.linkOf == nil { result.unverifiedFiles += 1 }
         }
+        if !hasManifest { result.plainTarball = result.archiveProblem == nil }
         pendings = []
+        pendingIndex = [:]
     }
 
     /// Removes every temporary file still waiting (after a fatal error).

@@ -16,7 +16,10 @@ public enum HostIdentity {
     }()
 
     /// The host name reduced to characters safe in a file name.
-    public static var fileSafeHostName: String {
+    public static var fileSafeHostName: String { fileSafe(hostName) }
+
+    /// A host name reduced to characters safe in a file name (as archive names use it).
+    public static func fileSafe(_ hostName: String) -> String {
         let safe = hostName.map { character -> Character in
             character.isASCII && (character.isLetter || character.isNumber || character == "-" || character == ".")
                 ? character : "-"

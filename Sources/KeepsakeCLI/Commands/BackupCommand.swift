@@ -34,6 +34,15 @@ struct BackupCommand: KeepsakeCommand {
                        help: "The file name standard input gets in the backup."),
             OptionSpec(long: "threads", kind: .value(valueName: "n"), defaultDescription: "number of CPUs",
                        help: "Compressor threads (zstd and xz)."),
+            OptionSpec(long: "full", help: "Make a full backup, starting a new chain, even when an incremental one is possible."),
+            OptionSpec(long: "full-every", kind: .value(valueName: "n"), defaultDescription: String(ChainPolicy.defaultFullEvery),
+                       help: "Start a new chain once the current one holds this many backups."),
+            OptionSpec(long: "full-if-older-than", kind: .value(valueName: "duration"),
+                       defaultDescription: ChainPolicy.defaultFullIfOlderThan.description,
+                       help: "Start a new chain when the current chain's full backup is older than this (e.g. 7d, 2w, 1m)."),
+            OptionSpec(long: "ignore-ctime", help: "Decide a file is unchanged without looking at its ctime."),
+            OptionSpec(long: "ignore-inode", help: "Decide a file is unchanged without looking at its inode and device numbers."),
+            OptionSpec(long: "reread", help: "Read and hash every file, and compare contents instead of size and times."),
             CommonOptions.progress,
         ] + CommonOptions.global,
         examples: [
@@ -112,6 +121,22 @@ struct BackupCommand: KeepsakeCommand {
                 tags.append(tag)
             }
         }
+        var chain = ChainPolicy(forceFull: arguments.flag("full"), ignoreCtime: arguments.flag("ignore-ctime"),
+                                ignoreInode: arguments.flag("ignore-inode"), reread: arguments.flag("reread"))
+        if let text = arguments.value("full-every") {
+            if let value = Int(text), value >= 1 {
+                chain.fullEvery = value
+            } else {
+                problems.add("The value '\(text)' is invalid for '--full-every <n>'. Use a whole number of 1 or more (1 makes every backup full).")
+            }
+        }
+        if let text = arguments.value("full-if-older-than") {
+            do {
+                chain.fullIfOlderThan = try DurationSpec(parsing: text)
+            } catch {
+                problems.add("The value '\(text)' is invalid for '--full-if-older-than <duration>': \(error.reason).")
+            }
+        }
         try problems.throwIfAny()
         guard let rules else { throw UsageError.custom("The exclude patterns are invalid.", command: Self.spec) }
         request = BackupRequest(
@@ -120,6 +145,7 @@ struct BackupCommand: KeepsakeCommand {
             scan: ScanOptions(excludes: rules, excludeCaches: arguments.flag("exclude-caches"),
                               excludeIfPresent: arguments.values("exclude-if-present"),
                               oneFileSystem: arguments.flag("one-file-system")),
+            chain: chain,
             dryRun: arguments.flag("dry-run"), toolVersion: "keepsake \(KeepsakeCLI.version)")
         destinationOption = arguments.value("dest")
         progress = arguments.flag("progress")
@@ -157,7 +183,15 @@ struct BackupCommand: KeepsakeCommand {
         if summary.hardlinkCount > 0 { counts += ", \(Units.count(Int(summary.hardlinkCount))) hard links" }
         if summary.otherCount > 0 { counts += ", \(Units.count(Int(summary.otherCount))) other" }
         var items: [KeyValueList.Item] = []
-        if !result.dryRun { items.append(.init("Backup", summary.id.rawValue, valueRole: .accent)) }
+        if !result.dryRun {
+            items.append(.init("Backup", summary.id.rawValue, valueRole: .accent))
+            if let parent = summary.parent {
+                items.append(.init("Kind", "incremental on \(parent.rawValue) (backup \(summary.chainLength) of its chain); "
+                    + "\(Units.count(Int(summary.newFileCount))) new or changed files, \(Units.bytes(summary.newBytes))"))
+            } else {
+                items.append(.init("Kind", "full"))
+            }
+        }
         items.append(.init("Sources", summary.sources.joined(separator: ", ")))
         items.append(.init("Contents", counts))
         if let archive = summary.archive {
@@ -209,6 +243,11 @@ struct BackupCommand: KeepsakeCommand {
             ("hardlinks", .int(summary.hardlinkCount)),
             ("other", .int(summary.otherCount)),
             ("bytes", .int(summary.originalBytes)),
+            ("kind", .string(summary.isIncremental ? "incremental" : "full")),
+            ("parent", summary.parent.map { .string($0.rawValue) } ?? .null),
+            ("chain", .int(Int64(summary.chainLength))),
+            ("new_files", .int(summary.newFileCount)),
+            ("new_bytes", .int(summary.newBytes)),
         ])
         object["stored_bytes"] = summary.archive.map { .int($0.size) } ?? .null
         object["archive_sha256"] = summary.archive.map { .string($0.sha256) } ?? .null

@@ -84,6 +84,7 @@ struct ListCommand: KeepsakeCommand {
         }
         let columns: [Table.Column] = [
             .init("ID", minWidth: 25, priority: 10),
+            .init("KIND", minWidth: 6, priority: 5, optional: true),
             .init("CREATED", minWidth: 16, priority: 4, optional: true),
             .number("FILES", minWidth: 14, priority: 6),
             .number("SIZE", minWidth: 10, priority: 7),
@@ -94,11 +95,13 @@ struct ListCommand: KeepsakeCommand {
         ]
         let rows: [[Table.Cell]] = items.map { item in
             guard let summary = item.summary else {
-                return [Table.Cell(item.id.rawValue), "", "", "", "", "", Table.Cell("unreadable manifest", role: .danger), ""]
+                return [Table.Cell(item.id.rawValue), .badge(Badge("??", role: .danger, emphasis: .small)), "", "", "", "", "",
+                        Table.Cell("unreadable manifest", role: .danger), ""]
             }
             let stored = summary.archive?.size ?? 0
             let ratio = stored > 0 ? String(format: "%.1f×", Double(summary.originalBytes) / Double(stored)) : "-"
-            return [Table.Cell(summary.id.rawValue, role: .accent), Table.Cell(Timestamp.localShort(summary.created)),
+            let kind = summary.isIncremental ? Badge("INCR", role: .muted, emphasis: .small) : Badge("FULL", role: .accent, emphasis: .small)
+            return [Table.Cell(summary.id.rawValue, role: .accent), .badge(kind), Table.Cell(Timestamp.localShort(summary.created)),
                     Table.Cell(Units.count(Int(summary.fileCount))), Table.Cell(Units.bytes(summary.originalBytes)),
                     Table.Cell(Units.bytes(stored)), Table.Cell(ratio),
                     Table.Cell(summary.sources.joined(separator: ", ")), Table.Cell(summary.tags.joined(separator: ","))]

@@ -74,7 +74,11 @@ struct RestoreCommand: KeepsakeCommand {
             let archive = try FileByteSource(path: reference)
             defer { archive.close() }
             let sidecar = ArchiveFileInspector.sidecarManifest(forArchiveAt: reference)
-            result = try restorer.restore(archive: archive, archiveName: reference, manifest: sidecar, request: request)
+            // An incremental archive finds the earlier archives it relies on beside it.
+            result = try restorer.restore(archive: archive, archiveName: reference, manifest: sidecar, request: request) { id in
+                guard let path = ArchiveFileInspector.siblingArchive(of: reference, for: id) else { return nil }
+                return (try FileByteSource(path: path), path)
+            }
         } else {
             let storage = context.destination(destinationOption)
             let catalog = BackupCatalog(storage: storage)
@@ -91,7 +95,12 @@ struct RestoreCommand: KeepsakeCommand {
                 throw EngineError.archiveMissing(name: archiveName, backup: item.id.rawValue, destination: storage.location)
             }
             defer { archive.close() }
-            result = try restorer.restore(archive: archive, archiveName: archiveName, manifest: manifest, request: request)
+            result = try restorer.restore(archive: archive, archiveName: archiveName, manifest: manifest, request: request) { id in
+                guard let earlier = try? catalog.resolve(id.rawValue), let name = try catalog.manifest(of: earlier).summary.archive?.name else {
+                    return nil
+                }
+                return (try storage.open(name), name)
+            }
         }
         presenter.finish()
         if result.entryCount == 0 && result.skippedExisting == 0 && !request.selections.isEmpty && !result.hasIntegrityFailure {

@@ -84,7 +84,11 @@ struct VerifyCommand: KeepsakeCommand {
 
     private func show(_ report: VerifyReport, context: CommandContext) {
         let name = report.id?.rawValue ?? report.name
-        let details = "\(Units.count(Int(report.filesChecked))) files, \(Units.bytes(report.bytesChecked))"
+        var details = "\(Units.count(Int(report.filesChecked))) files, \(Units.bytes(report.bytesChecked))"
+        if report.filesInEarlierArchives > 0 {
+            let holders = report.reliesOn.isEmpty ? "" : " (" + report.reliesOn.map(\.rawValue).joined(separator: ", ") + ")"
+            details += "; \(Units.count(Int(report.filesInEarlierArchives))) unchanged files in earlier backups\(holders)"
+        }
         if report.isIntact {
             guard !context.quiet else { return }
             let badge = Badge("OK", role: .success, emphasis: .small).text(in: context.out)
@@ -109,6 +113,8 @@ struct VerifyCommand: KeepsakeCommand {
             ("bytes_checked", .int(report.bytesChecked)),
             ("archive_problems", .array(report.archiveProblems.map { .string($0) })),
             ("damaged_files", .array(report.problems.map(WarningJSON.encode))),
+            ("files_in_earlier_archives", .int(report.filesInEarlierArchives)),
+            ("relies_on", .array(report.reliesOn.map { .string($0.rawValue) })),
         ]))
     }
 }
