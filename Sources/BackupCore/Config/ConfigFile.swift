@@ -1,0 +1,579 @@
+import Foundation
+
+/// Keepsake's configuration file: named profiles for `keepsake run` and `keepsake schedule`.
+///
+/// The file is `${XDG_CONFIG_HOME:-~/.config}/keepsake/config.toml` (an `XDG_CONFIG_HOME`
+/// that is not an absolute path is ignored, as the XDG specification says), or the file given
+/// with `--config FILE`.
+///
+/// ## Format
+///
+/// ```toml
+/// [profiles.home]
+/// sources = ["/home/ana"]                          # required: one or more paths
+/// destination = "/mnt/usb/backups"                 # default: $KEEPSAKE_DEST, else ~/.local/share/keepsake/backups
+/// exclude = ["*.tmp", "node_modules/"]             # gitignore-style patterns, as --exclude
+/// exclude-from = ["/home/ana/.keepsakeignore"]     # pattern files, as --exclude-from
+/// exclude-caches = true                            # as --exclude-caches
+/// exclude-if-present = [".nobackup"]               # as --exclude-if-present
+/// one-file-system = false                          # as --one-file-system
+/// compression = "zstd"                             # zstd, gzip, xz, lz4 or none
+/// level = 3                                        # zstd 1-19, gzip 1-9, xz 0-9, lz4 1-9
+/// threads = 2                                      # compressor threads, 1-256 (default: the CPUs)
+/// tags = ["home"]                                  # labels for every backup
+/// full-every = 30                                  # start a new chain after this many backups
+/// full-if-older-than = "30d"                       # … or when its full backup is this old
+/// ignore-ctime = false                             # as --ignore-ctime
+/// ignore-inode = false                             # as --ignore-inode
+/// reread = false                                   # as --reread
+/// before = "pg_dump shop > /var/backups/shop.sql"  # /bin/sh -c before the backup
+/// after = "curl -fsS https://hc.example/ping"      # /bin/sh -c after everything else
+///
+/// [profiles.home.retention]                        # optional: prune after each run
+/// keep-last = 3
+/// keep-hourly = 24
+/// keep-daily = 7
+/// keep-weekly = 4
+/// keep-monthly = 12
+/// keep-yearly = 5
+/// keep-within = "2d"
+/// keep-tag = ["keep", "db,monthly"]                # "a,b": backups with both tags
+/// ```
+///
+/// - **TOML**: the subset ``TOMLParser`` accepts (comments, basic and literal strings,
+///   multi-line strings, integers, booleans, arrays, tables, dotted keys, inline tables; no
+///   dates). `[profiles.home]` with `retention.keep-last = 3` inside it, or
+///   `[profiles.home.retention]`, or an inline `retention = { keep-last = 3 }` all work.
+/// - **Top level**: only `profiles`, a table of profiles. Profile names hold letters, digits,
+///   `-`, `_` and `.` (they name cron entries and systemd units).
+/// - **Types**: paths, patterns, names and tags are arrays of strings (`sources`, `exclude`,
+///   `exclude-from`, `exclude-if-present`, `tags`, `keep-tag`); `destination`, `compression`,
+///   `full-if-older-than`, `keep-within`, `before` and `after` are strings; `level`, `threads`
+///   and `full-every` are whole numbers; `exclude-caches`, `one-file-system`, `ignore-ctime`,
+///   `ignore-inode` and `reread` are `true` or `false`; the `keep-*` counts are whole numbers
+///   of 0 or more (0 leaves the rule unused) or the string `"unlimited"`.
+/// - **Durations** (`full-if-older-than`, `keep-within`): numbers with the units `y`, `m`
+///   (months), `w`, `d`, `h`, like `7d`, `2w`, `1y6m` (``DurationSpec``).
+/// - **Paths**: `~` and `~/…` start at the home folder; other relative paths are relative to
+///   the folder holding the configuration file.
+/// - **Defaults**: those of `keepsake backup` (zstd at level 3, a full backup every 30 backups
+///   or 30 days). Without a `retention` table nothing is pruned; a `retention` table without
+///   any rule is an error.
+/// - **Errors**: an unknown key (with a "did you mean" suggestion), a wrong type, or an
+///   invalid value is reported as `FILE:LINE:COLUMN: message`, every problem in the file at
+///   once; a syntax error stops at the first one.
+public struct ConfigFile: Sendable, Equatable {
+    // MARK: Properties
+
+    /// The file's path, as given.
+    public let path: String
+    /// The profiles, in the order the file defines them.
+    public let profiles: [Profile]
+
+    /// The profile names, in file order.
+    public var profileNames: [String] { profiles.map(\.name) }
+
+    // MARK: Locating
+
+    /// The configuration file's place below the configuration folder.
+    public static let relativePath = "keepsake/config.toml"
+
+    /// `${XDG_CONFIG_HOME:-~/.config}/keepsake/config.toml` for `environment`.
+    public static func defaultPath(environment: [String: String]) -> String {
+        if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") {
+            return config + "/" + relativePath
+        }
+        return home(environment: environment) + "/.config/" + relativePath
+    }
+
+    /// The home folder: `HOME`, else the account's.
+    static func home(environment: [String: String]) -> String {
+        if let home = environment["HOME"], !home.isEmpty { return home }
+        return NSHomeDirectory()
+    }
+
+    // MARK: Loading
+
+    /// Reads and validates the file at `path` (the default path when nil).
+    ///
+    /// - Throws: ``ConfigError``: the file is missing (the message says how to create one) or
+    ///   unreadable, its TOML is invalid, or a profile has problems.
+    public static func load(path: String?, environment: [String: String]) throws(ConfigError) -> ConfigFile {
+        let file = path ?? defaultPath(environment: environment)
+        var info = stat()
+        guard stat(file, &info) == 0 else {
+            let code = errno
+            let reason = String(cString: strerror(code))
+            if code == ENOENT {
+                let command = path == nil ? "keepsake run home" : "keepsake run home --config \(file)"
+                throw ConfigError(file: file, kind: .fileMissing, message:
+                    "No configuration file at \(file); create it with a profile like this one "
+                    + "(the README describes every key):\n\n"
+                    + "[profiles.home]\nsources = [\"\(home(environment: environment))\"]\n\n"
+                    + "then run '\(command)'")
+            }
+            throw ConfigError(file: file, kind: .unreadable, message: "Cannot read the configuration file \(file): \(reason)")
+        }
+        guard info.st_mode & S_IFMT != S_IFDIR else {
+            throw ConfigError(file: file, kind: .unreadable, message: "The configuration file \(file) is a folder; give a file")
+        }
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: file))
+        } catch {
+            throw ConfigError(file: file, kind: .unreadable,
+                              message: "Cannot read the configuration file \(file): \((error as NSError).localizedDescription)")
+        }
+        return try ConfigFile(bytes: Array(data), path: file, home: home(environment: environment))
+    }
+
+    /// Parses and validates configuration text.
+    ///
+    /// - Parameters:
+    ///   - bytes: The file's contents (UTF-8).
+    ///   - path: The file's path: named in errors, and the base of relative paths.
+    ///   - home: The folder `~` stands for.
+    public init(bytes: [UInt8], path: String, home: String) throws(ConfigError) {
+        let table: TOMLTable
+        do {
+            table = try TOMLParser.parse(bytes: bytes)
+        } catch {
+            throw ConfigError(file: path, kind: .syntax, line: error.line, column: error.column, message: error.message)
+        }
+        var validator = ConfigValidator(file: path, home: home)
+        let profiles = validator.profiles(in: table)
+        guard validator.problems.isEmpty else {
+            throw ConfigError(file: path, problems: validator.sortedProblems)
+        }
+        self.path = path
+        self.profiles = profiles
+    }
+
+    /// Parses and validates configuration text given as a string (see `init(bytes:path:home:)`).
+    public init(text: String, path: String, home: String) throws(ConfigError) {
+        try self.init(bytes: Array(text.utf8), path: path, home: home)
+    }
+
+    // MARK: Profiles
+
+    /// The profile named `name`.
+    ///
+    /// - Throws: ``ConfigError`` (`profileNotFound`) naming the file and the profiles it has,
+    ///   e.g. `no profile 'hme' in /home/ana/.config/keepsake/config.toml; profiles: home, db;
+    ///   did you mean 'home'?`.
+    public func profile(named name: String) throws(ConfigError) -> Profile {
+        if let found = profiles.first(where: { $0.name == name }) { return found }
+        guard !profiles.isEmpty else {
+            throw ConfigError(file: path, kind: .profileNotFound,
+                              message: "no profile '\(name)' in \(path); it defines no profiles (add a [profiles.\(name)] table)")
+        }
+        var message = "no profile '\(name)' in \(path); profiles: \(profileNames.joined(separator: ", "))"
+        if let suggestion = ConfigValidator.suggestion(for: name, among: profileNames) {
+            message += "; did you mean '\(suggestion)'?"
+        }
+        throw ConfigError(file: path, kind: .profileNotFound, message: message)
+    }
+}
+
+// MARK: - Validation
+
+/// Turns the parsed table into profiles, collecting every problem with its position.
+private struct ConfigValidator {
+    // MARK: Schema
+
+    static let profileKeys = [
+        "sources", "destination", "exclude", "exclude-from", "exclude-caches", "exclude-if-present", "one-file-system",
+        "compression", "level", "threads", "tags", "full-every", "full-if-older-than", "ignore-ctime", "ignore-inode",
+        "reread", "before", "after", "retention",
+    ]
+    static let retentionKeys = [
+        "keep-last", "keep-hourly", "keep-daily", "keep-weekly", "keep-monthly", "keep-yearly", "keep-within", "keep-tag",
+    ]
+
+    // MARK: State
+
+    let file: String
+    let home: String
+    private(set) var problems: [ConfigError.Problem] = []
+
+    init(file: String, home: String) {
+        self.file = file
+        self.home = home
+    }
+
+    /// The problems ordered by position (stable for equal positions).
+    var sortedProblems: [ConfigError.Problem] {
+        problems.enumerated().sorted { lhs, rhs in
+            let left = (lhs.element.line ?? 0, lhs.element.column ?? 0)
+            let right = (rhs.element.line ?? 0, rhs.element.column ?? 0)
+            return left != right ? left < right : lhs.offset < rhs.offset
+        }.map(\.element)
+    }
+
+    // MARK: Problems
+
+    private mutating func add(_ kind: ConfigError.Kind, at position: (line: Int, column: Int)?, _ message: String) {
+        problems.append(ConfigError.Problem(kind: kind, line: position?.line, column: position?.column, message: message))
+    }
+
+    private mutating func unknownKey(_ key: String, in table: TOMLTable, place: String, known: [String]) {
+        var message = "unknown key '\(key)' \(place)"
+        if let suggestion = Self.suggestion(for: key, among: known) {
+            message += "; did you mean '\(suggestion)'?"
+        } else {
+            message += "; known keys: \(known.joined(separator: ", "))"
+        }
+        add(.unknownKey, at: table.position(of: key), message)
+    }
+
+    private mutating func wrongType(_ key: String, in table: TOMLTable, expected: String, found: TOMLValue, hint: String = "") {
+        add(.wrongType, at: table.position(of: key), "'\(key)' must be \(expected), not \(Self.article(found))\(hint)")
+    }
+
+    private static func article(_ value: TOMLValue) -> String {
+        switch value {
+        case .integer: return "an integer"
+        case .array: return "an array"
+        default: return "a \(value.typeName)"
+        }
+    }
+
+    // MARK: Root
+
+    mutating func profiles(in root: TOMLTable) -> [Profile] {
+        var result: [Profile] = []
+        for key in root.keys where key != "profiles" {
+            unknownKey(key, in: root, place: "at the top level (the file holds [profiles.NAME] tables)", known: ["profiles"])
+        }
+        guard let value = root["profiles"] else { return result }
+        guard let profiles = value.tableValue else {
+            add(.wrongType, at: root.position(of: "profiles"),
+                "'profiles' must be a table of profiles ([profiles.NAME]), not \(Self.article(value))")
+            return result
+        }
+        for name in profiles.keys {
+            guard let member = profiles[name] else { continue }
+            guard let table = member.tableValue else {
+                add(.wrongType, at: profiles.position(of: name),
+                    "profile '\(name)' must be a table ([profiles.\(name)] with its keys below it), not \(Self.article(member))")
+                continue
+            }
+            if name.isEmpty || !name.unicodeScalars.allSatisfy(Self.isNameScalar) {
+                add(.invalidValue, at: profiles.position(of: name),
+                    "the profile name '\(name)' may hold only letters, digits, '-', '_' and '.' (it names cron entries and systemd units)")
+            }
+            if let profile = self.profile(name, table, position: profiles.position(of: name)) {
+                result.append(profile)
+            }
+        }
+        return result
+    }
+
+    private static func isNameScalar(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case "a"..."z", "A"..."Z", "0"..."9", "-", "_", ".": return true
+        default: return false
+        }
+    }
+
+    // MARK: Profile
+
+    private mutating func profile(_ name: String, _ table: TOMLTable, position: (line: Int, column: Int)?) -> Profile? {
+        let before = problems.count
+        let place = "in profile '\(name)'"
+        for key in table.keys where !Self.profileKeys.contains(key) {
+            unknownKey(key, in: table, place: place, known: Self.profileKeys)
+        }
+
+        var sources: [String] = []
+        if table["sources"] == nil {
+            add(.missingKey, at: position, "profile '\(name)' has no 'sources'; add sources = [\"/path/to/back/up\"]")
+        } else if let list = strings("sources", in: table) {
+            if list.isEmpty {
+                add(.invalidValue, at: table.position(of: "sources"), "'sources' must list at least one path")
+            } else if list.contains(where: \.isEmpty) {
+                add(.invalidValue, at: table.position(of: "sources"), "'sources' holds an empty path")
+            }
+            sources = list.filter { !$0.isEmpty }.map(resolve)
+        }
+
+        var destination: String?
+        if let text = string("destination", in: table) {
+            if text.isEmpty {
+                add(.invalidValue, at: table.position(of: "destination"), "'destination' is empty; give a folder or remove the key")
+            } else {
+                destination = resolve(text)
+            }
+        }
+
+        let exclude = strings("exclude", in: table) ?? []
+        if !exclude.isEmpty {
+            do {
+                _ = try ExcludeRules(patterns: exclude)
+            } catch {
+                add(.invalidValue, at: table.position(of: "exclude"),
+                    "'exclude' holds an invalid pattern '\(error.pattern)': \(error.reason)")
+            }
+        }
+        let excludeFrom = strings("exclude-from", in: table) ?? []
+        if excludeFrom.contains(where: \.isEmpty) {
+            add(.invalidValue, at: table.position(of: "exclude-from"), "'exclude-from' holds an empty path")
+        }
+        let excludeIfPresent = strings("exclude-if-present", in: table) ?? []
+        if let bad = excludeIfPresent.first(where: { $0.isEmpty || $0.contains("/") }) {
+            add(.invalidValue, at: table.position(of: "exclude-if-present"),
+                "'exclude-if-present' takes file names, not paths or empty names: '\(bad)'")
+        }
+
+        var compression = Compression.zstd
+        if let text = string("compression", in: table) {
+            if let codec = Compression(rawValue: text) {
+                compression = codec
+            } else {
+                let names = Compression.allCases.map(\.rawValue)
+                var message = "unknown compression '\(text)'; use zstd, gzip, xz, lz4 or none"
+                if let suggestion = Self.suggestion(for: text, among: names) { message += " (did you mean '\(suggestion)'?)" }
+                add(.invalidValue, at: table.position(of: "compression"), message)
+            }
+        }
+        var level: Int?
+        if let value = integer("level", in: table) {
+            if let range = compression.levelRange {
+                if range.contains(Int(clamping: value)) {
+                    level = Int(value)
+                } else {
+                    add(.invalidValue, at: table.position(of: "level"),
+                        "'level' \(value) is out of range for \(compression.rawValue); use \(range.lowerBound) to \(range.upperBound)")
+                }
+            } else {
+                add(.invalidValue, at: table.position(of: "level"), "'level' does not apply to compression 'none'; remove it")
+            }
+        }
+        var threads: Int?
+        if let value = integer("threads", in: table) {
+            if (1...256).contains(value) {
+                threads = Int(value)
+            } else {
+                add(.invalidValue, at: table.position(of: "threads"), "'threads' must be from 1 to 256, not \(value)")
+            }
+        }
+
+        var tags: [String] = []
+        for tag in strings("tags", in: table) ?? [] {
+            if tag.isEmpty || tag.contains(",") || tag.contains(where: \.isNewline) {
+                add(.invalidValue, at: table.position(of: "tags"),
+                    "'tags' holds an invalid tag '\(tag)': tags are non-empty and hold no commas or newlines")
+            } else if !tags.contains(tag) {
+                tags.append(tag)
+            }
+        }
+
+        var chain = ChainPolicy()
+        if let value = integer("full-every", in: table) {
+            if value >= 1 && value <= 1_000_000 {
+                chain.fullEvery = Int(value)
+            } else {
+                add(.invalidValue, at: table.position(of: "full-every"), "'full-every' must be from 1 to 1000000, not \(value)")
+            }
+        }
+        if let duration = duration("full-if-older-than", in: table) { chain.fullIfOlderThan = duration }
+        chain.ignoreCtime = bool("ignore-ctime", in: table) ?? false
+        chain.ignoreInode = bool("ignore-inode", in: table) ?? false
+        chain.reread = bool("reread", in: table) ?? false
+
+        let excludeCaches = bool("exclude-caches", in: table) ?? false
+        let oneFileSystem = bool("one-file-system", in: table) ?? false
+        let beforeCommand = command("before", in: table)
+        let afterCommand = command("after", in: table)
+        let retention = retention(of: name, in: table)
+
+        guard problems.count == before else { return nil }
+        var profile = Profile(name: name, file: file, sources: sources, destination: destination, exclude: exclude,
+                              excludeFrom: excludeFrom.map(resolve), excludeCaches: excludeCaches,
+                              excludeIfPresent: excludeIfPresent, oneFileSystem: oneFileSystem, compression: compression,
+                              level: level, threads: threads, tags: tags, chain: chain, retention: retention,
+                              before: beforeCommand, after: afterCommand)
+        if let position = table.position(of: "exclude-from") {
+            profile.excludeFromLine = position.line
+            profile.excludeFromColumn = position.column
+        }
+        return profile
+    }
+
+    private mutating func command(_ key: String, in table: TOMLTable) -> String? {
+        guard let text = string(key, in: table) else { return nil }
+        if text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+            add(.invalidValue, at: table.position(of: key), "'\(key)' is empty; give a shell command or remove the key")
+            return nil
+        }
+        return text
+    }
+
+    // MARK: Retention
+
+    private mutating func retention(of name: String, in profile: TOMLTable) -> RetentionPolicy? {
+        guard let value = profile["retention"] else { return nil }
+        guard let table = value.tableValue else {
+            add(.wrongType, at: profile.position(of: "retention"),
+                "'retention' must be a table ([profiles.\(name).retention] with keep-* keys), not \(Self.article(value))")
+            return nil
+        }
+        let problemsBefore = problems.count
+        for key in table.keys where !Self.retentionKeys.contains(key) {
+            unknownKey(key, in: table, place: "in the retention of profile '\(name)'", known: Self.retentionKeys)
+        }
+        var policy = RetentionPolicy(
+            keepLast: count("keep-last", in: table), keepHourly: count("keep-hourly", in: table),
+            keepDaily: count("keep-daily", in: table), keepWeekly: count("keep-weekly", in: table),
+            keepMonthly: count("keep-monthly", in: table), keepYearly: count("keep-yearly", in: table),
+            keepWithin: duration("keep-within", in: table))
+        for list in strings("keep-tag", in: table) ?? [] {
+            let tags = list.split(separator: ",", omittingEmptySubsequences: false)
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+            if tags.contains(where: \.isEmpty) && tags.count > 1 {
+                add(.invalidValue, at: table.position(of: "keep-tag"),
+                    "'keep-tag' holds '\(list)' with an empty tag; write \"a,b\" for backups with both tags a and b")
+            } else {
+                policy.keepTags.append(tags)
+            }
+        }
+        if policy.isEmpty && problems.count == problemsBefore {
+            add(.invalidValue, at: profile.position(of: "retention"),
+                "the retention of profile '\(name)' has no rule; give keep-last, keep-hourly, keep-daily, keep-weekly, "
+                + "keep-monthly, keep-yearly, keep-within or keep-tag (or remove it to keep every backup)")
+        }
+        return policy
+    }
+
+    /// A `keep-*` count: a whole number of 0 or more, or `"unlimited"`.
+    private mutating func count(_ key: String, in table: TOMLTable) -> Int? {
+        guard let value = table[key] else { return nil }
+        let expected = "a whole number of 0 or more, or \"unlimited\""
+        switch value {
+        case .integer(let number) where number >= 0:
+            return Int(clamping: number)
+        case .integer(let number):
+            add(.invalidValue, at: table.position(of: key), "'\(key)' must be \(expected), not \(number)")
+        case .string("unlimited"):
+            return RetentionPolicy.unlimited
+        case .string(let text):
+            add(.invalidValue, at: table.position(of: key), "'\(key)' must be \(expected), not \"\(text)\"")
+        default:
+            wrongType(key, in: table, expected: expected, found: value)
+        }
+        return nil
+    }
+
+    // MARK: Typed values
+
+    private mutating func string(_ key: String, in table: TOMLTable) -> String? {
+        guard let value = table[key] else { return nil }
+        guard let text = value.stringValue else {
+            wrongType(key, in: table, expected: "a string", found: value)
+            return nil
+        }
+        return text
+    }
+
+    private mutating func strings(_ key: String, in table: TOMLTable) -> [String]? {
+        guard let value = table[key] else { return nil }
+        guard let elements = value.arrayValue else {
+            // A lone string is the likeliest slip: show the fix.
+            let hint = value.stringValue.map { " (write \(key) = [\"\($0)\"])" } ?? ""
+            wrongType(key, in: table, expected: "an array of strings", found: value, hint: hint)
+            return nil
+        }
+        var result: [String] = []
+        for (index, element) in elements.enumerated() {
+            guard let text = element.stringValue else {
+                add(.wrongType, at: table.position(of: key),
+                    "'\(key)' must be an array of strings; element \(index + 1) is \(Self.article(element))")
+                return nil
+            }
+            result.append(text)
+        }
+        return result
+    }
+
+    private mutating func integer(_ key: String, in table: TOMLTable) -> Int64? {
+        guard let value = table[key] else { return nil }
+        guard let number = value.intValue else {
+            wrongType(key, in: table, expected: "a whole number", found: value)
+            return nil
+        }
+        return number
+    }
+
+    private mutating func bool(_ key: String, in table: TOMLTable) -> Bool? {
+        guard let value = table[key] else { return nil }
+        guard let flag = value.boolValue else {
+            wrongType(key, in: table, expected: "true or false", found: value)
+            return nil
+        }
+        return flag
+    }
+
+    private mutating func duration(_ key: String, in table: TOMLTable) -> DurationSpec? {
+        guard let text = string(key, in: table) else { return nil }
+        do {
+            return try DurationSpec(parsing: text)
+        } catch {
+            add(.invalidValue, at: table.position(of: key), "'\(key)': \(error.description)")
+            return nil
+        }
+    }
+
+    // MARK: Paths
+
+    /// `~` and `~/…` from the home folder; other relative paths from the file's folder.
+    private func resolve(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        if path == "~" { return home }
+        if path.hasPrefix("~/") { return home + path.dropFirst() }
+        let folder = (file as NSString).deletingLastPathComponent
+        let base = folder.hasPrefix("/") ? folder : FileManager.default.currentDirectoryPath + (folder.isEmpty ? "" : "/" + folder)
+        return base + "/" + path
+    }
+
+    // MARK: Suggestions
+
+    /// The candidate within two edits (insert, delete, substitute, swap) of `input` and less
+    /// than half its own length away; else a unique prefix match; else nil.
+    static func suggestion(for input: String, among candidates: [String]) -> String? {
+        let needle = Array(input.lowercased())
+        guard !needle.isEmpty else { return nil }
+        var best: (candidate: String, distance: Int)?
+        for candidate in candidates {
+            let target = Array(candidate.lowercased())
+            let limit = min(2, (target.count - 1) / 2)
+            let distance = editDistance(needle, target)
+            if distance <= limit, best.map({ distance < $0.distance }) ?? true {
+                best = (candidate, distance)
+            }
+        }
+        if let best { return best.candidate }
+        let prefixed = candidates.filter { $0.lowercased().hasPrefix(input.lowercased()) }
+        return prefixed.count == 1 ? prefixed.first : nil
+    }
+
+    /// The optimal-string-alignment distance between `a` and `b`.
+    private static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
+        if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
+        var previous2 = [Int](repeating: 0, count: b.count + 1)
+        var previous = Array(0...b.count)
+        var current = [Int](repeating: 0, count: b.count + 1)
+        for i in 1...a.count {
+            current[0] = i
+            for j in 1...b.count {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                var value = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
+                    value = min(value, previous2[j - 2] + 1)
+                }
+                current[j] = value
+            }
+            (previous2, previous, current) = (previous, current, previous2)
+        }
+        return previous[b.count]
+    }
+}

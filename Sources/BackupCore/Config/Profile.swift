@@ -1,0 +1,177 @@
+import Foundation
+
+/// One named profile of the configuration file (`[profiles.home]`), validated: what to back
+/// up, where to, how, which backups to keep, and the commands to run around it.
+///
+/// Paths are already absolute (`~` expanded, relative paths resolved against the folder that
+/// holds the configuration file). See ``ConfigFile`` for the file format.
+public struct Profile: Sendable, Equatable {
+    // MARK: Identity
+
+    /// The profile's name (`home` for `[profiles.home]`).
+    public var name: String
+    /// The configuration file the profile came from.
+    public var file: String
+
+    // MARK: What and where
+
+    /// The files and folders to back up; never empty.
+    public var sources: [String]
+    /// The destination folder; nil for `KEEPSAKE_DEST` or the default destination.
+    public var destination: String?
+
+    // MARK: What to leave out
+
+    /// gitignore-style exclude patterns (already checked to compile).
+    public var exclude: [String]
+    /// Files holding more exclude patterns, read when the backup request is made.
+    public var excludeFrom: [String]
+    /// Leave out the contents of folders holding a valid `CACHEDIR.TAG`.
+    public var excludeCaches: Bool
+    /// Leave out the contents of folders holding a file of one of these names.
+    public var excludeIfPresent: [String]
+    /// Do not descend into other file systems.
+    public var oneFileSystem: Bool
+
+    // MARK: How
+
+    /// The archive's compression.
+    public var compression: Compression
+    /// The compression level; nil for the codec's default.
+    public var level: Int?
+    /// Compressor threads; nil for the number of CPUs.
+    public var threads: Int?
+    /// Labels every backup of the profile gets.
+    public var tags: [String]
+    /// When a new chain starts, and how changes are detected.
+    public var chain: ChainPolicy
+
+    // MARK: Retention and hooks
+
+    /// Which backups to keep after each run; nil when the profile has no `retention` table
+    /// (then `keepsake run` prunes nothing).
+    public var retention: RetentionPolicy?
+    /// A shell command (`/bin/sh -c`) run before the backup; a non-zero exit stops the run.
+    public var before: String?
+    /// A shell command run after everything else, with `KEEPSAKE_STATUS` and friends set.
+    public var after: String?
+
+    /// Where `exclude-from` was written (line and column), for errors about reading its files.
+    var excludeFromLine: Int?
+    /// See `excludeFromLine`.
+    var excludeFromColumn: Int?
+
+    // MARK: Creation
+
+    /// A profile with the defaults of `keepsake backup` for everything but its name and sources.
+    public init(name: String, file: String, sources: [String], destination: String? = nil, exclude: [String] = [],
+                excludeFrom: [String] = [], excludeCaches: Bool = false, excludeIfPresent: [String] = [],
+                oneFileSystem: Bool = false, compression: Compression = .zstd, level: Int? = nil, threads: Int? = nil,
+                tags: [String] = [], chain: ChainPolicy = ChainPolicy(), retention: RetentionPolicy? = nil,
+                before: String? = nil, after: String? = nil) {
+        self.name = name
+        self.file = file
+        self.sources = sources
+        self.destination = destination
+        self.exclude = exclude
+        self.excludeFrom = excludeFrom
+        self.excludeCaches = excludeCaches
+        self.excludeIfPresent = excludeIfPresent
+        self.oneFileSystem = oneFileSystem
+        self.compression = compression
+        self.level = level
+        self.threads = threads
+        self.tags = tags
+        self.chain = chain
+        self.retention = retention
+        self.before = before
+        self.after = after
+    }
+
+    // MARK: Conversion
+
+    /// The exclude patterns: `exclude` followed by the patterns of every `exclude-from` file,
+    /// in order.
+    ///
+    /// - Throws: ``ConfigError`` at the `exclude-from` key when a file cannot be read or holds
+    ///   an invalid pattern.
+    public func excludePatterns() throws(ConfigError) -> [String] {
+        var patterns = exclude
+        for path in excludeFrom {
+            let contents: String
+            do {
+                contents = try Self.read(path)
+            } catch {
+                throw problem("cannot read the exclude file '\(path)' named in 'exclude-from' of profile '\(name)': \(error.reason)")
+            }
+            let filePatterns = ExcludeRules.patterns(fromFileContents: contents)
+            do {
+                _ = try ExcludeRules(patterns: filePatterns)
+            } catch {
+                throw problem("the exclude file '\(path)' named in 'exclude-from' of profile '\(name)' holds an "
+                    + "invalid pattern '\(error.pattern)': \(error.reason)")
+            }
+            patterns.append(contentsOf: filePatterns)
+        }
+        return patterns
+    }
+
+    /// The request `keepsake run` hands to the backup engine: the profile's sources, exclude
+    /// rules, compression, tags and chain policy.
+    ///
+    /// - Parameters:
+    ///   - toolVersion: Written into the manifest (`keepsake 0.1.0`).
+    ///   - defaultThreads: Compressor threads when the profile sets none (the number of CPUs).
+    ///   - now: The backup's creation time.
+    /// - Throws: ``ConfigError`` when an `exclude-from` file cannot be read or holds an invalid
+    ///   pattern.
+    public func backupRequest(toolVersion: String, defaultThreads: Int, now: Date = Date()) throws(ConfigError) -> BackupRequest {
+        let patterns = try excludePatterns()
+        let rules: ExcludeRules
+        do {
+            rules = try ExcludeRules(patterns: patterns)
+        } catch {
+            throw problem("invalid exclude pattern '\(error.pattern)' in profile '\(name)': \(error.reason)")
+        }
+        return BackupRequest(sources: sources, compression: compression, level: level,
+                             threads: threads ?? max(1, defaultThreads), tags: tags,
+                             scan: ScanOptions(excludes: rules, excludeCaches: excludeCaches,
+                                               excludeIfPresent: excludeIfPresent, oneFileSystem: oneFileSystem),
+                             chain: chain, toolVersion: toolVersion, now: now)
+    }
+
+    // MARK: Equality
+
+    /// True when every setting is equal (where `exclude-from` was written is ignored).
+    public static func == (lhs: Profile, rhs: Profile) -> Bool {
+        lhs.name == rhs.name && lhs.file == rhs.file && lhs.sources == rhs.sources && lhs.destination == rhs.destination
+            && lhs.exclude == rhs.exclude && lhs.excludeFrom == rhs.excludeFrom && lhs.excludeCaches == rhs.excludeCaches
+            && lhs.excludeIfPresent == rhs.excludeIfPresent && lhs.oneFileSystem == rhs.oneFileSystem
+            && lhs.compression == rhs.compression && lhs.level == rhs.level && lhs.threads == rhs.threads
+            && lhs.tags == rhs.tags && lhs.chain == rhs.chain && lhs.retention == rhs.retention
+            && lhs.before == rhs.before && lhs.after == rhs.after
+    }
+
+    // MARK: Errors
+
+    private func problem(_ message: String) -> ConfigError {
+        ConfigError(file: file, kind: .invalidValue, line: excludeFromLine, column: excludeFromColumn, message: message)
+    }
+
+    /// Why a file could not be read, in the system's words ("No such file or directory").
+    private struct ReadFailure: Error {
+        let reason: String
+    }
+
+    /// The text of the file at `path` (invalid UTF-8 replaced).
+    private static func read(_ path: String) throws(ReadFailure) -> String {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw ReadFailure(reason: String(cString: strerror(errno))) }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        do {
+            return String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
+        } catch {
+            throw ReadFailure(reason: (error as NSError).localizedDescription)
+        }
+    }
+}

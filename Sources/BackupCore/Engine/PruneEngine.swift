@@ -1,0 +1,284 @@
+import Foundation
+
+/// Removes the backups a ``RetentionPolicy`` does not keep, with the rules of restic's
+/// `forget`, and never one that a kept backup still needs.
+///
+/// How it decides:
+///
+/// 1. Backups are grouped by host and sources (restic's default `--group-by host,paths`; the
+///    order sources were given in does not matter) and the policy is applied to each group by
+///    ``RetentionPlanner``. A policy that would keep nothing of a group is refused, as restic
+///    refuses it, before anything is removed.
+/// 2. Chain protection: every kept backup's manifest is read, and every backup named by an
+///    entry's `in` (the archive that holds the file's content) is kept too, with the reason
+///    `needed by <id>`, transitively. When a kept backup's manifest cannot be read whole, every
+///    backup id found in its bytes and its whole parent chain are kept instead.
+/// 3. A backup whose manifest cannot be read is never removed (`manifest unreadable; kept`).
+///
+/// How it removes: holding the destination's lock for the whole run, each backup is
+/// un-committed first — its manifest deleted, so it is no longer listed — and only then its
+/// archive. A crash between the two leaves an archive without a manifest, which is what an
+/// interrupted backup leaves too, and the next backup cleans it up. A dry run takes no lock
+/// and removes nothing.
+public final class PruneEngine {
+    // MARK: Dependencies
+
+    private let storage: StorageBackend
+    private weak var events: EngineEventSink?
+    private let cancellation: CancellationFlag
+
+    /// An engine pruning `storage`, reporting each removal (and anything odd) to `events`.
+    public init(storage: StorageBackend, events: EngineEventSink?, cancellation: CancellationFlag) {
+        self.storage = storage
+        self.events = events
+        self.cancellation = cancellation
+    }
+
+    // MARK: Constants
+
+    /// The reason given for a backup whose manifest cannot be read.
+    public static let unreadableReason = "manifest unreadable; kept"
+
+    /// Why an empty policy is refused, naming the rules there are.
+    static let emptyPolicyMessage = "No retention rule given; prune refuses to run without one (as restic's forget does). "
+        + "Give at least one of keep-last, keep-hourly, keep-daily, keep-weekly, keep-monthly, keep-yearly (a count, "
+        + "or -1 for unlimited), keep-within (a duration like 7d) or keep-tag (tags)"
+
+    // MARK: Running
+
+    /// Decides for every backup, then (unless `request.dryRun`) removes the ones not kept.
+    ///
+    /// - Throws: `EngineError.invalidRequest` for an empty policy or one that would remove
+    ///   every backup of a group; `LockError.held` when another run holds the destination;
+    ///   `EngineError.interrupted` when cancelled between two removals (each backup is then
+    ///   either wholly listed or not listed at all); storage errors.
+    public func run(_ request: PruneRequest) throws -> PruneResult {
+        guard !request.policy.isEmpty else { throw EngineError.invalidRequest(PruneEngine.emptyPolicyMessage) }
+        if request.dryRun {
+            let plan = try makePlan(request)
+            return PruneResult(decisions: plan.decisions, removed: plan.removals.map(\.id), dryRun: true,
+                               freedBytes: plan.removals.reduce(0) { $0 + $1.bytes })
+        }
+        // Nothing listed: no lock to take (and a mistyped destination is not created).
+        guard try BackupCatalog(storage: storage).newestID() != nil else {
+            return PruneResult(decisions: [], removed: [], dryRun: false, freedBytes: 0)
+        }
+        let lock = try storage.acquireLock(.current(operation: "prune"))
+        defer { lock.release() }
+        if let previous = lock.tookOverFrom {
+            events?.handle(.caution("took over a stale lock left by pid \(previous.pid) on \(previous.host) "
+                + "(started \(Timestamp.iso8601(previous.started)))"))
+        }
+        let plan = try makePlan(request)
+        var removed: [BackupID] = []
+        var freed: Int64 = 0
+        for removal in plan.removals {
+            try cancellation.check()
+            freed += try remove(removal)
+            removed.append(removal.id)
+        }
+        return PruneResult(decisions: plan.decisions, removed: removed, dryRun: false, freedBytes: freed)
+    }
+
+    // MARK: Planning
+
+    /// The decisions and what removing each unkept backup deletes.
+    private struct Plan {
+        /// Every backup, newest first.
+        var decisions: [PruneDecision]
+        /// The backups to remove, newest first.
+        var removals: [Removal]
+    }
+
+    /// The objects of one backup to delete, manifest first.
+    private struct Removal {
+        var id: BackupID
+        var manifest: StoredObject
+        var archives: [StoredObject]
+        var bytes: Int64 { archives.reduce(manifest.size) { $0 + $1.size } }
+    }
+
+    /// A snapshot group: backups of the same host and the same sources.
+    private struct GroupKey: Hashable {
+        var host: String
+        var sources: [String]
+
+        var description: String {
+            "host '\(host)', sources \(sources.isEmpty ? "(none)" : sources.joined(separator: ", "))"
+        }
+    }
+
+    /// Decides for every backup in the destination and lists what removing the others deletes.
+    private func makePlan(_ request: PruneRequest) throws -> Plan {
+        let catalog = BackupCatalog(storage: storage)
+        let items = try catalog.items()
+        let objects = try storage.list()
+        var decisions = try applyPolicy(request, to: items)
+        protectChains(&decisions, items: items, catalog: catalog)
+
+        // The result, newest first.
+        var sizes: [String: Int64] = [:]
+        for object in objects { sizes[object.name] = object.size }
+        var ordered: [PruneDecision] = []
+        var removals: [Removal] = []
+        for item in items.reversed() {
+            let decision = decisions[item.id] ?? RetentionDecision(id: item.id.rawValue, keep: true,
+                                                                   reasons: [PruneEngine.unreadableReason])
+            ordered.append(PruneDecision(id: item.id, created: item.summary?.created ?? item.id.date,
+                                         isIncremental: item.summary?.isIncremental ?? false, keep: decision.keep,
+                                         reasons: decision.reasons, sources: item.summary?.sources ?? [],
+                                         host: item.summary?.host ?? ""))
+            if !decision.keep {
+                removals.append(removal(of: item, objects: objects, sizes: sizes))
+            }
+        }
+        return Plan(decisions: ordered, removals: removals)
+    }
+
+    /// The policy's decision for every backup, group by group; a backup whose summary cannot be
+    /// read is in no group and kept.
+    private func applyPolicy(_ request: PruneRequest,
+                             to items: [BackupCatalog.Item]) throws -> [BackupID: RetentionDecision] {
+        var decisions: [BackupID: RetentionDecision] = [:]
+        var groups: [GroupKey: [BackupCatalog.Item]] = [:]
+        var groupOrder: [GroupKey] = []
+        for item in items {
+            guard let summary = item.summary else {
+                decisions[item.id] = RetentionDecision(id: item.id.rawValue, keep: true,
+                                                       reasons: [PruneEngine.unreadableReason])
+                continue
+            }
+            let key = GroupKey(host: summary.host, sources: summary.sources.sorted())
+            if groups[key] == nil { groupOrder.append(key) }
+            groups[key, default: []].append(item)
+        }
+        for key in groupOrder {
+            // Newest first: the planner counts the first of equal dates as the newer, and ids
+            // made in the same second sort in the order they were made.
+            let members = (groups[key] ?? []).reversed()
+            let candidates = members.compactMap { item in
+                item.summary.map { RetentionCandidate(id: item.id.rawValue, date: $0.created, tags: $0.tags) }
+            }
+            let planned = RetentionPlanner.plan(candidates, policy: request.policy, calendar: request.calendar,
+                                                now: request.now)
+            if RetentionPlanner.keepsNothing(planned) {
+                throw EngineError.invalidRequest("Refusing to remove every backup of \(key.description): the policy "
+                    + "(\(request.policy)) keeps none of its \(members.count) backup(s); add a rule that keeps at "
+                    + "least one (e.g. keep-last 1), as restic's forget requires")
+            }
+            for decision in planned {
+                guard let id = BackupID(decision.id) else { continue }
+                decisions[id] = decision
+            }
+        }
+        return decisions
+    }
+
+    /// Keeps every backup a kept backup needs (`needed by <id>`), newest kept backup first,
+    /// transitively.
+    private func protectChains(_ decisions: inout [BackupID: RetentionDecision], items: [BackupCatalog.Item],
+                               catalog: BackupCatalog) {
+        var itemsByID: [BackupID: BackupCatalog.Item] = [:]
+        for item in items { itemsByID[item.id] = item }
+        var pending = items.map(\.id).filter { decisions[$0]?.keep ?? true }.sorted(by: >)
+        var examined = Set<BackupID>()
+        var reportedMissing = Set<BackupID>()
+        while !pending.isEmpty {
+            let id = pending.removeFirst()
+            guard examined.insert(id).inserted, let item = itemsByID[id] else { continue }
+            let needs = neededBackups(of: item, catalog: catalog, itemsByID: itemsByID)
+            for needed in needs.ids.sorted(by: >) where needed != id {
+                guard let decision = decisions[needed] else {
+                    if needs.exact, reportedMissing.insert(needed).inserted {
+                        events?.handle(.caution("backup \(id) needs backup \(needed), which is not in "
+                            + "\(storage.location); run 'keepsake verify'"))
+                    }
+                    continue
+                }
+                decisions[needed] = decision.keeping(because: "needed by \(id)")
+                if !examined.contains(needed) { pending.append(needed) }
+            }
+        }
+    }
+
+    /// The backups `item` needs: those named by its entries' `in`. `exact` is false when its
+    /// manifest could not be read whole and the answer is a conservative guess: every backup
+    /// id found in its bytes, and its parent chain.
+    private func neededBackups(of item: BackupCatalog.Item, catalog: BackupCatalog,
+                               itemsByID: [BackupID: BackupCatalog.Item]) -> (ids: Set<BackupID>, exact: Bool) {
+        do {
+            let manifest = try catalog.manifest(of: item)
+            return (Set(manifest.entries.compactMap(\.storedIn)), true)
+        } catch {
+            var ids = Set<BackupID>()
+            if let bytes = try? storage.readObject(item.manifestName) {
+                ids.formUnion(PruneEngine.backupIDs(in: bytes))
+            }
+            var parent = item.summary?.parent
+            var chain: Set<BackupID> = [item.id]
+            while let next = parent, chain.insert(next).inserted {
+                ids.insert(next)
+                parent = itemsByID[next]?.summary?.parent
+            }
+            ids.remove(item.id)
+            let kept = ids.filter { itemsByID[$0] != nil }
+            events?.handle(.caution("cannot read the manifest of backup \(item.id) (\(error)); keeping it and "
+                + (kept.isEmpty ? "found no backup it names" : "the \(kept.count) backup(s) it may need")))
+            return (ids, false)
+        }
+    }
+
+    /// The objects removing `item` deletes: its manifest, then every object of the same name
+    /// stem (its archive; the one the summary names first).
+    private func removal(of item: BackupCatalog.Item, objects: [StoredObject], sizes: [String: Int64]) -> Removal {
+        let manifest = StoredObject(name: item.manifestName, size: sizes[item.manifestName] ?? 0)
+        guard let stem = BackupNaming.stem(of: item.manifestName) else {
+            return Removal(id: item.id, manifest: manifest, archives: [])
+        }
+        let named = item.summary?.archive?.name
+        var archives = objects.filter { $0.name != item.manifestName && BackupNaming.stem(of: $0.name) == stem }
+        archives.sort { ($0.name == named ? 0 : 1, $0.name) < ($1.name == named ? 0 : 1, $1.name) }
+        return Removal(id: item.id, manifest: manifest, archives: archives)
+    }
+
+    // MARK: Removing
+
+    /// Un-commits one backup (manifest first), then deletes its archive; returns the bytes freed.
+    private func remove(_ removal: Removal) throws -> Int64 {
+        try storage.delete(removal.manifest.name)
+        var freed = removal.manifest.size
+        var problems: [String] = []
+        for archive in removal.archives {
+            do {
+                try storage.delete(archive.name)
+                freed += archive.size
+            } catch {
+                problems.append("\(error)")
+            }
+        }
+        events?.handle(.notice("removed backup \(removal.id) (\(freed) bytes)"))
+        if !problems.isEmpty {
+            events?.handle(.caution("backup \(removal.id) is no longer listed, but its archive could not be deleted ("
+                + problems.joined(separator: "; ") + "); the next backup removes it"))
+        }
+        return freed
+    }
+
+    // MARK: Raw scanning
+
+    /// Every well-formed backup id in `bytes` (for a manifest that cannot be parsed).
+    static func backupIDs(in bytes: [UInt8]) -> Set<BackupID> {
+        var ids = Set<BackupID>()
+        let idLength = 25
+        let dashOffset = 16
+        guard bytes.count >= idLength else { return ids }
+        for index in dashOffset..<(bytes.count - (idLength - dashOffset - 1)) where bytes[index] == UInt8(ascii: "-")
+            && bytes[index - 1] == UInt8(ascii: "Z") && bytes[index - 8] == UInt8(ascii: "T") {
+            let start = index - dashOffset
+            if let id = BackupID(String(decoding: bytes[start..<(start + idLength)], as: UTF8.self)) {
+                ids.insert(id)
+            }
+        }
+        return ids
+    }
+}

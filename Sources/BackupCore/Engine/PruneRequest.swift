@@ -1,0 +1,25 @@
+import Foundation
+
+/// What `keepsake prune` (or the prune step of `keepsake run`) is asked to do.
+public struct PruneRequest: Sendable {
+    // MARK: Fields
+
+    /// Which backups to keep; an empty policy is refused by ``PruneEngine/run(_:)``.
+    public var policy: RetentionPolicy
+    /// Decide and report, but remove nothing (and take no lock).
+    public var dryRun: Bool
+    /// The current time, for `keepWithin` (injectable for tests).
+    public var now: Date
+    /// Where hours, days, weeks, months and years begin (its time zone matters).
+    public var calendar: Calendar
+
+    // MARK: Creation
+
+    /// Creates a request.
+    public init(policy: RetentionPolicy, dryRun: Bool = false, now: Date = Date(), calendar: Calendar = .current) {
+        self.policy = policy
+        self.dryRun = dryRun
+        self.now = now
+        self.calendar = calendar
+    }
+}

@@ -1,0 +1,201 @@
+import BackupCore
+import Foundation
+import TerminalUI
+
+/// `keepsake diff FROM TO`: what changed between two backups.
+struct DiffCommand: KeepsakeCommand {
+    // MARK: Spec
+
+    static let spec = CommandSpec(
+        name: "diff",
+        abstract: "Show what changed between two backups.",
+        discussion: "Compares the manifests of two backups path by path (no archive is read): paths added, removed, modified (content or type changed: size or SHA-256 differ) and changed in metadata only (mode, owner, modification time, symlink target or hard link), sorted by path. Content is compared by SHA-256, wherever it is stored. A difference is not a failure: the exit code is 0.",
+        arguments: [
+            ArgumentSpec(name: "FROM", help: "The older backup: an id, unique id prefix, 'latest', or an archive file."),
+            ArgumentSpec(name: "TO", help: "The newer backup: an id, unique id prefix, 'latest', or an archive file."),
+        ],
+        options: [CommonOptions.dest] + CommonOptions.global,
+        examples: [
+            .init(command: "keepsake diff 20261128 latest", explanation: "What changed between a backup of 28 November and the newest one."),
+            .init(command: "keepsake diff 20261128 20261129 --json", explanation: "The same as one JSON document, for scripts."),
+        ]
+    )
+
+    private let fromReference: String
+    private let toReference: String
+    private let destinationOption: String?
+
+    init(arguments: ParsedArguments, context: CommandContext) throws {
+        // The parser has already insisted on exactly two positionals.
+        guard let from = arguments.argument("FROM"), let to = arguments.argument("TO") else {
+            throw UsageError(.missingArgument("FROM TO"), command: Self.spec)
+        }
+        fromReference = from
+        toReference = to
+        destinationOption = arguments.value("dest")
+    }
+
+    // MARK: Running
+
+    func run(context: CommandContext) throws -> ExitCode {
+        let catalog = BackupCatalog(storage: context.destination(destinationOption))
+        let from = try Side(reference: fromReference, catalog: catalog, context: context)
+        let to = try Side(reference: toReference, catalog: catalog, context: context)
+        let diff = ManifestDiff(before: from.entries, after: to.entries)
+        if context.json {
+            var object = JSONObject([("from", .string(from.label)), ("to", .string(to.label))])
+            for status in ManifestDiff.Status.allCases {
+                object[status.rawValue] = .array(diff.rows(status).map(Self.json))
+            }
+            context.printJSON(.object(object))
+            return .success
+        }
+        if !diff.isEmpty {
+            context.print(table(diff))
+        }
+        if !context.quiet {
+            context.printLine(summaryLine(diff, from: from.label, to: to.label, in: context.out))
+        }
+        return .success
+    }
+
+    // MARK: Loading
+
+    /// One side of the comparison: a backup in the destination, or an archive file.
+    private struct Side {
+        /// The backup id, or the archive file's path when it has no manifest.
+        let label: String
+        let entries: [ManifestEntry]
+
+        init(reference: String, catalog: BackupCatalog, context: CommandContext) throws {
+            if ArchiveFileInspector.isArchiveFile(reference) {
+                let contents = try ArchiveFileInspector.contents(ofArchiveAt: reference, cancellation: context.cancellation)
+                if contents.manifest == nil {
+                    context.note("\(reference) has no Keepsake manifest: a plain tar archive, compared from its headers "
+                        + "(no SHA-256, so content counts as changed when its size or modification time did).")
+                }
+                label = contents.manifest?.summary.id.rawValue ?? reference
+                entries = contents.entries
+            } else {
+                let manifest = try catalog.manifest(of: try catalog.resolve(reference))
+                label = manifest.summary.id.rawValue
+                entries = manifest.entries
+            }
+        }
+    }
+
+    // MARK: Text output
+
+    private func table(_ diff: ManifestDiff) -> Table {
+        let columns: [Table.Column] = [
+            .init("STATUS", minWidth: 8, priority: 10),
+            .path("PATH"),
+            .init("SIZE", alignment: .right, minWidth: 8, priority: 6),
+            .init("WHAT CHANGED", minWidth: 12, flexible: true, priority: 1),
+        ]
+        let rows: [[Table.Cell]] = diff.rows.map { row in
+            [Table.Cell(row.status.rawValue, role: Self.role(row.status)), Table.Cell(row.displayPath),
+             Table.Cell(Self.sizeText(row)), Table.Cell(Self.whatChanged(row))]
+        }
+        return Table(columns: columns, cells: rows)
+    }
+
+    private static func role(_ status: ManifestDiff.Status) -> Theme.Role {
+        switch status {
+        case .added: return .success
+        case .removed: return .danger
+        case .modified: return .warning
+        case .metadata: return .accent
+        }
+    }
+
+    /// `12 B`, or `1.2 KiB → 3.4 KiB`, `- → 12 B`; exact bytes when the rounded sizes look alike.
+    private static func sizeText(_ row: ManifestDiff.Row) -> String {
+        let before = row.sizeBefore
+        let after = row.sizeAfter
+        if row.before != nil && row.after != nil && before == after { return before.map(Units.bytes) ?? "-" }
+        var old = before.map(Units.bytes) ?? "-"
+        var new = after.map(Units.bytes) ?? "-"
+        if old == new, let before, let after {
+            old = Units.count(Int(clamping: before)) + " B"
+            new = Units.count(Int(clamping: after)) + " B"
+        }
+        return "\(old) → \(new)"
+    }
+
+    /// The row's changes in words: `content, size, mode 0644 → 0600, mtime`.
+    private static func whatChanged(_ row: ManifestDiff.Row) -> String {
+        switch row.status {
+        case .added:
+            let text = row.after.map { "new " + typeName($0.type) } ?? ""
+            return text + (row.sameContentAs.map { ", same content as removed " + PathBytes.display($0) } ?? "")
+        case .removed:
+            let text = row.before.map { typeName($0.type) + " removed" } ?? ""
+            return text + (row.sameContentAs.map { ", same content as added " + PathBytes.display($0) } ?? "")
+        case .modified, .metadata: break
+        }
+        guard let old = row.before, let new = row.after else { return "" }
+        return row.changes.map { change in
+            switch change {
+            case .type: return "type \(typeName(old.type)) → \(typeName(new.type))"
+            case .size, .content, .mtime: return change.rawValue
+            case .device: return "device number"
+            case .mode: return "mode \(Self.octal(old.mode)) → \(Self.octal(new.mode))"
+            case .owner: return "owner \(EntryFormatting.owner(old)) → \(EntryFormatting.owner(new))"
+            case .target:
+                return "target \(old.linkTarget.map(PathBytes.display) ?? "") → \(new.linkTarget.map(PathBytes.display) ?? "")"
+            case .hardlink:
+                if new.type == .hardlink, let target = new.linkTarget { return "now a hard link to \(PathBytes.display(target))" }
+                return "no longer a hard link" + (old.linkTarget.map { " to " + PathBytes.display($0) } ?? "")
+            }
+        }.joined(separator: ", ")
+    }
+
+    private static func typeName(_ type: EntryType) -> String {
+        switch type {
+        case .file, .hardlink: return "file"
+        case .directory: return "folder"
+        case .symlink: return "symlink"
+        case .fifo: return "fifo"
+        case .characterDevice: return "character device"
+        case .blockDevice: return "block device"
+        case .socket: return "socket"
+        }
+    }
+
+    private static func octal(_ mode: UInt32) -> String {
+        let digits = String(mode & 0o7777, radix: 8)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
+
+    private func summaryLine(_ diff: ManifestDiff, from: String, to: String, in context: RenderContext) -> String {
+        guard !diff.isEmpty else { return context.apply(.muted, to: "No differences between \(from) and \(to).") }
+        let counts = "\(diff.count(.added)) added, \(diff.count(.removed)) removed, \(diff.count(.modified)) modified, "
+            + "\(diff.count(.metadata)) metadata only"
+        return counts + context.apply(.muted, to: " (\(from) → \(to))")
+    }
+
+    // MARK: JSON output
+
+    private static func json(_ row: ManifestDiff.Row) -> JSONValue {
+        var object = JSONObject()
+        if let text = PathBytes.validString(row.path) {
+            object["path"] = .string(text)
+        } else {
+            object["path_b64"] = .string(Data(row.path).base64EncodedString())
+        }
+        object["type_before"] = row.before.map { .string($0.type.rawValue) } ?? .null
+        object["type_after"] = row.after.map { .string($0.type.rawValue) } ?? .null
+        object["size_before"] = row.sizeBefore.map { .int($0) } ?? .null
+        object["size_after"] = row.sizeAfter.map { .int($0) } ?? .null
+        object["changes"] = .array(row.changes.map { .string($0.rawValue) })
+        if let other = row.sameContentAs {
+            if let text = PathBytes.validString(other) {
+                object["same_content_as"] = .string(text)
+            } else {
+                object["same_content_as_b64"] = .string(Data(other).base64EncodedString())
+            }
+        }
+        return .object(object)
+    }
+}

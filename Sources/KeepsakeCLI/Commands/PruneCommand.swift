@@ -1,0 +1,185 @@
+import BackupCore
+import Foundation
+import TerminalUI
+
+/// `keepsake prune`: removes the backups a retention policy does not keep, with the rules of
+/// restic's `forget`, never one that a kept backup needs.
+struct PruneCommand: KeepsakeCommand {
+    // MARK: Spec
+
+    /// The counted rules: option name and the policy field it sets.
+    private static let countOptions: [(name: String, field: WritableKeyPath<RetentionPolicy, Int?> & Sendable, help: String)] = [
+        ("keep-last", \.keepLast, "Keep the N newest backups."),
+        ("keep-hourly", \.keepHourly, "Keep the newest backup of each of the N newest hours that have backups."),
+        ("keep-daily", \.keepDaily, "Keep the newest backup of each of the N newest days that have backups."),
+        ("keep-weekly", \.keepWeekly, "Keep the newest backup of each of the N newest ISO weeks (Monday-Sunday) that have backups."),
+        ("keep-monthly", \.keepMonthly, "Keep the newest backup of each of the N newest months that have backups."),
+        ("keep-yearly", \.keepYearly, "Keep the newest backup of each of the N newest years that have backups."),
+    ]
+
+    static let spec = CommandSpec(
+        name: "prune",
+        abstract: "Remove the backups a retention policy does not keep.",
+        discussion: "The rules are restic's 'forget --keep-*' rules, applied to each group of backups of the same host and sources: a backup is kept when any rule keeps it. Counts are whole numbers of 1 or more, or -1 (or 'unlimited') for every period. A backup that a kept incremental backup needs is always kept ('needed by ID'), and so is a backup whose manifest cannot be read. Prune refuses to run without a rule, and refuses a policy that would remove every backup of a group.\nEach backup is un-committed first (its manifest removed), then its archive, so an interruption never leaves a listed backup without its archive.",
+        options: [CommonOptions.dest]
+            + countOptions.map { OptionSpec(long: $0.name, kind: .value(valueName: "n"), help: $0.help) }
+            + [
+                OptionSpec(long: "keep-within", kind: .value(valueName: "duration"),
+                           help: "Keep every backup made less than this long before the newest backup: numbers with units y, m (months), w, d, h, e.g. 7d, 2w, 1y6m, 36h."),
+                OptionSpec(long: "keep-tag", kind: .value(valueName: "tags"), repeatable: true,
+                           help: "Keep every backup that carries all of these comma-separated tags ('' for backups without tags)."),
+                OptionSpec(long: "dry-run", short: "n", help: "Show what would be kept and removed, and why; remove nothing."),
+            ]
+            + CommonOptions.global,
+        examples: [
+            .init(command: "keepsake prune --keep-daily 7 --keep-weekly 4 --keep-monthly 12 --dry-run",
+                  explanation: "Show which backups a week of dailies, a month of weeklies and a year of monthlies keep."),
+            .init(command: "keepsake prune --keep-last 10 --keep-tag release",
+                  explanation: "Keep the ten newest backups and every backup tagged 'release'."),
+            .init(command: "keepsake prune --keep-within 30d --dest /mnt/usb/backups --json",
+                  explanation: "Keep the last 30 days of backups on a USB disk; report as JSON."),
+        ]
+    )
+
+    // MARK: Validated options
+
+    private let policy: RetentionPolicy
+    private let dryRun: Bool
+    private let destinationOption: String?
+
+    init(arguments: ParsedArguments, context: CommandContext) throws {
+        var problems = UsageProblems(Self.spec)
+        var policy = RetentionPolicy()
+        for option in Self.countOptions {
+            guard let text = arguments.value(option.name) else { continue }
+            if let count = PruneCommand.count(text) {
+                policy[keyPath: option.field] = count
+            } else {
+                problems.add("The value '\(text)' is invalid for '--\(option.name) <n>'. Use a whole number of 1 or more, or -1 (or 'unlimited') to keep one backup of every period.")
+            }
+        }
+        if let text = arguments.value("keep-within") {
+            do {
+                policy.keepWithin = try DurationSpec(parsing: text)
+            } catch {
+                problems.add("The value '\(text)' is invalid for '--keep-within <duration>': \(error.reason).")
+            }
+        }
+        for text in arguments.values("keep-tag") {
+            if text.isEmpty {
+                policy.keepTags.append([""])
+                continue
+            }
+            let tags = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            if tags.contains(where: \.isEmpty) {
+                problems.add("The value '\(text)' is invalid for '--keep-tag <tags>'. Separate tags with single commas (e.g. db,nightly), or give '' for backups without tags.")
+            } else {
+                policy.keepTags.append(tags)
+            }
+        }
+        if policy.isEmpty && arguments.optionValues.keys.allSatisfy({ !$0.hasPrefix("keep-") }) {
+            problems.add("Give at least one rule of what to keep: --keep-last, --keep-hourly, --keep-daily, --keep-weekly, --keep-monthly, --keep-yearly, --keep-within or --keep-tag (prune never removes backups without a policy).")
+        }
+        try problems.throwIfAny()
+        self.policy = policy
+        dryRun = arguments.flag("dry-run")
+        destinationOption = arguments.value("dest")
+    }
+
+    /// A count option's value: 1 or more, or -1 / `unlimited`; nil when invalid.
+    private static func count(_ text: String) -> Int? {
+        if text == "unlimited" { return RetentionPolicy.unlimited }
+        guard let value = Int(text), value >= 1 || value == RetentionPolicy.unlimited else { return nil }
+        return value
+    }
+
+    // MARK: Running
+
+    func run(context: CommandContext) throws -> ExitCode {
+        let storage = context.destination(destinationOption)
+        let presenter = EventPresenter(context: context, progress: false)
+        let engine = PruneEngine(storage: storage, events: presenter, cancellation: context.cancellation)
+        let result = try engine.run(PruneRequest(policy: policy, dryRun: dryRun))
+        presenter.finish()
+        if context.json {
+            context.printJSON(json(result, destination: storage.location))
+        } else if result.decisions.isEmpty {
+            context.note("No backups in \(storage.location); nothing to prune.")
+        } else if !context.quiet {
+            show(result, context: context)
+        }
+        return .success
+    }
+
+    // MARK: Output
+
+    private func show(_ result: PruneResult, context: CommandContext) {
+        let groups = Set(result.decisions.map { [$0.host] + $0.sources.sorted() })
+        var columns: [Table.Column] = [
+            .init("ID", minWidth: 25, priority: 10),
+            .init("CREATED", minWidth: 16, priority: 4, optional: true),
+            .init("KIND", minWidth: 4, priority: 5),
+            .init("ACTION", minWidth: 6, priority: 9),
+            .init("REASON", minWidth: 12, flexible: true, priority: 8),
+        ]
+        if groups.count > 1 { columns.append(.path("SOURCES")) }
+        let rows: [[Table.Cell]] = result.decisions.map { decision in
+            var row: [Table.Cell] = [
+                Table.Cell(decision.id.rawValue, role: .accent),
+                Table.Cell(decision.created.map(Timestamp.localShort) ?? ""),
+                Table.Cell(decision.isIncremental ? "INCR" : "FULL"),
+                decision.keep ? Table.Cell("keep", role: .success) : Table.Cell("remove", role: .danger),
+                Table.Cell(PruneCommand.reasonText(decision.reasons), role: decision.keep ? .plain : .muted),
+            ]
+            if groups.count > 1 { row.append(Table.Cell(decision.sources.joined(separator: ", "))) }
+            return row
+        }
+        context.print(Table(columns: columns, cells: rows))
+
+        let count = result.removed.count
+        let noun = count == 1 ? "backup" : "backups"
+        let line: String
+        if count == 0 {
+            line = "Nothing to remove: all \(result.decisions.count) \(result.decisions.count == 1 ? "backup is" : "backups are") kept."
+        } else if result.dryRun {
+            line = "Would remove \(count) \(noun), freeing \(Units.bytes(result.freedBytes))."
+        } else {
+            line = "Removed \(count) \(noun), freeing \(Units.bytes(result.freedBytes))."
+        }
+        context.printLine(context.out.apply(result.dryRun || count == 0 ? .plain : .success, to: line))
+    }
+
+    /// A decision's reasons for the table: several "needed by" reasons are summed up.
+    static func reasonText(_ reasons: [String]) -> String {
+        let prefix = "needed by "
+        let needs = reasons.filter { $0.hasPrefix(prefix) }
+        var shown = reasons.filter { !$0.hasPrefix(prefix) }
+        if let first = needs.first {
+            shown.append(needs.count == 1 ? first : "\(first) and \(needs.count - 1) more")
+        }
+        return shown.joined(separator: ", ")
+    }
+
+    private func json(_ result: PruneResult, destination: String) -> JSONValue {
+        .object(JSONObject([
+            ("destination", .string(destination)),
+            ("dry_run", .bool(result.dryRun)),
+            ("policy", .string(policy.description)),
+            ("kept", .array(result.kept.map { .string($0.rawValue) })),
+            ("removed", .array(result.removed.map { .string($0.rawValue) })),
+            ("decisions", .array(result.decisions.map { decision in
+                .object(JSONObject([
+                    ("id", .string(decision.id.rawValue)),
+                    ("created", decision.created.map { .string(Timestamp.iso8601($0)) } ?? .null),
+                    ("kind", .string(decision.isIncremental ? "incremental" : "full")),
+                    ("keep", .bool(decision.keep)),
+                    ("reasons", .array(decision.reasons.map { .string($0) })),
+                    ("host", .string(decision.host)),
+                    ("sources", .array(decision.sources.map { .string($0) })),
+                ]))
+            })),
+            ("freed_bytes", .int(result.freedBytes)),
+            ("exit_code", .int(Int64(ExitCode.success.rawValue))),
+        ]))
+    }
+}

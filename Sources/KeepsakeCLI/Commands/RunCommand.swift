@@ -1,0 +1,350 @@
+import BackupCore
+import Foundation
+import TerminalUI
+
+/// `keepsake run PROFILE`: the one line a crontab needs. Runs the profile's before hook,
+/// the backup, the prune (when the profile has a retention policy), the verification of the
+/// new backup, and the after hook.
+///
+/// Nothing goes to standard output on success unless `--verbose` (the summaries) or `--json`
+/// (one document); warnings, errors and the hooks' output go to standard error. The exit code
+/// is the most severe of the steps': 130 (interrupted) over 5 (locked) over 4 (the new backup
+/// is damaged) over 1 (a step failed) over 3 (some files could not be read) over 0.
+struct RunCommand: KeepsakeCommand {
+    // MARK: Spec
+
+    static let spec = CommandSpec(
+        name: "run",
+        abstract: "Run a profile of the configuration file: backup, prune, verify (for cron).",
+        discussion: "Runs the profile's 'before' command (a non-zero exit stops the run with exit 1), backs up, prunes with the profile's retention policy, verifies the new backup, then runs the 'after' command with KEEPSAKE_STATUS (success or failure), KEEPSAKE_EXIT_CODE and KEEPSAKE_BACKUP_ID set. Prints nothing on standard output on success unless --verbose or --json; warnings and errors go to standard error. The exit code is the most severe of the steps: 130, 5, 4, 1, 3, 0 in that order.",
+        arguments: [ArgumentSpec(name: "PROFILE", help: "The profile's name ([profiles.NAME] in the configuration file).")],
+        options: [
+            ProfileLoader.configOption,
+            OptionSpec(long: "verbose", short: "v", help: "Print the summaries of the backup, the prune and the verification."),
+            CommonOptions.progress,
+        ] + CommonOptions.global,
+        examples: [
+            .init(command: "keepsake run home", explanation: "Run the profile 'home' of ~/.config/keepsake/config.toml."),
+            .init(command: "30 2 * * * /usr/local/bin/keepsake run home --quiet",
+                  explanation: "The crontab line for a nightly run (see 'keepsake schedule')."),
+        ]
+    )
+
+    // MARK: Validated options
+
+    private let profileName: String
+    private let configOption: String?
+    private let verbose: Bool
+    private let progress: Bool
+
+    init(arguments: ParsedArguments, context: CommandContext) throws {
+        var problems = UsageProblems(Self.spec)
+        profileName = arguments.argument("PROFILE") ?? ""
+        configOption = arguments.value("config")
+        verbose = arguments.flag("verbose")
+        progress = arguments.flag("progress")
+        if verbose && context.quiet { problems.add("Give either '--verbose' or '--quiet', not both.") }
+        if verbose && context.json { problems.add("Give either '--verbose' or '--json', not both.") }
+        try problems.throwIfAny()
+    }
+
+    // MARK: Running
+
+    func run(context: CommandContext) throws -> ExitCode {
+        guard let (config, profile) = ProfileLoader.load(profileName, configOption: configOption, context: context) else {
+            return .failure
+        }
+        var state = RunState(profile: profile, config: config)
+        let storage = context.destination(profile.destination)
+        state.destination = storage.location
+        var environment = context.environment
+        environment["KEEPSAKE_PROFILE"] = profile.name
+
+        // Before: a failure stops everything, and the after hook does not run.
+        if let command = profile.before {
+            let outcome = HookRunner.run(command, environment: environment, cancellation: context.cancellation)
+            state.before = outcome
+            if context.cancellation.isCancelled {
+                state.fail(.interrupted, "Interrupted while the before command of profile '\(profile.name)' ran; no backup was made",
+                           context: context)
+                return finish(state, context: context)
+            }
+            guard outcome.succeeded else {
+                state.fail(.failure, "The before command of profile '\(profile.name)' failed with \(outcome.description) "
+                    + "(\(command)); no backup was made", context: context)
+                return finish(state, context: context)
+            }
+        }
+
+        let presenter = EventPresenter(context: context, progress: progress)
+        backup(&state, storage: storage, presenter: presenter, context: context)
+        if let result = state.backup, !result.dryRun {
+            if let policy = profile.retention, !context.cancellation.isCancelled {
+                prune(&state, policy: policy, storage: storage, presenter: presenter, context: context)
+            }
+            if !context.cancellation.isCancelled {
+                verify(&state, id: result.summary.id, storage: storage, presenter: presenter, context: context)
+            }
+        }
+        presenter.finish()
+
+        // After: always, once the before hook passed.
+        if let command = profile.after {
+            environment["KEEPSAKE_STATUS"] = state.succeeded ? "success" : "failure"
+            environment["KEEPSAKE_EXIT_CODE"] = String(state.code.rawValue)
+            environment["KEEPSAKE_BACKUP_ID"] = state.backup?.summary.id.rawValue ?? ""
+            let interruptedBefore = context.cancellation.isCancelled
+            let outcome = HookRunner.run(command, environment: environment, cancellation: context.cancellation)
+            state.after = outcome
+            if !interruptedBefore && context.cancellation.isCancelled {
+                state.fail(.interrupted, "Interrupted while the after command of profile '\(profile.name)' ran", context: context)
+            } else if !outcome.succeeded {
+                state.fail(.failure, "The after command of profile '\(profile.name)' failed with \(outcome.description) (\(command))",
+                           context: context)
+            }
+        }
+        return finish(state, context: context)
+    }
+
+    // MARK: Steps
+
+    private func backup(_ state: inout RunState, storage: LocalFolderBackend, presenter: EventPresenter, context: CommandContext) {
+        let request: BackupRequest
+        do {
+            request = try state.profile.backupRequest(toolVersion: "keepsake \(KeepsakeCLI.version)",
+                                                      defaultThreads: ProcessInfo.processInfo.activeProcessorCount)
+        } catch {
+            state.fail(.failure, error.description, context: context)
+            return
+        }
+        do {
+            let result = try BackupEngine(storage: storage, events: presenter, cancellation: context.cancellation).run(request)
+            presenter.finish()
+            state.backup = result
+            if !result.warnings.isEmpty { state.raise(.partial) }
+        } catch {
+            presenter.finish()
+            state.fail(Self.exitCode(for: error), "The backup of profile '\(state.profile.name)' failed: \(error)", context: context)
+        }
+    }
+
+    private func prune(_ state: inout RunState, policy: RetentionPolicy, storage: LocalFolderBackend,
+                       presenter: EventPresenter, context: CommandContext) {
+        do {
+            let engine = PruneEngine(storage: storage, events: presenter, cancellation: context.cancellation)
+            state.prune = try engine.run(PruneRequest(policy: policy, dryRun: false, now: Date(), calendar: .current))
+            presenter.finish()
+        } catch {
+            presenter.finish()
+            state.fail(Self.exitCode(for: error), "The prune of profile '\(state.profile.name)' failed: \(error)", context: context)
+        }
+    }
+
+    private func verify(_ state: inout RunState, id: BackupID, storage: LocalFolderBackend, presenter: EventPresenter,
+                        context: CommandContext) {
+        if state.prune?.removed.contains(id) == true {
+            context.warn("the new backup \(id.rawValue) was removed by the retention policy of profile "
+                + "'\(state.profile.name)' (no rule keeps it); there is nothing to verify")
+            return
+        }
+        do {
+            guard let item = try BackupCatalog(storage: storage).items().first(where: { $0.id == id }) else {
+                state.fail(.integrity, "The new backup \(id.rawValue) is not in \(storage.location) any more; it cannot be verified",
+                           context: context)
+                return
+            }
+            let report = try Verifier(events: presenter, cancellation: context.cancellation).verify(item, in: storage)
+            presenter.finish()
+            state.verify = report
+            if !report.isIntact {
+                var lines = ["The new backup \(id.rawValue) is damaged:"]
+                lines += report.archiveProblems.map { "  \($0)" }
+                lines += report.problems.prefix(50).map { "  \($0.path): \($0.reason)" }
+                if report.problems.count > 50 { lines.append("  … and \(report.problems.count - 50) more") }
+                state.fail(.integrity, lines.joined(separator: "\n"), context: context)
+            }
+        } catch {
+            presenter.finish()
+            state.fail(Self.exitCode(for: error), "Verifying the new backup \(id.rawValue) failed: \(error)", context: context)
+        }
+    }
+
+    /// The exit code an engine error stands for (as `keepsake backup` maps it).
+    private static func exitCode(for error: Error) -> ExitCode {
+        switch error {
+        case EngineError.interrupted: return .interrupted
+        case is LockError: return .locked
+        case EngineError.archiveMissing: return .integrity
+        default: return .failure
+        }
+    }
+
+    // MARK: Output
+
+    private func finish(_ state: RunState, context: CommandContext) -> ExitCode {
+        if context.json {
+            context.printJSON(json(state))
+        } else if verbose {
+            context.print(KeyValueList(items: facts(state)))
+        }
+        return state.code
+    }
+
+    private func facts(_ state: RunState) -> [KeyValueList.Item] {
+        var items: [KeyValueList.Item] = [.init("Profile", state.profile.name, valueRole: .accent)]
+        if let outcome = state.before { items.append(.init("Before", outcome.description)) }
+        if let result = state.backup {
+            let summary = result.summary
+            items.append(.init("Backup", summary.id.rawValue + (summary.isIncremental ? " (incremental)" : " (full)")))
+            items.append(.init("Contents", "\(Units.count(Int(summary.fileCount))) files, "
+                + "\(Units.count(Int(summary.directoryCount))) folders, \(Units.bytes(summary.originalBytes))"))
+            if let archive = summary.archive {
+                items.append(.init("Stored", "\(Units.bytes(archive.size)) in \(archive.name)"))
+            }
+            items.append(.init("Time", Units.elapsed(result.elapsed)))
+            if !result.warnings.isEmpty {
+                items.append(.init("Warnings", "\(result.warnings.count) path(s) could not be read completely (see above)",
+                                   valueRole: .warning))
+            }
+        }
+        items.append(.init("Destination", state.destination))
+        if let prune = state.prune {
+            items.append(.init("Pruned", "removed \(prune.removed.count) backup(s) (\(Units.bytes(prune.freedBytes))), "
+                + "kept \(prune.kept.count)"))
+        } else if state.profile.retention == nil {
+            items.append(.init("Pruned", "no retention policy; every backup is kept"))
+        }
+        if let report = state.verify {
+            items.append(.init("Verified", report.isIntact
+                ? "intact (\(Units.count(Int(report.filesChecked))) files, \(Units.bytes(report.bytesChecked)))" : "DAMAGED",
+                valueRole: report.isIntact ? .success : .danger))
+        }
+        if let outcome = state.after { items.append(.init("After", outcome.description)) }
+        return items
+    }
+
+    private func json(_ state: RunState) -> JSONValue {
+        func hook(_ command: String?, _ outcome: HookRunner.Outcome?) -> JSONValue {
+            guard let command, let outcome else { return .null }
+            return .object(JSONObject([
+                ("command", .string(command)),
+                ("succeeded", .bool(outcome.succeeded)),
+                ("exit_status", outcome.status.map { .int(Int64($0)) } ?? .null),
+                ("outcome", .string(outcome.description)),
+            ]))
+        }
+        var object = JSONObject([
+            ("profile", .string(state.profile.name)),
+            ("config", .string(state.config.path)),
+            ("destination", .string(state.destination)),
+            ("before", hook(state.profile.before, state.before)),
+        ])
+        object["backup"] = state.backup.map(backupJSON) ?? .null
+        object["prune"] = state.prune.map(pruneJSON) ?? .null
+        object["verify"] = state.verify.map(verifyJSON) ?? .null
+        object["after"] = hook(state.profile.after, state.after)
+        object["errors"] = .array(state.errors.map { .string($0) })
+        object["status"] = .string(state.succeeded ? "success" : "failure")
+        object["exit_code"] = .int(Int64(state.code.rawValue))
+        return .object(object)
+    }
+
+    private func backupJSON(_ result: BackupResult) -> JSONValue {
+        let summary = result.summary
+        var object = JSONObject([
+            ("id", .string(summary.id.rawValue)),
+            ("incremental", .bool(summary.isIncremental)),
+            ("parent", summary.parent.map { .string($0.rawValue) } ?? .null),
+            ("archive", result.archiveName.map { .string($0) } ?? .null),
+            ("manifest", result.manifestName.map { .string($0) } ?? .null),
+            ("created", .string(Timestamp.iso8601(summary.created))),
+            ("sources", .array(summary.sources.map { .string($0) })),
+            ("tags", .array(summary.tags.map { .string($0) })),
+            ("compression", .string(summary.compression.rawValue)),
+            ("files", .int(summary.fileCount)),
+            ("directories", .int(summary.directoryCount)),
+            ("bytes", .int(summary.originalBytes)),
+        ])
+        object["stored_bytes"] = summary.archive.map { .int($0.size) } ?? .null
+        object["elapsed_seconds"] = .double((result.elapsed * 1000).rounded() / 1000)
+        object["warnings"] = .array(result.warnings.map(WarningJSON.encode))
+        return .object(object)
+    }
+
+    private func pruneJSON(_ result: PruneResult) -> JSONValue {
+        .object(JSONObject([
+            ("removed", .array(result.removed.map { .string($0.rawValue) })),
+            ("kept", .array(result.kept.map { .string($0.rawValue) })),
+            ("freed_bytes", .int(result.freedBytes)),
+            ("decisions", .array(result.decisions.map { decision in
+                .object(JSONObject([
+                    ("id", .string(decision.id.rawValue)),
+                    ("keep", .bool(decision.keep)),
+                    ("reasons", .array(decision.reasons.map { .string($0) })),
+                ]))
+            })),
+        ]))
+    }
+
+    private func verifyJSON(_ report: VerifyReport) -> JSONValue {
+        .object(JSONObject([
+            ("id", report.id.map { .string($0.rawValue) } ?? .null),
+            ("archive", .string(report.name)),
+            ("intact", .bool(report.isIntact)),
+            ("files_checked", .int(report.filesChecked)),
+            ("bytes_checked", .int(report.bytesChecked)),
+            ("archive_problems", .array(report.archiveProblems.map { .string($0) })),
+            ("damaged_files", .array(report.problems.map(WarningJSON.encode))),
+        ]))
+    }
+}
+
+// MARK: - State
+
+/// What a run has done so far, and the exit code it has earned.
+private struct RunState {
+    let profile: Profile
+    let config: ConfigFile
+    var destination = ""
+    var before: HookRunner.Outcome?
+    var backup: BackupResult?
+    var prune: PruneResult?
+    var verify: VerifyReport?
+    var after: HookRunner.Outcome?
+    /// Every error message, in order.
+    var errors: [String] = []
+    private(set) var code = ExitCode.success
+
+    init(profile: Profile, config: ConfigFile) {
+        self.profile = profile
+        self.config = config
+    }
+
+    /// True while the backup is committed and verified, whatever warnings it had (exit 0 or 3).
+    var succeeded: Bool { code == .success || code == .partial }
+
+    /// Records an exit code; the most severe one stays.
+    mutating func raise(_ candidate: ExitCode) {
+        if Self.severity(candidate) > Self.severity(code) { code = candidate }
+    }
+
+    /// Records a failed step: its exit code, and its message on stderr.
+    mutating func fail(_ candidate: ExitCode, _ message: String, context: CommandContext) {
+        raise(candidate)
+        errors.append(message)
+        let label = context.err.apply(.danger, to: "Error:")
+        _ = ConsoleWriter.standardError.writeLine("\(label) \(message)")
+    }
+
+    /// 130 over 5 over 4 over 1 over 3 over 0.
+    private static func severity(_ code: ExitCode) -> Int {
+        switch code {
+        case .success: return 0
+        case .partial: return 1
+        case .failure, .usage: return 2
+        case .integrity: return 3
+        case .locked: return 4
+        case .interrupted: return 5
+        }
+    }
+}
