@@ -25,6 +25,7 @@ final class ArchiveSession {
     /// The parent backup of an incremental run: its id and its regular files by path.
     private let parent: ParentFiles?
     private let chain: ChainPolicy
+    private var holders = Set<BackupID>()
     private var newFiles: Int64 = 0
     private var newBytes: Int64 = 0
 
@@ -113,6 +114,7 @@ final class ArchiveSession {
                 entry.size = reference.size
                 entry.sha256 = reference.sha256
                 entry.storedIn = reference.storedIn
+                if let holder = reference.storedIn { holders.insert(holder) }
                 if info.st_nlink > 1 {
                     linkedFiles[identity] = (item.archivePath, reference.sha256 ?? "", reference.size, reference.storedIn)
                 }
@@ -370,6 +372,7 @@ final class ArchiveSession {
         summary.originalBytes = bytes
         summary.newFileCount = newFiles
         summary.newBytes = newBytes
+        summary.reliesOn = holders.sorted()
     }
 
     // MARK: File system details

@@ -38,6 +38,9 @@ public struct BackupSummary: Sendable, Equatable {
     public var newFileCount: Int64
     /// Bytes of content this backup's own archive holds.
     public var newBytes: Int64
+    /// The backups whose archives hold content this one needs (its entries' `in` values),
+    /// so prune can protect chains from summaries alone; nil in manifests that predate it.
+    public var reliesOn: [BackupID]?
     /// What only the copy beside the archive can know: its name, stored size and SHA-256.
     public var archive: ArchiveFacts?
 
@@ -82,6 +85,7 @@ public struct BackupSummary: Sendable, Equatable {
         self.chainStarted = chainStarted ?? created
         self.newFileCount = newFileCount
         self.newBytes = newBytes
+        self.reliesOn = nil
         self.archive = archive
     }
 
@@ -120,6 +124,7 @@ public struct BackupSummary: Sendable, Equatable {
         object["chain_started"] = .string(Timestamp.iso8601(chainStarted))
         object["new_files"] = .int(newFileCount)
         object["new_bytes"] = .int(newBytes)
+        if let reliesOn { object["relies_on"] = .array(reliesOn.map { .string($0.rawValue) }) }
         object["tool"] = .string(toolVersion)
         if let archive {
             object["archive"] = .object(JSONObject([
@@ -185,6 +190,13 @@ public struct BackupSummary: Sendable, Equatable {
             }
             chainStarted = date
         }
+        var reliesOn: [BackupID]?
+        if object["relies_on"] != nil {
+            reliesOn = try strings("relies_on").map { text in
+                guard let id = BackupID(text) else { throw fail("'relies_on' must be a list of backup ids") }
+                return id
+            }
+        }
         let files = try count("files")
         let bytes = try count("bytes")
         self.init(id: id, created: created, host: object["host"]?.stringValue ?? "", user: object["user"]?.stringValue ?? "",
@@ -197,5 +209,6 @@ public struct BackupSummary: Sendable, Equatable {
                   chainLength: Int(clamping: max(1, chain)), chainStarted: chainStarted,
                   newFileCount: object["new_files"] == nil ? files : try count("new_files"),
                   newBytes: object["new_bytes"] == nil ? bytes : try count("new_bytes"), archive: facts)
+        self.reliesOn = reliesOn
     }
 }
