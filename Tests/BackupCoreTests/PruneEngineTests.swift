@@ -401,9 +401,11 @@ final class PruneEngineTests: XCTestCase {
         XCTAssertEqual(result.removed, [ids[1], ids[0]])
         let expected = [ids[1], ids[0]].flatMap { id in
             [BackupNaming.manifestName(host: "host-a", id: id),
-             BackupNaming.archiveName(host: "host-a", id: id, compression: .zstd)]
+             BackupNaming.archiveName(host: "host-a", id: id, compression: .zstd),
+             "host-a_\(id.rawValue)" + BackupNaming.pruneMarkerSuffix]
         }
-        XCTAssertEqual(spy.deleted, expected, "manifest (un-commit) first, then the archive")
+        XCTAssertEqual(spy.deleted, expected,
+                       "manifest (un-commit) first, then the archive, then the marker that said a prune was under way")
         XCTAssertEqual(spy.locks, ["prune"], "the lock is taken once for the whole run")
         XCTAssertEqual(recorder.messages.filter { $0.contains("removed backup") }.count, 2, "\(recorder.messages)")
         XCTAssertFalse(FileManager.default.fileExists(atPath: destination + "/keepsake.lock"), "the lock is released")
@@ -450,6 +452,8 @@ final class PruneEngineTests: XCTestCase {
 
         try realBackup(at: day.addingTimeInterval(7200))
         XCTAssertFalse(try storage.list().contains { $0.name == orphan }, "the next backup removed the orphan")
+        XCTAssertFalse(try storage.list().contains { $0.name.hasSuffix(BackupNaming.pruneMarkerSuffix) }, "and the prune marker")
+        XCTAssertEqual(try listedIDs().count, 2, "the pruned backup did not come back")
     }
 
     // MARK: Refusals
@@ -541,8 +545,12 @@ private final class RecordingStorage: StorageBackend {
     func open(_ name: String) throws -> ByteSource { try inner.open(name) }
     func removeLeftovers() throws -> [String] { try inner.removeLeftovers() }
 
+    func move(_ name: String, to newName: String) throws {
+        try inner.move(name, to: newName)
+    }
+
     func delete(_ name: String) throws {
-        if failingArchiveDeletes && !name.hasSuffix(BackupNaming.manifestSuffix) {
+        if failingArchiveDeletes && BackupNaming.stem(of: name) != nil && !name.hasSuffix(BackupNaming.manifestSuffix) {
             throw StorageError.io(name: name, operation: "delete", reason: "simulated crash")
         }
         deleted.append(name)

@@ -171,6 +171,18 @@ struct StorageConformanceSuite {
         XCTAssertThrowsError(try backend.open("x"), file: file, line: line)
     }
 
+    func checkMoveRenamesAndReplaces(file: StaticString = #filePath, line: UInt = #line) throws {
+        let backend = try prepared()
+        try store(pattern(4), as: "x", in: backend)
+        try store(pattern(8), as: "y", in: backend)
+        try backend.move("x", to: "y")
+        XCTAssertEqual(try backend.list().map(\.name), ["y"], file: file, line: line)
+        XCTAssertEqual(try backend.readObject("y"), pattern(4), file: file, line: line)
+        XCTAssertThrowsError(try backend.move("missing", to: "z"), file: file, line: line) { error in
+            XCTAssertEqual(error as? StorageError, .notFound(name: "missing", destination: backend.location), file: file, line: line)
+        }
+    }
+
     func checkMissingObjectsAreNotFound(file: StaticString = #filePath, line: UInt = #line) throws {
         let backend = try prepared()
         for attempt in [{ _ = try backend.open("missing") }, { _ = try backend.readObject("missing") }] {
@@ -287,6 +299,7 @@ struct StorageConformanceSuite {
         try checkListNeverShowsTemporariesOrTheLock()
         try checkOpenReadsTheBytesInChunks()
         try checkDelete()
+        try checkMoveRenamesAndReplaces()
         try checkMissingObjectsAreNotFound()
         try checkBadObjectNamesAreRefused()
         try checkSecondLockIsRefusedNamingTheHolder()
@@ -351,6 +364,7 @@ final class StorageConformanceTests: XCTestCase {
     func testListNeverShowsTemporariesOrTheLock() throws { try suite.checkListNeverShowsTemporariesOrTheLock() }
     func testOpenReadsTheBytesInChunks() throws { try suite.checkOpenReadsTheBytesInChunks() }
     func testDelete() throws { try suite.checkDelete() }
+    func testMoveRenamesAndReplaces() throws { try suite.checkMoveRenamesAndReplaces() }
     func testMissingObjectsAreNotFound() throws { try suite.checkMissingObjectsAreNotFound() }
     func testBadObjectNamesAreRefused() throws { try suite.checkBadObjectNamesAreRefused() }
     func testSecondLockIsRefusedNamingTheHolder() throws { try suite.checkSecondLockIsRefusedNamingTheHolder() }

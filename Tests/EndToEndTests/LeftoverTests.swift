@@ -30,10 +30,13 @@ final class LeftoverTests: EndToEndTestCase {
         assertExit(second, 0)
         let remaining = try names(in: dest)
         XCTAssertFalse(remaining.contains(temporary), "the temporary file was not cleaned up: \(remaining)")
-        XCTAssertFalse(remaining.contains(orphan), "the archive without a manifest was not cleaned up: \(remaining)")
+        XCTAssertFalse(remaining.contains(orphan), "the unreadable archive without a manifest was not set aside: \(remaining)")
+        // Never deleted: it is not a Keepsake archive anyone can read, but it is not ours to destroy.
+        XCTAssertTrue(remaining.contains(orphan + ".unrecoverable"), "\(remaining)")
+        XCTAssertTrue(second.stderrText.contains(orphan), "the warning names it:\n\(second)")
         XCTAssertFalse(remaining.contains { $0.hasPrefix(".tmp-") }, "\(remaining)")
         XCTAssertEqual(remaining.filter { $0.hasSuffix(".manifest.jsonl") }.count, 2)
-        XCTAssertEqual(remaining.filter { $0.contains(".tar") }.count, 2)
+        XCTAssertEqual(remaining.filter { $0.hasSuffix(".tar.zst") }.count, 2)
     }
 
     func testCommittedBackupLeavesNoTemporaryFiles() throws {

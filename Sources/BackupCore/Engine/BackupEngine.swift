@@ -170,20 +170,42 @@ public final class BackupEngine {
         return manifest
     }
 
-    /// Removes what interrupted runs left: temporary objects, and archives whose manifest
-    /// never arrived (they were never committed).
+    /// Cleans up after interrupted runs: removes temporary objects, finishes removals an
+    /// interrupted prune began (its marker is there), and rebuilds the manifest of any other
+    /// archive whose manifest is missing from the archive's own copy (such an archive is
+    /// complete: archives get their final name only once fully written).
     private func cleanUpLeftovers() throws {
         var removed = try storage.removeLeftovers()
         let objects = try storage.list()
-        let committedStems = Set(objects.compactMap { $0.name.hasSuffix(BackupNaming.manifestSuffix) ? BackupNaming.stem(of: $0.name) : nil })
-        for object in objects where !object.name.hasSuffix(BackupNaming.manifestSuffix) {
-            guard let stem = BackupNaming.stem(of: object.name), !committedStems.contains(stem),
-                  BackupNaming.id(fromManifestName: stem + BackupNaming.manifestSuffix) != nil else { continue }
-            try storage.delete(object.name)
-            removed.append(object.name)
+        let names = Set(objects.map(\.name))
+        for marker in objects where marker.name.hasSuffix(BackupNaming.pruneMarkerSuffix) {
+            let stem = String(marker.name.dropLast(BackupNaming.pruneMarkerSuffix.count))
+            if !names.contains(stem + BackupNaming.manifestSuffix) {
+                for object in objects where object.name != marker.name && BackupNaming.stem(of: object.name) == stem {
+                    try storage.delete(object.name)
+                    removed.append(object.name)
+                }
+            }
+            try storage.delete(marker.name)
         }
         if !removed.isEmpty {
             events?.handle(.notice("removed \(removed.count) leftover file(s) of an interrupted run from \(storage.location)"))
+        }
+        let repairer = ManifestRepairer(storage: storage, cancellation: cancellation)
+        for damaged in try repairer.damagedManifests() where damaged.reason == "its manifest is missing" {
+            let outcome = try repairer.rebuild(archiveName: damaged.archive, id: damaged.id, reason: damaged.reason)
+            switch outcome.kind {
+            case .rebuilt:
+                events?.handle(.caution("backup \(damaged.id) had lost its manifest; it was rebuilt from the archive's own copy"))
+            case .unrecoverable:
+                // Set aside (never deleted): the name no longer looks like an archive.
+                let aside = damaged.archive + ".unrecoverable"
+                try storage.move(damaged.archive, to: aside)
+                events?.handle(.caution("\(damaged.archive) has no manifest and cannot be read (\(outcome.reason)); "
+                    + "it was set aside as \(aside) — delete it when you no longer need it"))
+            case .intact:
+                break
+            }
         }
     }
 }

@@ -28,7 +28,8 @@ public enum EngineError: Error, Sendable, Equatable, CustomStringConvertible {
         case .ambiguousReference(let reference, let candidates):
             return "'\(reference)' matches \(candidates.count) backups (\(candidates.prefix(5).joined(separator: ", "))); give more of the id"
         case .targetUnusable(let path, let reason): return "Cannot restore into '\(path)': \(reason)"
-        case .manifestUnreadable(let name, let reason): return "Cannot read the manifest \(name): \(reason)"
+        case .manifestUnreadable(let name, let reason):
+            return "Cannot read the manifest \(name): \(reason); run 'keepsake repair' to rebuild it from its archive"
         case .archiveMissing(let name, let backup, let destination):
             return "The archive \(name) of backup \(backup) is missing from \(destination); the backup cannot be restored (run 'keepsake verify')"
         case .stdinUnreadable(let reason): return "Cannot read standard input: \(reason)"

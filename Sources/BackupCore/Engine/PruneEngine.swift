@@ -247,6 +247,13 @@ public final class PruneEngine {
 
     /// Un-commits one backup (manifest first), then deletes its archive; returns the bytes freed.
     private func remove(_ removal: Removal) throws -> Int64 {
+        // The marker tells the next run that an archive without its manifest was being
+        // pruned (finish removing it), not a backup whose manifest was lost (rebuild it).
+        let marker = BackupNaming.stem(of: removal.manifest.name).map { $0 + BackupNaming.pruneMarkerSuffix }
+        if let marker {
+            let pending = try storage.create(marker)
+            try pending.commit()
+        }
         try storage.delete(removal.manifest.name)
         var freed = removal.manifest.size
         var problems: [String] = []
@@ -259,6 +266,9 @@ public final class PruneEngine {
             }
         }
         events?.handle(.notice("removed backup \(removal.id) (\(freed) bytes)"))
+        if problems.isEmpty, let marker {
+            try? storage.delete(marker)
+        }
         if !problems.isEmpty {
             events?.handle(.caution("backup \(removal.id) is no longer listed, but its archive could not be deleted ("
                 + problems.joined(separator: "; ") + "); the next backup removes it"))

@@ -191,8 +191,11 @@ public final class Verifier {
             for entry in expected.entries where entry.storedIn == nil && !seen.contains(entry.path) {
                 report.problems.append(PathWarning(kind: .damaged, path: entry.displayPath, reason: "missing from the archive"))
             }
-            if let innerManifest, innerManifest.entries != expected.entries || innerManifest.summary.id != expected.summary.id {
-                report.archiveProblems.append("the manifest inside \(name) differs from the one beside it")
+            var outer = expected.summary
+            outer.archive = nil
+            if let innerManifest, innerManifest.entries != expected.entries || innerManifest.summary != outer {
+                report.archiveProblems.append("the manifest inside \(name) differs from the one beside it"
+                    + (innerManifest.entries == expected.entries ? " (in its summary line)" : ""))
             } else if innerManifest == nil && report.archiveProblems.isEmpty {
                 report.archiveProblems.append("\(name) has no manifest inside; it is truncated")
             }

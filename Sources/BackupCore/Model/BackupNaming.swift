@@ -16,6 +16,10 @@ public enum BackupNaming {
     /// The manifest copy beside an archive ends with this.
     public static let manifestSuffix = ".manifest.jsonl"
 
+    /// Marks a backup prune is removing: written before its manifest is deleted, removed
+    /// after its archive is, so a crash in between is finished, not undone, by the next run.
+    public static let pruneMarkerSuffix = ".pruning"
+
     /// `HOST_ID.tar.zst`: host, time and id readable from the name.
     public static func archiveName(host: String, id: BackupID, compression: Compression) -> String {
         "\(host)_\(id.rawValue)\(compression.fileExtension)"

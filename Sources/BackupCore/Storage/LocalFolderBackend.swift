@@ -100,6 +100,17 @@ public final class LocalFolderBackend: StorageBackend {
         LocalFolderBackend.syncDirectory(path)
     }
 
+    public func move(_ name: String, to newName: String) throws {
+        try LocalFolderBackend.checkName(name)
+        try LocalFolderBackend.checkName(newName)
+        guard rename(path + "/" + name, path + "/" + newName) == 0 else {
+            let code = errno
+            if code == ENOENT { throw StorageError.notFound(name: name, destination: path) }
+            throw StorageError.io(name: path + "/" + name, operation: "rename", reason: FileDescriptorIO.message(code))
+        }
+        LocalFolderBackend.syncDirectory(path)
+    }
+
     public func acquireLock(_ owner: LockOwner) throws -> DestinationLock {
         let lockPath = path + "/" + LocalFolderBackend.lockName
         let text: String = owner.json.serialized() + "\n"

@@ -33,6 +33,9 @@ public protocol StorageBackend: AnyObject {
     /// Removes a committed object.
     func delete(_ name: String) throws
 
+    /// Gives a committed object another name (replacing an object of that name).
+    func move(_ name: String, to newName: String) throws
+
     /// Takes the destination's lock, or throws `LockError.held` naming the holder. A lock
     /// left by a process that no longer runs on this host is taken over; the returned
     /// handle then names the previous holder.

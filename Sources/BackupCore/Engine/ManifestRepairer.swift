@@ -1,0 +1,113 @@
+import Foundation
+
+/// Rebuilds the manifest beside an archive from the archive's own copy (its last entry),
+/// with the stored archive's size and SHA-256 measured while reading it. Used by
+/// `keepsake repair` and, for archives whose manifest is missing, by the next backup.
+/// The caller holds the destination lock.
+public final class ManifestRepairer {
+    // MARK: Dependencies
+
+    private let storage: StorageBackend
+    private let cancellation: CancellationFlag
+
+    /// A repairer for `storage`.
+    public init(storage: StorageBackend, cancellation: CancellationFlag) {
+        self.storage = storage
+        self.cancellation = cancellation
+    }
+
+    // MARK: Finding what needs repair
+
+    /// The archives whose manifest is missing or unreadable, with the reason; `only`
+    /// limits the check to those ids.
+    public func damagedManifests(only ids: Set<BackupID>? = nil) throws -> [(id: BackupID, archive: String, reason: String)] {
+        let objects = try storage.list()
+        let names = Set(objects.map(\.name))
+        var found: [(id: BackupID, archive: String, reason: String)] = []
+        for object in objects where !object.name.hasSuffix(BackupNaming.manifestSuffix) {
+            guard let stem = BackupNaming.stem(of: object.name),
+                  let id = BackupNaming.id(fromManifestName: stem + BackupNaming.manifestSuffix),
+                  ids?.contains(id) ?? true,
+                  !names.contains(stem + BackupNaming.pruneMarkerSuffix) else { continue }
+            let manifestName = stem + BackupNaming.manifestSuffix
+            guard names.contains(manifestName) else {
+                found.append((id, object.name, "its manifest is missing"))
+                continue
+            }
+            do {
+                let manifest = try Manifest.parse(try storage.readObject(manifestName))
+                if manifest.summary.id != id || manifest.summary.archive?.name != object.name {
+                    found.append((id, object.name, "its manifest names another backup or archive"))
+                }
+            } catch {
+                found.append((id, object.name, "its manifest cannot be read (\(error))"))
+            }
+        }
+        return found.sorted { $0.id < $1.id }
+    }
+
+    // MARK: Rebuilding
+
+    /// Reads `archiveName` whole and writes the manifest beside it from the archive's own
+    /// copy. Never overwrites anything when the archive's copy cannot be read.
+    public func rebuild(archiveName: String, id: BackupID, reason: String) throws -> RepairOutcome {
+        let source: ByteSource
+        do {
+            source = try storage.open(archiveName)
+        } catch {
+            return RepairOutcome(id: id, archiveName: archiveName, kind: .unrecoverable, reason: "cannot open it: \(error)")
+        }
+        defer { source.close() }
+        let hashing = HashingSource(source: source)
+        var inner: [UInt8]?
+        do {
+            let reader = try ArchiveReader(source: hashing, name: archiveName)
+            while let header = try reader.nextHeader() {
+                try cancellation.check()
+                if header.path == BackupNaming.manifestEntryPath {
+                    inner = try reader.readContent(limit: 1 << 31)
+                } else {
+                    try reader.skipContent()
+                }
+            }
+            try hashing.drain()
+        } catch let error as EngineError {
+            throw error
+        } catch {
+            return RepairOutcome(id: id, archiveName: archiveName, kind: .unrecoverable,
+                                 reason: "the archive cannot be read to its end (\(error))")
+        }
+        guard let inner else {
+            return RepairOutcome(id: id, archiveName: archiveName, kind: .unrecoverable,
+                                 reason: "the archive holds no manifest (it is not a Keepsake archive, or it is truncated)")
+        }
+        let manifest: Manifest
+        do {
+            manifest = try Manifest.parse(inner)
+        } catch {
+            return RepairOutcome(id: id, archiveName: archiveName, kind: .unrecoverable,
+                                 reason: "the archive's own manifest cannot be read (\(error))")
+        }
+        guard manifest.summary.id == id else {
+            return RepairOutcome(id: id, archiveName: archiveName, kind: .unrecoverable,
+                                 reason: "the archive's manifest belongs to backup \(manifest.summary.id), not \(id)")
+        }
+        var summary = manifest.summary
+        summary.archive = .init(name: archiveName, size: hashing.count, sha256: hashing.finalizeHex())
+        // The entry lines are copied as they are; only the summary line gains the archive facts.
+        let entries = inner.firstIndex(of: UInt8(ascii: "\n")).map { Array(inner[($0 + 1)...]) } ?? []
+        guard let stem = BackupNaming.stem(of: archiveName) else {
+            return RepairOutcome(id: id, archiveName: archiveName, kind: .unrecoverable, reason: "not an archive name")
+        }
+        let pending = try storage.create(stem + BackupNaming.manifestSuffix)
+        do {
+            try Array((summary.json.serialized() + "\n").utf8).withUnsafeBytes { try pending.write($0) }
+            try entries.withUnsafeBytes { try pending.write($0) }
+            try pending.commit()
+        } catch {
+            pending.abort()
+            throw error
+        }
+        return RepairOutcome(id: id, archiveName: archiveName, kind: .rebuilt, reason: reason)
+    }
+}

@@ -1,0 +1,84 @@
+import BackupCore
+import Foundation
+import TerminalUI
+
+/// `keepsake repair`: rebuilds lost or damaged manifests from the archives' own copies.
+struct RepairCommand: KeepsakeCommand {
+    // MARK: Spec
+
+    static let spec = CommandSpec(
+        name: "repair",
+        abstract: "Rebuild manifests that are missing or damaged from the archives' own copies.",
+        discussion: "Every archive carries its manifest as its last entry. When the copy beside the archive is missing, unreadable, or names another backup, repair reads the archive whole, measures its size and SHA-256, and writes the manifest beside it again. A manifest that reads fine is never touched. Exit 4 when an archive's own manifest cannot be read either.",
+        arguments: [ArgumentSpec(name: "BACKUP", help: "Backup ids or unique prefixes to check; all archives when none.",
+                                 optional: true, repeating: true)],
+        options: [CommonOptions.dest] + CommonOptions.global,
+        examples: [
+            .init(command: "keepsake repair", explanation: "Check every archive's manifest and rebuild the ones that need it."),
+        ]
+    )
+
+    private let references: [String]
+    private let destinationOption: String?
+
+    init(arguments: ParsedArguments, context: CommandContext) throws {
+        references = arguments.positionals
+        destinationOption = arguments.value("dest")
+    }
+
+    // MARK: Running
+
+    func run(context: CommandContext) throws -> ExitCode {
+        let storage = context.destination(destinationOption)
+        let lock = try storage.acquireLock(.current(operation: "repair"))
+        defer { lock.release() }
+        let repairer = ManifestRepairer(storage: storage, cancellation: context.cancellation)
+        var damaged = try repairer.damagedManifests()
+        if !references.isEmpty {
+            var chosen: [(id: BackupID, archive: String, reason: String)] = []
+            for reference in references {
+                let matches = damaged.filter { $0.id.rawValue.hasPrefix(reference) }
+                if matches.isEmpty {
+                    // A backup whose manifest is fine is not an error: there is nothing to do.
+                    _ = try? BackupCatalog(storage: storage).resolve(reference)
+                }
+                chosen.append(contentsOf: matches.filter { match in !chosen.contains { $0.id == match.id } })
+            }
+            damaged = chosen
+        }
+        var outcomes: [RepairOutcome] = []
+        for item in damaged {
+            outcomes.append(try repairer.rebuild(archiveName: item.archive, id: item.id, reason: item.reason))
+        }
+        let failed = outcomes.filter { $0.kind == .unrecoverable }
+        let code: ExitCode = failed.isEmpty ? .success : .integrity
+        if context.json {
+            context.printJSON(.object(JSONObject([
+                ("destination", .string(storage.location)),
+                ("repairs", .array(outcomes.map { outcome in
+                    .object(JSONObject([
+                        ("id", .string(outcome.id.rawValue)),
+                        ("archive", .string(outcome.archiveName)),
+                        ("result", .string(outcome.kind.rawValue)),
+                        ("reason", .string(outcome.reason)),
+                    ]))
+                })),
+                ("exit_code", .int(Int64(code.rawValue))),
+            ])))
+            return code
+        }
+        for outcome in outcomes {
+            let badge = outcome.kind == .rebuilt ? Badge("REBUILT", role: .success, emphasis: .small)
+                : Badge("UNRECOVERABLE", role: .danger, emphasis: .small)
+            context.printLine("\(badge.text(in: context.out)) \(outcome.id.rawValue)  \(outcome.archiveName): \(outcome.reason)")
+        }
+        if !context.quiet {
+            if outcomes.isEmpty {
+                context.printLine("Every manifest in \(storage.location) is intact; nothing to repair.")
+            } else {
+                context.printLine("Rebuilt \(outcomes.count - failed.count) manifest(s); \(failed.count) could not be rebuilt.")
+            }
+        }
+        return code
+    }
+}
