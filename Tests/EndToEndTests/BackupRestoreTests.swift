@@ -46,9 +46,9 @@ final class BackupRestoreTests: EndToEndTestCase {
                        "expected the content once and \(tree.hardLinks.count - 1) hard-link entries:\n\(verbose.stdoutText)")
         XCTAssertTrue(linkLines.allSatisfy { $0.contains(" link to ") }, "\(linkLines)")
 
-        // Restore and compare.
+        // Restore and compare (as root, --same-owner keeps the setuid bit too).
         let target = path("target")
-        let restore = try run(["restore", "latest", "--dest", dest, "--target", target])
+        let restore = try run(["restore", "latest", "--dest", dest, "--target", target] + (geteuid() == 0 ? ["--same-owner"] : []))
         assertExit(restore, 0)
         let restoredRoot = restored(tree.root, into: target)
         var options = TreeComparison.Options()
@@ -190,5 +190,20 @@ final class BackupRestoreTests: EndToEndTestCase {
                               stdin: Data("x".utf8))
         XCTAssertNotEqual(outcome.exitCode, 0, "a stdin name with '..' must be refused:\n\(outcome)")
         XCTAssertTrue(outcome.stderrText.contains("../escape.sql"), "\(outcome)")
+    }
+
+    func testSetuidBitsAreDroppedUnlessSameOwnerIsAsked() throws {
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["tool": "#!/bin/sh\n"])
+        try toolSucceeds("chmod", ["4755", source + "/tool"])
+        let dest = path("dest")
+        try backup([source], dest: dest)
+        let plain = try run(["restore", "latest", "--dest", dest, "--target", path("plain")])
+        assertExit(plain, 0)
+        XCTAssertTrue(plain.stderrText.contains("setuid/setgid bits dropped"), plain.stderrText)
+        XCTAssertEqual(RawFileSystem.lstat(RawFileSystem.bytes(restored(source, into: path("plain")) + "/tool")).map { $0.st_mode & 0o7777 }, 0o755)
+        guard geteuid() == 0 else { return }
+        assertExit(try run(["restore", "latest", "--dest", dest, "--target", path("kept"), "--same-owner"]), 0)
+        XCTAssertEqual(RawFileSystem.lstat(RawFileSystem.bytes(restored(source, into: path("kept")) + "/tool")).map { $0.st_mode & 0o7777 }, 0o4755)
     }
 }

@@ -21,15 +21,19 @@ public struct RestoreRequest: Sendable {
     public var dryRun: Bool
     /// Restore owners and setuid/setgid bits (the default for root, as with tar).
     public var preserveOwnership: Bool
+    /// Also restore setuid/setgid bits and device files (`--same-owner`; root only). Off by
+    /// default: an archive should not be able to plant a setuid program or a raw disk node.
+    public var restoreSpecialFiles: Bool
 
     /// Creates a request.
     public init(target: String, selections: [String] = [], overwrite: OverwritePolicy = .never, dryRun: Bool = false,
-                preserveOwnership: Bool = geteuid() == 0) {
+                preserveOwnership: Bool = geteuid() == 0, restoreSpecialFiles: Bool = false) {
         self.target = target
         self.selections = selections
         self.overwrite = overwrite
         self.dryRun = dryRun
         self.preserveOwnership = preserveOwnership
+        self.restoreSpecialFiles = restoreSpecialFiles && preserveOwnership
     }
 }
 

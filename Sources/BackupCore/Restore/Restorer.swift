@@ -364,9 +364,9 @@ public final class Restorer {
             try restoreHardLink(header, components: components, path: path, parentFD: parentFD,
                                 deferred: expected == nil, target: target)
         case .fifo, .characterDevice, .blockDevice:
-            guard header.type == .fifo || request.preserveOwnership else {
+            guard header.type == .fifo || request.restoreSpecialFiles else {
                 result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path),
-                                                   reason: "device files are restored only by root"))
+                                                   reason: "device files are restored only with --same-owner, as root"))
                 return
             }
             let temporary = RestoreTarget.temporaryName()
@@ -576,8 +576,12 @@ public final class Restorer {
             let gid = header.groupName.flatMap(UserNames.shared.groupID(named:)) ?? header.gid
             if fchown(fd, uid, gid) != 0 { metadataProblem(path, "owner", errno) }
         }
-        // Without ownership, setuid/setgid would grant the restoring user's rights instead.
-        let mode = request.preserveOwnership ? header.permissions : header.permissions & 0o1777
+        // setuid/setgid only when asked for (as root): a backup must not plant privileged programs.
+        let mode = request.restoreSpecialFiles ? header.permissions : header.permissions & 0o1777
+        if mode != header.permissions {
+            result.warnings.append(PathWarning(kind: .metadata, path: PathBytes.display(path),
+                                               reason: "setuid/setgid bits dropped (restore with --same-owner as root to keep them)"))
+        }
         if fchmod(fd, mode_t(mode)) != 0 { metadataProblem(path, "permissions", errno) }
         for attribute in header.xattrs {
             let status = attribute.value.withUnsafeBytes { ks_fsetxattr(fd, attribute.name, $0.baseAddress, $0.count, 0) }
