@@ -25,6 +25,8 @@ final class ArchiveSession {
     /// The parent backup of an incremental run: its id and its regular files by path.
     private let parent: ParentFiles?
     private let chain: ChainPolicy
+    /// See `BackupRequest.readPause`.
+    var readPause: TimeInterval = 0
     private var holders = Set<BackupID>()
     private var newFiles: Int64 = 0
     private var newBytes: Int64 = 0
@@ -179,6 +181,7 @@ final class ArchiveSession {
     /// Stores a regular file's content. Returns nil (after a warning) when it cannot be opened.
     private func addFile(_ item: ScannedItem, header: ArchiveEntryHeader) throws -> (size: Int64, sha256: String, mtime: Int64)? {
         let path = PathBytes.display(item.absolutePath)
+        pauseForTests()
         var fd = PathBytes.withCString(item.name) { openat(item.parentFD, $0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | KS_O_NOATIME) }
         if fd < 0 && errno == EPERM {
             // KS_O_NOATIME is only allowed on one's own files.
@@ -235,6 +238,7 @@ final class ArchiveSession {
                 hasher.update(chunk)
                 try writer.writeData(chunk, path: header.path)
                 position += Int64(count)
+                pauseForTests()
                 if position & ((1 << 26) - 1) < Int64(count) { reportProgress(item.archivePath, force: false) }
             }
             if problem != nil { break }
@@ -248,6 +252,10 @@ final class ArchiveSession {
         if let problem { warn(problem) }
         let mtime = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
         return (size, hasher.finalizeHex(), mtime)
+    }
+
+    private func pauseForTests() {
+        if readPause > 0 { usleep(useconds_t(min(readPause, 10) * 1_000_000)) }
     }
 
     /// Feeds `count` zero bytes (a hole, or padding) to the hash and the archive.

@@ -76,6 +76,7 @@ public final class BackupEngine {
                                            level: request.level, threads: request.threads)
             let session = try ArchiveSession(writer: writer, cancellation: cancellation, events: events,
                                              parent: parent.map(ParentFiles.init(manifest:)), chain: request.chain, warn: warn)
+            session.readPause = request.readPause
             if let stdinName = request.stdinName {
                 try session.addStandardInput(name: stdinName, now: request.now)
             } else {

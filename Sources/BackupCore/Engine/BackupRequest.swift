@@ -56,6 +56,9 @@ public struct BackupRequest: Sendable {
     public var toolVersion: String
     /// The backup's creation time (injectable for tests).
     public var now: Date
+    /// A pause before each file is opened and after each MiB read, for fault-injection tests
+    /// that change sources while a backup reads them (0 in normal use).
+    public var readPause: TimeInterval = 0
 
     /// Creates a request.
     public init(sources: [String], stdinName: String? = nil, compression: Compression = .zstd, level: Int? = nil,

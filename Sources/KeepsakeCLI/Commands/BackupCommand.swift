@@ -56,7 +56,7 @@ struct BackupCommand: KeepsakeCommand {
 
     // MARK: Validated options
 
-    private let request: BackupRequest
+    private var request: BackupRequest
     private let destinationOption: String?
     private let progress: Bool
 
@@ -147,6 +147,10 @@ struct BackupCommand: KeepsakeCommand {
                               oneFileSystem: arguments.flag("one-file-system")),
             chain: chain,
             dryRun: arguments.flag("dry-run"), toolVersion: "keepsake \(KeepsakeCLI.version)")
+        // Fault-injection tests slow reading down to change sources mid-run (see README).
+        if let pause = context.environment["KEEPSAKE_TEST_READ_PAUSE_MS"].flatMap(Double.init), pause > 0 {
+            request.readPause = pause / 1000
+        }
         destinationOption = arguments.value("dest")
         progress = arguments.flag("progress")
     }
