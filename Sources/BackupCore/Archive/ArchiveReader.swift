@@ -10,6 +10,8 @@ public final class ArchiveReader {
     private let input: SourceBox
     /// The archive's name, for messages.
     public let name: String
+    /// What libarchive warned about while reading (not damage).
+    public private(set) var warnings: [String] = []
 
     /// Feeds libarchive from the source; keeps the first error the source threw.
     private final class SourceBox {
@@ -70,6 +72,17 @@ public final class ArchiveReader {
             let status = archive_read_next_header(archive, &entry)
             if status == ARCHIVE_EOF { return nil }
             if status < ARCHIVE_WARN || entry == nil { throw failure() }
+            if status == ARCHIVE_WARN {
+                // libarchive skips a header with a bad checksum and says so only as a
+                // warning; that is damage, not a detail (other warnings, such as names it
+                // cannot convert, are kept for the caller).
+                let message = LibarchiveSetup.errorMessage(archive)
+                let lowered = message.lowercased()
+                if lowered.contains("damaged") || lowered.contains("checksum") || lowered.contains("truncated") {
+                    throw ArchiveError.damaged(archive: name, reason: message)
+                }
+                warnings.append(message)
+            }
             guard let entry else { throw failure() }
             // Entries without a usable name cannot be restored or listed; skip them.
             if let header = ArchiveEntryHeader(entry: entry) { return header }

@@ -12,11 +12,15 @@ public enum ArchiveFileInspector {
     /// The manifest copy beside an archive file (`X.manifest.jsonl` for `X.tar.zst`), if
     /// there is one and it reads cleanly.
     public static func sidecarManifest(forArchiveAt path: String) -> Manifest? {
+        sidecarData(forArchiveAt: path).flatMap { try? Manifest.parse($0) }
+    }
+
+    /// The raw bytes of the manifest copy beside an archive file, if there is one.
+    public static func sidecarData(forArchiveAt path: String) -> [UInt8]? {
         let url = URL(fileURLWithPath: path)
         guard let name = BackupNaming.sidecarName(forArchive: url.lastPathComponent) else { return nil }
         let sidecar = url.deletingLastPathComponent().appendingPathComponent(name).path
-        guard let data = FileManager.default.contents(atPath: sidecar) else { return nil }
-        return try? Manifest.parse([UInt8](data))
+        return FileManager.default.contents(atPath: sidecar).map { [UInt8]($0) }
     }
 
     /// The archive file of backup `id` in the same folder as the archive at `path`

@@ -54,6 +54,13 @@ final class ArchiveSession {
         buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: ArchiveSession.bufferSize, alignment: 4096)
     }
 
+    /// Writes the marker folder that opens every Keepsake archive.
+    func writeMarker(now: Date) throws {
+        try writer.writeHeader(ArchiveEntryHeader(path: BackupNaming.markerEntryPath, type: .directory, permissions: 0o755,
+                                                  uid: geteuid(), gid: getegid(),
+                                                  mtimeSeconds: Int64(now.timeIntervalSince1970.rounded(.down))))
+    }
+
     deinit { buffer.deallocate() }
 
     // MARK: Items

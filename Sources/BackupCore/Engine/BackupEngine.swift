@@ -77,6 +77,7 @@ public final class BackupEngine {
             let session = try ArchiveSession(writer: writer, cancellation: cancellation, events: events,
                                              parent: parent.map(ParentFiles.init(manifest:)), chain: request.chain, warn: warn)
             session.readPause = request.readPause
+            try session.writeMarker(now: request.now)
             if let stdinName = request.stdinName {
                 try session.addStandardInput(name: stdinName, now: request.now)
             } else {

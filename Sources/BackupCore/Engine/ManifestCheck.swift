@@ -15,6 +15,17 @@ enum ManifestCheck {
         return nil
     }
 
+    /// What in an archive header's metadata disagrees with the manifest entry (mode, owner,
+    /// modification time), if anything.
+    static func metadataMismatch(_ header: ArchiveEntryHeader, _ entry: ManifestEntry) -> String? {
+        if header.permissions != entry.mode { return "mode differs from the manifest" }
+        if header.uid != entry.uid || header.gid != entry.gid { return "owner differs from the manifest" }
+        if header.type != .hardlink, header.mtimeTotalNanoseconds != entry.mtimeNanoseconds {
+            return "modification time differs from the manifest"
+        }
+        return nil
+    }
+
     private static let zeros = [UInt8](repeating: 0, count: 1 << 16)
 
     /// Feeds `count` zero bytes to a hash (the holes of a sparse file).
@@ -43,5 +54,55 @@ enum ManifestCheck {
         }
         if end < declaredSize { hashZeros(declaredSize - end, into: hasher) }
         return (hasher.finalizeHex(), max(end, declaredSize))
+    }
+
+    // MARK: Whole manifests
+
+    /// True when the manifest beside an archive says exactly what the one inside says: the
+    /// same entry lines byte for byte, and the same summary line once the archive facts
+    /// (which only the copy beside can know) are left out.
+    static func sameManifest(inside: [UInt8], beside: [UInt8]) -> Bool {
+        guard let insideBreak = inside.firstIndex(of: UInt8(ascii: "\n")),
+              let besideBreak = beside.firstIndex(of: UInt8(ascii: "\n")) else { return false }
+        guard inside[(insideBreak + 1)...].elementsEqual(beside[(besideBreak + 1)...]) else { return false }
+        // Byte for byte: a damaged key that parses to a default value must not slip through.
+        let besideLine = Array(beside[..<besideBreak])
+        guard let facts = (try? Manifest.parseSummary(besideLine))?.archive,
+              inside[..<insideBreak].last == UInt8(ascii: "}") else { return false }
+        var expected = Array(inside[..<(insideBreak - 1)])
+        expected.append(contentsOf: Array(",\"archive\":".utf8))
+        expected.append(contentsOf: Array(facts.json.serialized().utf8))
+        expected.append(UInt8(ascii: "}"))
+        return besideLine == expected
+    }
+
+    /// True when SHA256SUMS lists exactly the files (and hard links) the archive holds, with
+    /// the manifest's SHA-256 for each.
+    static func checksumsMatch(_ checksums: [UInt8], manifest: Manifest) -> Bool {
+        var listed: [[UInt8]: String] = [:]
+        for line in checksums.split(separator: UInt8(ascii: "\n")) {
+            var bytes = Array(line)
+            let escaped = bytes.first == UInt8(ascii: "\\")
+            if escaped { bytes.removeFirst() }
+            guard bytes.count > 66, bytes[64] == 32, bytes[65] == 32 else { return false }
+            let hash = String(decoding: bytes[0..<64], as: UTF8.self)
+            var path: [UInt8] = []
+            var index = 66
+            while index < bytes.count {
+                if escaped, bytes[index] == UInt8(ascii: "\\"), index + 1 < bytes.count {
+                    path.append(bytes[index + 1] == UInt8(ascii: "n") ? 10 : bytes[index + 1])
+                    index += 2
+                } else {
+                    path.append(bytes[index])
+                    index += 1
+                }
+            }
+            listed[path] = hash
+        }
+        var expected: [[UInt8]: String] = [:]
+        for entry in manifest.entries where entry.storedIn == nil && (entry.type == .file || entry.type == .hardlink) {
+            if let sha = entry.sha256 { expected[entry.path] = sha }
+        }
+        return listed == expected
     }
 }

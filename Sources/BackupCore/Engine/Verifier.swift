@@ -61,10 +61,12 @@ public final class Verifier {
     private func verifyUncached(_ item: BackupCatalog.Item, in storage: StorageBackend) throws -> VerifyReport {
         var report = VerifyReport(id: item.id, name: item.manifestName)
         let manifest: Manifest
+        let raw: [UInt8]
         do {
-            manifest = try BackupCatalog(storage: storage).manifest(of: item)
-        } catch let error as EngineError {
-            report.archiveProblems.append(error.description)
+            raw = try storage.readObject(item.manifestName)
+            manifest = try Manifest.parse(raw)
+        } catch {
+            report.archiveProblems.append(EngineError.manifestUnreadable(name: item.manifestName, reason: "\(error)").description)
             return report
         }
         guard let facts = manifest.summary.archive else {
@@ -81,19 +83,26 @@ public final class Verifier {
         }
         defer { source.close() }
         let hashing = HashingSource(source: source)
-        try check(hashing, name: facts.name, expected: manifest, report: &report)
+        try check(hashing, name: facts.name, expected: manifest, expectedRaw: raw, report: &report)
+        compareWhole(hashing, facts: facts, name: facts.name, report: &report)
+        try checkEarlierArchives(manifest, in: storage, report: &report)
+        return report
+    }
+
+    /// Reads what is left of the archive and compares its size and SHA-256 with what was
+    /// recorded when it was stored: this catches damage in places no entry covers.
+    private func compareWhole(_ hashing: HashingSource, facts: BackupSummary.ArchiveFacts, name: String,
+                              report: inout VerifyReport) {
         do {
             try hashing.drain()
             if hashing.count != facts.size {
-                report.archiveProblems.append("\(facts.name) is \(hashing.count) bytes but was stored as \(facts.size) bytes")
+                report.archiveProblems.append("\(name) is \(hashing.count) bytes but was stored as \(facts.size) bytes")
             } else if hashing.finalizeHex() != facts.sha256 {
-                report.archiveProblems.append("\(facts.name) does not match the SHA-256 recorded when it was stored")
+                report.archiveProblems.append("\(name) does not match the SHA-256 recorded when it was stored")
             }
         } catch {
-            report.archiveProblems.append("cannot read \(facts.name) to its end: \(error)")
+            report.archiveProblems.append("cannot read \(name) to its end: \(error)")
         }
-        try checkEarlierArchives(manifest, in: storage, report: &report)
-        return report
     }
 
     /// For an incremental backup: every backup it takes unchanged files from must be
@@ -127,10 +136,16 @@ public final class Verifier {
         }
     }
 
-    /// Verifies a lone archive file against its own manifest (or the one beside it).
-    public func verify(archive source: ByteSource, name: String, sidecar: Manifest?) throws -> VerifyReport {
-        var report = VerifyReport(id: sidecar?.summary.id, name: name)
-        try check(source, name: name, expected: sidecar, report: &report)
+    /// Verifies a lone archive file against its own manifest, or against the manifest
+    /// beside it (`sidecar`, its raw bytes), including the archive's recorded size and SHA-256.
+    public func verify(archive source: ByteSource, name: String, sidecar: [UInt8]?) throws -> VerifyReport {
+        let manifest = sidecar.flatMap { try? Manifest.parse($0) }
+        var report = VerifyReport(id: manifest?.summary.id, name: name)
+        let hashing = HashingSource(source: source)
+        try check(hashing, name: name, expected: manifest, expectedRaw: manifest == nil ? nil : sidecar, report: &report)
+        if let facts = manifest?.summary.archive {
+            compareWhole(hashing, facts: facts, name: name, report: &report)
+        }
         return report
     }
 
@@ -139,11 +154,15 @@ public final class Verifier {
     /// Reads the archive front to back. With `expected` known, each file is checked as it
     /// comes; otherwise digests are collected and checked against the archive's own
     /// manifest at the end.
-    private func check(_ source: ByteSource, name: String, expected: Manifest?, report: inout VerifyReport) throws {
+    private func check(_ source: ByteSource, name: String, expected: Manifest?, expectedRaw: [UInt8]?,
+                       report: inout VerifyReport) throws {
         let index = expected?.index()
         var digests: [[UInt8]: (sha256: String?, header: ArchiveEntryHeader)] = [:]
         var seen = Set<[UInt8]>()
         var innerManifest: Manifest?
+        var innerRaw: [UInt8]?
+        var checksums: [UInt8]?
+        var sawMarker = false
         var current = "the start of the archive"
         do {
             let reader = try ArchiveReader(source: source, name: name)
@@ -152,6 +171,7 @@ public final class Verifier {
                 current = PathBytes.display(header.path)
                 if header.path == BackupNaming.manifestEntryPath {
                     let bytes = try reader.readContent(limit: 1 << 31)
+                    innerRaw = bytes
                     do {
                         innerManifest = try Manifest.parse(bytes)
                     } catch {
@@ -160,6 +180,11 @@ public final class Verifier {
                     continue
                 }
                 if header.path == BackupNaming.checksumsEntryPath {
+                    checksums = try reader.readContent(limit: 1 << 31)
+                    continue
+                }
+                if header.path == BackupNaming.markerEntryPath {
+                    sawMarker = true
                     try reader.skipContent()
                     continue
                 }
@@ -191,11 +216,8 @@ public final class Verifier {
             for entry in expected.entries where entry.storedIn == nil && !seen.contains(entry.path) {
                 report.problems.append(PathWarning(kind: .damaged, path: entry.displayPath, reason: "missing from the archive"))
             }
-            var outer = expected.summary
-            outer.archive = nil
-            if let innerManifest, innerManifest.entries != expected.entries || innerManifest.summary != outer {
-                report.archiveProblems.append("the manifest inside \(name) differs from the one beside it"
-                    + (innerManifest.entries == expected.entries ? " (in its summary line)" : ""))
+            if let innerRaw, let expectedRaw, !ManifestCheck.sameManifest(inside: innerRaw, beside: expectedRaw) {
+                report.archiveProblems.append("the manifest inside \(name) differs from the one beside it")
             } else if innerManifest == nil && report.archiveProblems.isEmpty {
                 report.archiveProblems.append("\(name) has no manifest inside; it is truncated")
             }
@@ -209,8 +231,16 @@ public final class Verifier {
             for entry in innerManifest.entries where entry.storedIn == nil && digests[entry.path] == nil {
                 report.problems.append(PathWarning(kind: .damaged, path: entry.displayPath, reason: "missing from the archive"))
             }
+        } else if sawMarker {
+            if report.archiveProblems.isEmpty {
+                report.archiveProblems.append("\(name) is a Keepsake archive but ends before its manifest: it is truncated or damaged")
+            }
         } else if report.archiveProblems.isEmpty {
             report.unverifiable = true
+        }
+        if let manifest = expected ?? innerManifest, let checksums,
+           !ManifestCheck.checksumsMatch(checksums, manifest: manifest) {
+            report.archiveProblems.append("the SHA256SUMS inside \(name) differs from its manifest")
         }
         report.problems.sort { $0.path < $1.path }
     }
@@ -222,6 +252,10 @@ public final class Verifier {
         } else if header.type == .file, let expected = entry?.sha256, expected != sha {
             report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(header.path),
                                                reason: "content does not match its SHA-256 in the manifest"))
+        } else if let entry, let problem = ManifestCheck.metadataMismatch(header, entry) {
+            // A damaged pax header is skipped by tar readers: times lose their nanoseconds.
+            report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(header.path),
+                                               reason: "its tar header is damaged (\(problem))"))
         }
     }
 

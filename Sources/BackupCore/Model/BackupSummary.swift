@@ -56,6 +56,11 @@ public struct BackupSummary: Sendable, Equatable {
             self.size = size
             self.sha256 = sha256
         }
+
+        /// The facts as the summary line writes them.
+        public var json: JSONValue {
+            .object(JSONObject([("name", .string(name)), ("size", .int(size)), ("sha256", .string(sha256))]))
+        }
     }
 
     /// Creates a summary.
@@ -126,13 +131,8 @@ public struct BackupSummary: Sendable, Equatable {
         object["new_bytes"] = .int(newBytes)
         if let reliesOn { object["relies_on"] = .array(reliesOn.map { .string($0.rawValue) }) }
         object["tool"] = .string(toolVersion)
-        if let archive {
-            object["archive"] = .object(JSONObject([
-                ("name", .string(archive.name)),
-                ("size", .int(archive.size)),
-                ("sha256", .string(archive.sha256)),
-            ]))
-        }
+        // Last, so the copy beside the archive is the inside copy's line plus this key.
+        if let archive { object["archive"] = archive.json }
         return .object(object)
     }
 

@@ -42,6 +42,8 @@ public final class Restorer {
     private var directoryFixes: [DirectoryFix] = []
     private var lastProgress = Date.distantPast
     private var targetPath = ""
+    /// Added to the names of files restored from a damaged archive that has no manifest.
+    public static let unverifiedSuffix = ".unverified"
     /// Hard-link targets left out by the selection → the first selected name of each: the
     /// content is restored under that name instead, and further names link to it.
     private var redirects: [[UInt8]: [UInt8]] = [:]
@@ -108,7 +110,8 @@ public final class Restorer {
             }
             if let final { result.backupID = final.summary.id }
             if let target {
-                commitPendings(target: target, index: manifest == nil ? final?.index() : nil, hasManifest: final != nil)
+                commitPendings(target: target, index: manifest == nil ? final?.index() : nil, hasManifest: final != nil,
+                               restoreSpecialFiles: request.restoreSpecialFiles)
             } else if manifest == nil {
                 result.plainTarball = inner == nil && result.archiveProblem == nil
             }
@@ -149,19 +152,26 @@ public final class Restorer {
     private func readArchive(_ source: ByteSource, name: String, holder: BackupID?, expected: [[UInt8]: ManifestEntry]?,
                              seen: inout Set<[UInt8]>, context: PhaseContext) throws -> [UInt8]? {
         var innerManifest: [UInt8]?
+        var sawMarker = false
+        var sawManifest = false
         do {
             let reader = try ArchiveReader(source: source, name: name)
             while let header = try reader.nextHeader() {
                 try cancellation.check()
                 if BackupNaming.isMetadataEntry(header.path) {
-                    if header.path == BackupNaming.manifestEntryPath, expected == nil {
-                        innerManifest = try reader.readContent(limit: 1 << 31)
+                    if header.path == BackupNaming.manifestEntryPath {
+                        sawManifest = true
+                        if expected == nil { innerManifest = try reader.readContent(limit: 1 << 31) } else { try reader.skipContent() }
                     } else {
+                        if header.path == BackupNaming.markerEntryPath { sawMarker = true }
                         try reader.skipContent()
                     }
                     continue
                 }
                 try restoreEntry(header, reader: reader, holder: holder, expected: expected, seen: &seen, context: context)
+            }
+            if sawMarker && !sawManifest {
+                noteArchiveProblem("\(name) is a Keepsake archive but ends before its manifest: it is truncated or damaged")
             }
         } catch let failure as ArchiveError {
             noteArchiveProblem(failure.description)
@@ -261,9 +271,13 @@ public final class Restorer {
                 return
             }
             header = Restorer.header(header, describedBy: entry)
-        } else if let entry = expected?[archivePath], entry.storedIn != nil {
-            try reader.skipContent()
-            return
+        } else if let entry = expected?[archivePath] {
+            if entry.storedIn != nil {
+                try reader.skipContent()
+                return
+            }
+            // The manifest is the record: a damaged tar header must not change the metadata.
+            if header.type == .file || header.type == .directory { header = Restorer.header(header, describedBy: entry) }
         }
         if !selection.matches(path, isDirectory: header.type == .directory) {
             // A file left out whose other (selected) name is a hard link: restore it there.
@@ -521,7 +535,8 @@ public final class Restorer {
 
     /// Places the files that waited for the archive's own manifest (`index`); with no
     /// manifest at all (a plain tarball), they are placed unverified.
-    private func commitPendings(target: RestoreTarget, index: [[UInt8]: ManifestEntry]?, hasManifest: Bool) {
+    private func commitPendings(target: RestoreTarget, index: [[UInt8]: ManifestEntry]?, hasManifest: Bool,
+                                restoreSpecialFiles: Bool) {
         var failed = Set<[UInt8]>()
         for pending in pendings {
             guard let parentFD = try? target.directory(pending.components.dropLast(), create: false) else { continue }
@@ -537,13 +552,24 @@ public final class Restorer {
                     problem = "not in the backup's manifest; not restored"
                 }
             }
+            if problem == nil, pending.linkOf == nil, let entry = index?[pending.path] {
+                // Mode and time from the manifest, in case the archive's header was damaged.
+                Restorer.applyRecordedModeAndTime(entry, name: pending.temporaryName, parentFD: parentFD,
+                                                  keepSpecialBits: restoreSpecialFiles)
+            }
             if let problem {
                 failed.insert(pending.path)
                 RestoreTarget.remove(pending.temporaryName, in: parentFD)
                 result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(pending.path), reason: problem))
                 continue
             }
-            if RestoreTarget.rename(pending.temporaryName, to: pending.components[pending.components.count - 1], in: parentFD) != 0 {
+            // Without a manifest and with the archive damaged, nothing proves a file intact:
+            // it lands beside its final name, marked, never under it.
+            var finalName = pending.components[pending.components.count - 1]
+            if !hasManifest && result.archiveProblem != nil {
+                finalName += Array(Restorer.unverifiedSuffix.utf8)
+            }
+            if RestoreTarget.rename(pending.temporaryName, to: finalName, in: parentFD) != 0 {
                 RestoreTarget.remove(pending.temporaryName, in: parentFD)
                 result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(pending.path),
                                                    reason: FileDescriptorIO.message(errno)))
@@ -555,6 +581,19 @@ public final class Restorer {
         if !hasManifest { result.plainTarball = result.archiveProblem == nil }
         pendings = []
         pendingIndex = [:]
+    }
+
+    /// Applies a manifest entry's mode and modification time to a file by name.
+    private static func applyRecordedModeAndTime(_ entry: ManifestEntry, name: [UInt8], parentFD: Int32,
+                                                 keepSpecialBits: Bool) {
+        let seconds = entry.mtimeNanoseconds >= 0 ? entry.mtimeNanoseconds / 1_000_000_000
+            : (entry.mtimeNanoseconds - 999_999_999) / 1_000_000_000
+        var times = [timespec(tv_sec: 0, tv_nsec: KS_UTIME_NOW),
+                     timespec(tv_sec: time_t(seconds), tv_nsec: Int(entry.mtimeNanoseconds - seconds * 1_000_000_000))]
+        PathBytes.withCString(name) { cName in
+            _ = fchmodat(parentFD, cName, mode_t(keepSpecialBits ? entry.mode : entry.mode & 0o1777), 0)
+            _ = utimensat(parentFD, cName, &times, AT_SYMLINK_NOFOLLOW)
+        }
     }
 
     /// Removes every temporary file still waiting (after a fatal error).

@@ -171,8 +171,11 @@ struct RestoreCommand: KeepsakeCommand {
         }
         if result.plainTarball {
             items.append(.init("Checked", "no manifest in this archive: contents could not be verified", valueRole: .warning))
+        } else if result.unverifiedFiles > 0 && result.archiveProblem != nil {
+            items.append(.init("Checked", "the archive is damaged before its manifest: \(result.unverifiedFiles) files could not be checked "
+                + "and were restored as NAME\(Restorer.unverifiedSuffix); look at them before you trust them", valueRole: .warning))
         } else if result.unverifiedFiles > 0 {
-            items.append(.init("Checked", "\(result.unverifiedFiles) files restored without verification (the manifest was not reached)", valueRole: .warning))
+            items.append(.init("Checked", "\(result.unverifiedFiles) files restored without verification", valueRole: .warning))
         } else if result.verifiedAgainstManifest {
             items.append(.init("Checked", "every file matched its SHA-256", valueRole: .success))
         }

@@ -54,7 +54,7 @@ struct VerifyCommand: KeepsakeCommand {
                     let source = try FileByteSource(path: reference)
                     defer { source.close() }
                     report = try verifier.verify(archive: source, name: reference,
-                                                 sidecar: ArchiveFileInspector.sidecarManifest(forArchiveAt: reference))
+                                                 sidecar: ArchiveFileInspector.sidecarData(forArchiveAt: reference))
                 } else {
                     report = try verifier.verify(try catalog.resolve(reference), in: storage)
                 }

@@ -1,0 +1,318 @@
+import Foundation
+import Synchronization
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The base of the fault tests (crash, disk full, signals, concurrency): a big source made
+/// once per test class, a look into destinations, process control and tmpfs mounts.
+class FaultTestCase: EndToEndTestCase {
+    // MARK: Big source
+
+    /// The big source, made once per test process by the first test that asks for it.
+    private static let sharedBigSource = Mutex<String?>(nil)
+
+    /// Bytes of incompressible content in the big source.
+    static let bigSourceBytes = 200 << 20
+
+    /// A source big enough that a backup takes a second or two: eight 25 MiB incompressible
+    /// files and 2,000 small files in 20 folders. Made once per test process (the fault
+    /// classes share it) and removed when the process exits.
+    func bigSource() throws -> String {
+        try Self.sharedBigSource.withLock { made -> String in
+            if let made { return made }
+            let root = "/tmp/keepsake-fault-big-\(getpid())"
+            _ = try? ProcessRunner.run("rm", ["-rf", "--one-file-system", root])
+            try FaultFixtures.makeBigSource(at: root)
+            made = root
+            atexit { FaultTestCase.removeBigSource() }
+            return root
+        }
+    }
+
+    /// Removes the big source (at process exit).
+    private static func removeBigSource() {
+        guard let root = sharedBigSource.withLock({ $0 }), root.hasPrefix("/tmp/keepsake-fault-big-") else { return }
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    // MARK: Mounts
+
+    /// The tmpfs mounts this test made, unmounted in tearDown (before the work folder goes).
+    private var mounts: [String] = []
+
+    override func tearDownWithError() throws {
+        for mount in mounts.reversed() {
+            let outcome = try? ProcessRunner.run("umount", [mount])
+            if outcome?.exitCode != 0 { _ = try? ProcessRunner.run("umount", ["-l", mount]) }
+        }
+        mounts = []
+        try super.tearDownWithError()
+    }
+
+    /// Mounts a tmpfs of `size` (e.g. `"4m"`, `"512k"`) at `directory` (created), or skips
+    /// the test with the reason when the machine does not allow it.
+    func mountTmpfs(at directory: String, size: String) throws {
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(directory), mode: 0o700)
+        let outcome = try ProcessRunner.run("mount", ["-t", "tmpfs", "-o", "size=\(size),mode=0700", "tmpfs", directory])
+        guard outcome.exitCode == 0 else {
+            throw XCTSkip("cannot mount a \(size) tmpfs at \(directory) (needs root and permission to mount; "
+                + "disk-full scenarios are not checked on this machine): \(outcome.stderrText)")
+        }
+        mounts.append(directory)
+    }
+
+    /// Unmounts a tmpfs made by `mountTmpfs` before tearDown.
+    func unmountTmpfs(_ directory: String) {
+        guard let index = mounts.firstIndex(of: directory) else { return }
+        if (try? ProcessRunner.run("umount", [directory]))?.exitCode == 0 { mounts.remove(at: index) }
+    }
+
+    /// The bytes an unprivileged writer can still put on the file system holding `path`.
+    func freeBytes(_ path: String) -> Int {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return 0 }
+        return Int(info.f_bavail) * Int(info.f_frsize)
+    }
+
+    // MARK: Destinations
+
+    /// The ids `keepsake list --json` shows for `dest` (failing unless it exits 0).
+    func listedIDs(_ dest: String, file: StaticString = #filePath, line: UInt = #line) throws -> [String] {
+        let outcome = try run(["list", "--dest", dest, "--json"])
+        assertExit(outcome, 0, "list", file: file, line: line)
+        let backups = try XCTUnwrap(try json(outcome, file: file, line: line)["backups"] as? [[String: Any]],
+                                    "no backups array:\n\(outcome)", file: file, line: line)
+        return backups.compactMap { $0["id"] as? String }
+    }
+
+    /// Runs `keepsake verify` on `ids` (every backup when empty) and fails unless it exits 0.
+    @discardableResult
+    func assertVerifies(_ dest: String, _ ids: [String] = [], _ message: @autoclosure () -> String = "",
+                        file: StaticString = #filePath, line: UInt = #line) throws -> ProcessRunner.Outcome {
+        let outcome = try run(["verify", "--dest", dest] + ids)
+        assertExit(outcome, 0, "verify: \(message())", file: file, line: line)
+        return outcome
+    }
+
+    /// Fails unless `dest` holds only committed pairs: no temporary file, no lock, no prune
+    /// marker, every archive beside its manifest and every manifest beside its archive.
+    func assertClean(_ dest: String, _ message: @autoclosure () -> String = "",
+                     file: StaticString = #filePath, line: UInt = #line) throws {
+        let state = try DestinationState(dest)
+        XCTAssertEqual(state.temporaries, [], "temporary files left: \(message())", file: file, line: line)
+        XCTAssertFalse(state.locked, "the lock was left: \(message())", file: file, line: line)
+        XCTAssertEqual(state.markers, [], "prune markers left: \(message())", file: file, line: line)
+        XCTAssertEqual(state.orphanArchives, [], "archives without a manifest: \(message())", file: file, line: line)
+        XCTAssertEqual(state.manifestsWithoutArchive, [], "manifests without an archive: \(message())", file: file, line: line)
+        XCTAssertEqual(state.others, [], "unexpected files: \(message())", file: file, line: line)
+    }
+
+    /// Fails unless the folder at `path` is empty (or missing): for a private TMPDIR, where
+    /// a run stages unlinked files only.
+    func assertEmptyFolder(_ path: String, _ message: @autoclosure () -> String = "",
+                           file: StaticString = #filePath, line: UInt = #line) throws {
+        let left = RawFileSystem.exists(path) ? try RawFileSystem.listDirectory(RawFileSystem.bytes(path)) : []
+        XCTAssertEqual(left.map(RawFileSystem.display), [], "\(path) is not empty: \(message())", file: file, line: line)
+    }
+
+    // MARK: Restored trees
+
+    /// Checks a restore that may have stopped early: no `.keepsake-` temporary anywhere
+    /// below `target`, no file outside `restoredRoot`, and every regular file under it
+    /// complete and equal to its counterpart under `source`. Returns the number of files
+    /// found (all correct).
+    @discardableResult
+    func assertOnlyCorrectFiles(target: String, restoredRoot: String, source: String, _ message: @autoclosure () -> String = "",
+                                file: StaticString = #filePath, line: UInt = #line) throws -> Int {
+        var correct = 0
+        var problems: [String] = []
+        func walk(_ path: [UInt8], relative: [UInt8]) throws {
+            guard let info = RawFileSystem.lstat(path) else { return }
+            let name = relative.split(separator: UInt8(ascii: "/")).last.map(Array.init) ?? []
+            if name.starts(with: Array(".keepsake-".utf8)) {
+                problems.append("temporary left: \(RawFileSystem.display(path))")
+                return
+            }
+            switch info.st_mode & S_IFMT {
+            case S_IFDIR:
+                for child in try RawFileSystem.listDirectory(path) {
+                    try walk(RawFileSystem.join(path, child), relative: relative.isEmpty ? child : RawFileSystem.join(relative, child))
+                }
+            case S_IFREG:
+                let root = RawFileSystem.bytes(restoredRoot)
+                guard path.starts(with: root + [UInt8(ascii: "/")]) else {
+                    problems.append("\(RawFileSystem.display(path)): outside the restored tree")
+                    return
+                }
+                let original = RawFileSystem.bytes(source) + Array(path[root.count...])
+                if RawFileSystem.lstat(original) == nil {
+                    problems.append("\(RawFileSystem.display(path)): not in the source")
+                } else if try !RawFileSystem.filesEqual(original, path) {
+                    problems.append("\(RawFileSystem.display(path)): differs from the source (partial or wrong content)")
+                } else {
+                    correct += 1
+                }
+            default:
+                break
+            }
+        }
+        if RawFileSystem.exists(target) { try walk(RawFileSystem.bytes(target), relative: []) }
+        XCTAssertEqual(problems, [], "\(message())", file: file, line: line)
+        return correct
+    }
+
+    // MARK: Processes
+
+    /// Polls `condition` about every `interval` microseconds until it holds or `timeout`
+    /// seconds pass; returns whether it held.
+    @discardableResult
+    func waitUntil(timeout: TimeInterval = 30, interval: useconds_t = 200, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try condition() { return true }
+            usleep(interval)
+        }
+        return try condition()
+    }
+
+    /// Sends `signal` to a running child and waits for it to end.
+    func signalAndWait(_ running: ProcessRunner.Running, _ signal: Int32, timeout: TimeInterval = 60) throws -> ProcessRunner.Outcome {
+        _ = Glibc.kill(running.processIdentifier, signal)
+        return try running.finish(timeout: timeout)
+    }
+
+    /// The seconds `body` took.
+    func seconds(_ body: () throws -> Void) rethrows -> TimeInterval {
+        let started = Date()
+        try body()
+        return Date().timeIntervalSince(started)
+    }
+
+    // MARK: Snapshots
+
+    /// Copies `source` (modes, times, links) to `snapshot` with `cp -a`.
+    func snapshot(_ source: String, to snapshot: String) throws {
+        try toolSucceeds("cp", ["-a", source, snapshot])
+    }
+
+    /// Recreates `dest` as a copy of `template`.
+    func copyDestination(_ template: String, to dest: String) throws {
+        _ = try tool("rm", ["-rf", "--one-file-system", dest])
+        try toolSucceeds("cp", ["-a", template, dest])
+    }
+
+    /// Restores `id` from `dest` into a fresh `target` and fails unless what lands there
+    /// equals `expected` (a snapshot of the backed-up `source`).
+    func assertRestoresEqual(_ id: String, dest: String, source: String, expected: String, target: String,
+                             file: StaticString = #filePath, line: UInt = #line) throws {
+        _ = try tool("rm", ["-rf", "--one-file-system", target])
+        let outcome = try run(["restore", id, "--dest", dest, "--target", target])
+        assertExit(outcome, 0, "restore \(id)", file: file, line: line)
+        try assertTreesEqual(expected: expected, actual: restored(source, into: target), file: file, line: line)
+    }
+}
+
+// MARK: - Destination state
+
+/// What a destination folder holds, sorted into Keepsake's kinds of names.
+struct DestinationState {
+    /// Every name, sorted.
+    let names: [String]
+    /// Sizes of the temporary files (`.tmp-…`), by name.
+    let temporarySizes: [String: Int]
+
+    /// Reads `dest` (an empty state when it does not exist).
+    init(_ dest: String) throws {
+        let bytes = RawFileSystem.bytes(dest)
+        guard RawFileSystem.exists(dest) else {
+            names = []
+            temporarySizes = [:]
+            return
+        }
+        names = try RawFileSystem.listDirectory(bytes).map { String(decoding: $0, as: UTF8.self) }.sorted()
+        var sizes: [String: Int] = [:]
+        for name in names where name.hasPrefix(".tmp-") {
+            sizes[name] = RawFileSystem.lstat(dest + "/" + name).map { Int($0.st_size) } ?? 0
+        }
+        temporarySizes = sizes
+    }
+
+    /// `.tmp-…` names (archives and manifests being written, lock attempts).
+    var temporaries: [String] { names.filter { $0.hasPrefix(".tmp-") } }
+    /// Temporary archives (`.tmp-HOST_ID.tar.zst-…`).
+    var temporaryArchives: [String] { temporaries.filter { $0.contains(".tar") } }
+    /// Temporary manifests (`.tmp-HOST_ID.manifest.jsonl-…`).
+    var temporaryManifests: [String] { temporaries.filter { $0.contains(".manifest.jsonl") } }
+    /// True when `keepsake.lock` exists.
+    var locked: Bool { names.contains("keepsake.lock") }
+    /// Committed manifests.
+    var manifests: [String] { names.filter { !$0.hasPrefix(".") && $0.hasSuffix(".manifest.jsonl") } }
+    /// Archives under their final names.
+    var archives: [String] { names.filter { !$0.hasPrefix(".") && !$0.hasSuffix(".manifest.jsonl") && $0.contains(".tar") } }
+    /// Prune markers (`HOST_ID.pruning`).
+    var markers: [String] { names.filter { !$0.hasPrefix(".") && $0.hasSuffix(".pruning") } }
+    /// Anything else.
+    var others: [String] {
+        names.filter { !$0.hasPrefix(".tmp-") && $0 != "keepsake.lock" && !manifests.contains($0) && !archives.contains($0)
+            && !markers.contains($0) }
+    }
+    /// The ids of the committed manifests.
+    var manifestIDs: Set<String> { Set(manifests.compactMap(DestinationState.id(of:))) }
+    /// The ids of the archives under their final names.
+    var archiveIDs: Set<String> { Set(archives.compactMap(DestinationState.id(of:))) }
+    /// Archives whose manifest is missing.
+    var orphanArchives: [String] { archives.filter { DestinationState.id(of: $0).map { !manifestIDs.contains($0) } ?? true } }
+    /// Manifests whose archive is missing.
+    var manifestsWithoutArchive: [String] {
+        manifests.filter { DestinationState.id(of: $0).map { !archiveIDs.contains($0) } ?? true }
+    }
+    /// The largest temporary archive's size (0 when there is none).
+    var temporaryArchiveBytes: Int { temporaryArchives.compactMap { temporarySizes[$0] }.max() ?? 0 }
+
+    /// The backup id inside a destination name (`[.tmp-]HOST_ID.tar.zst…`, `HOST_ID.manifest.jsonl`):
+    /// the 25 characters before the first `.tar`, `.manifest` or `.pruning`.
+    static func id(of name: String) -> String? {
+        for marker in [".manifest.jsonl", ".tar", ".pruning"] {
+            if let range = name.range(of: marker) {
+                let stem = name[..<range.lowerBound]
+                guard stem.count >= 25 else { return nil }
+                return String(stem.suffix(25))
+            }
+        }
+        return nil
+    }
+}
+
+// MARK: - Fixtures
+
+/// The sources the fault tests back up.
+enum FaultFixtures {
+    /// Writes the big source (see `FaultTestCase.bigSource`) at `root`.
+    static func makeBigSource(at root: String) throws {
+        let base = RawFileSystem.bytes(root)
+        try RawFileSystem.makeDirectory(base)
+        let blob = 25 << 20
+        for index in 0..<(FaultTestCase.bigSourceBytes / blob) {
+            try RawFileSystem.writeFile(RawFileSystem.join(base, "blob-\(index).bin"),
+                                        contents: Fixtures.pseudoRandomBytes(count: blob, seed: UInt64(1_000 + index)))
+        }
+        for folder in 0..<20 {
+            let directory = RawFileSystem.join(base, "small/folder-\(folder)")
+            try RawFileSystem.makeDirectory(RawFileSystem.join(base, "small"))
+            try RawFileSystem.makeDirectory(directory)
+            for index in 0..<100 {
+                try RawFileSystem.writeFile(RawFileSystem.join(directory, "note-\(index).txt"),
+                                            contents: Array("folder \(folder), note \(index)\n".utf8))
+            }
+        }
+    }
+
+    /// Writes one incompressible file of `size` bytes at `path` (folders made on the way).
+    static func writeIncompressible(_ path: String, size: Int, seed: UInt64) throws {
+        let bytes = RawFileSystem.bytes(path)
+        if let slash = bytes.lastIndex(of: UInt8(ascii: "/")) { try RawFileSystem.makeDirectory(Array(bytes[..<slash])) }
+        try RawFileSystem.writeFile(bytes, contents: Fixtures.pseudoRandomBytes(count: size, seed: seed))
+    }
+}
