@@ -21,7 +21,7 @@ public enum EngineError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .interrupted: return "Interrupted; temporary files were removed and nothing was committed"
+        case .interrupted: return "Interrupted; unfinished work was removed (a backup commits nothing, a restore keeps only complete, checked files)"
         case .sourceUnusable(let path, let reason): return "Cannot back up '\(path)': \(reason)"
         case .backupNotFound(let reference, let destination):
             return "No backup '\(reference)' in \(destination); run 'keepsake list' to see the backups"

@@ -41,6 +41,8 @@ public final class Verifier {
     /// Reports of backups already verified in this run: an incremental chain's archives are
     /// read once however many backups rely on them.
     private var verified: [BackupID: VerifyReport] = [:]
+    /// The destination's backups by id, listed once per run.
+    private var catalogItems: [BackupID: BackupCatalog.Item]?
 
     /// A verifier reporting progress to `events`.
     public init(events: EngineEventSink?, cancellation: CancellationFlag) {
@@ -114,9 +116,11 @@ public final class Verifier {
         }
         report.reliesOn = byHolder.keys.sorted()
         let catalog = BackupCatalog(storage: storage)
+        // Listed once per run: a long chain must not re-read every summary for every link.
+        if catalogItems == nil { catalogItems = Dictionary((try catalog.items()).map { ($0.id, $0) }, uniquingKeysWith: { $1 }) }
         for holder in report.reliesOn {
             let entries = byHolder[holder] ?? []
-            guard let item = try? catalog.resolve(holder.rawValue), item.id == holder else {
+            guard let item = catalogItems?[holder] else {
                 report.archiveProblems.append("it relies on backup \(holder) for \(entries.count) files, and that backup is missing")
                 continue
             }

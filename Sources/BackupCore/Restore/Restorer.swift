@@ -123,9 +123,13 @@ public final class Restorer {
             }
         } catch let failure as TargetFailure {
             discardPendings(target)
+            if let target { applyDirectoryFixes(target: target, request: request) }
             throw failure.error
         } catch {
+            // Interrupted or failed: what was placed stays, and the folders made so far get
+            // their recorded modes and times (a rerun with --overwrite never keeps them).
             discardPendings(target)
+            if let target { applyDirectoryFixes(target: target, request: request) }
             throw error
         }
         if let target {
