@@ -358,29 +358,8 @@ private struct TOMLReader {
                 offset += 1
                 continue
             }
-            var length = 0
-            var low: UInt8 = 0x80
-            var high: UInt8 = 0xBF
-            switch lead {
-            case 0xC2...0xDF: length = 2
-            case 0xE0: length = 3; low = 0xA0
-            case 0xE1...0xEC, 0xEE...0xEF: length = 3
-            case 0xED: length = 3; high = 0x9F
-            case 0xF0: length = 4; low = 0x90
-            case 0xF1...0xF3: length = 4
-            case 0xF4: length = 4; high = 0x8F
-            default: length = 0
-            }
-            var valid = length > 0 && offset + length <= count
-            if valid {
-                let second = bytes[offset + 1]
-                valid = second >= low && second <= high
-                var next = offset + 2
-                while valid && next < offset + length {
-                    valid = bytes[next] & 0xC0 == 0x80
-                    next += 1
-                }
-            }
+            let length = UTF8Sequence.length(in: bytes, at: offset, end: count)
+            let valid = length > 0
             guard valid else {
                 let hex = String(lead, radix: 16, uppercase: true)
                 throw fail(.invalidUTF8, "invalid UTF-8 (a sequence starting with byte 0x\(hex))", at: offset)

@@ -445,31 +445,10 @@ private struct JSONParserCursor {
     /// Length of the well-formed UTF-8 sequence at `index` (lead byte ≥ 0x80), or an error.
     /// Overlong forms, encoded surrogates and values above U+10FFFF are all rejected.
     private func utf8Length(at index: Int) throws(JSONParseError) -> Int {
-        let lead = input[index]
-        let length: Int
-        var secondLow: UInt8 = 0x80
-        var secondHigh: UInt8 = 0xbf
-        switch lead {
-        case 0xc2...0xdf: length = 2
-        case 0xe0: length = 3; secondLow = 0xa0
-        case 0xe1...0xec, 0xee...0xef: length = 3
-        case 0xed: length = 3; secondHigh = 0x9f
-        case 0xf0: length = 4; secondLow = 0x90
-        case 0xf1...0xf3: length = 4
-        case 0xf4: length = 4; secondHigh = 0x8f
-        default: throw fail(.invalidUTF8, "invalid UTF-8 (byte 0x\(String(lead, radix: 16)))", at: index)
+        let length = UTF8Sequence.length(in: input, at: index, end: input.count)
+        guard length > 0 else {
+            throw fail(.invalidUTF8, "invalid UTF-8 (byte 0x\(String(input[index], radix: 16)))", at: index)
         }
-        guard index + length <= input.count else {
-            throw fail(.invalidUTF8, "invalid UTF-8 (truncated sequence)", at: index)
-        }
-        let second = input[index + 1]
-        var valid = second >= secondLow && second <= secondHigh
-        var offset = 2
-        while valid && offset < length {
-            valid = input[index + offset] & 0xc0 == 0x80
-            offset += 1
-        }
-        guard valid else { throw fail(.invalidUTF8, "invalid UTF-8 sequence", at: index) }
         return length
     }
 

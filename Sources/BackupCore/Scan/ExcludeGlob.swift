@@ -205,32 +205,11 @@ struct ExcludeGlob: Sendable {
     static func character(_ name: [UInt8], at position: Int, end: Int) -> (value: UInt32, length: Int) {
         let lead = name[position]
         if lead < 0x80 { return (UInt32(lead), 1) }
-        let invalid = (invalidByteBase + UInt32(lead), 1)
-        let length: Int
-        // Second-byte limits rule out overlong forms, surrogates and values above U+10FFFF.
-        var secondLow: UInt8 = 0x80
-        var secondHigh: UInt8 = 0xbf
-        switch lead {
-        case 0xc2...0xdf: length = 2
-        case 0xe0: length = 3; secondLow = 0xa0
-        case 0xe1...0xec, 0xee...0xef: length = 3
-        case 0xed: length = 3; secondHigh = 0x9f
-        case 0xf0: length = 4; secondLow = 0x90
-        case 0xf1...0xf3: length = 4
-        case 0xf4: length = 4; secondHigh = 0x8f
-        default: return invalid
-        }
-        guard end - position >= length else { return invalid }
-        let second = name[position + 1]
-        guard second >= secondLow, second <= secondHigh else { return invalid }
+        let length = UTF8Sequence.length(in: name, at: position, end: end)
+        guard length > 0 else { return (invalidByteBase + UInt32(lead), 1) }
         var value = UInt32(lead) & (length == 2 ? 0x1f : length == 3 ? 0x0f : 0x07)
-        value = value << 6 | UInt32(second & 0x3f)
-        var offset = 2
-        while offset < length {
-            let byte = name[position + offset]
-            guard byte & 0xc0 == 0x80 else { return invalid }
-            value = value << 6 | UInt32(byte & 0x3f)
-            offset += 1
+        for offset in 1..<length {
+            value = value << 6 | UInt32(name[position + offset] & 0x3f)
         }
         return (value, length)
     }

@@ -25,7 +25,7 @@ public enum PathBytes {
         var out = ""
         var index = 0
         while index < bytes.count {
-            let length = utf8SequenceLength(bytes, at: index)
+            let length = UTF8Sequence.length(in: bytes, at: index, end: bytes.count)
             if length > 0, let text = String(validating: bytes[index..<(index + length)], as: UTF8.self) {
                 for scalar in text.unicodeScalars {
                     switch scalar.value {
@@ -47,22 +47,6 @@ public enum PathBytes {
     /// C0 and C1 control characters: some terminals act on them (U+009B starts an escape).
     private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
         scalar.value < 0x20 || (0x7f...0x9f).contains(scalar.value)
-    }
-
-    /// Length of a well-formed UTF-8 sequence starting at `index`, or 0.
-    private static func utf8SequenceLength(_ bytes: [UInt8], at index: Int) -> Int {
-        let lead = bytes[index]
-        let length: Int
-        switch lead {
-        case 0..<0x80: return 1
-        case 0xc2...0xdf: length = 2
-        case 0xe0...0xef: length = 3
-        case 0xf0...0xf4: length = 4
-        default: return 0
-        }
-        guard index + length <= bytes.count else { return 0 }
-        for offset in 1..<length where bytes[index + offset] & 0xc0 != 0x80 { return 0 }
-        return length
     }
 
     // MARK: Composition

@@ -241,7 +241,7 @@ struct RunCommand: KeepsakeCommand {
         ])
         object["backup"] = state.backup.map(backupJSON) ?? .null
         object["prune"] = state.prune.map(pruneJSON) ?? .null
-        object["verify"] = state.verify.map(verifyJSON) ?? .null
+        object["verify"] = state.verify.map(VerifyReportJSON.encode) ?? .null
         object["after"] = hook(state.profile.after, state.after)
         object["errors"] = .array(state.errors.map { .string($0) })
         object["status"] = .string(state.succeeded ? "success" : "failure")
@@ -286,17 +286,6 @@ struct RunCommand: KeepsakeCommand {
         ]))
     }
 
-    private func verifyJSON(_ report: VerifyReport) -> JSONValue {
-        .object(JSONObject([
-            ("id", report.id.map { .string($0.rawValue) } ?? .null),
-            ("archive", .string(report.name)),
-            ("intact", .bool(report.isIntact)),
-            ("files_checked", .int(report.filesChecked)),
-            ("bytes_checked", .int(report.bytesChecked)),
-            ("archive_problems", .array(report.archiveProblems.map { .string($0) })),
-            ("damaged_files", .array(report.problems.map(WarningJSON.encode))),
-        ]))
-    }
 }
 
 // MARK: - State

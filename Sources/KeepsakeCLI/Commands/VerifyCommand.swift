@@ -70,7 +70,7 @@ struct VerifyCommand: KeepsakeCommand {
                 ("destination", .string(storage.location)),
                 ("intact", .int(Int64(reports.count - damaged.count))),
                 ("damaged", .int(Int64(damaged.count))),
-                ("backups", .array(reports.map(json))),
+                ("backups", .array(reports.map(VerifyReportJSON.encode))),
                 ("exit_code", .int(Int64(code.rawValue))),
             ])))
         } else if !context.quiet && !reports.isEmpty {
@@ -104,17 +104,4 @@ struct VerifyCommand: KeepsakeCommand {
         for line in lines { context.printLine(line) }
     }
 
-    private func json(_ report: VerifyReport) -> JSONValue {
-        .object(JSONObject([
-            ("id", report.id.map { .string($0.rawValue) } ?? .null),
-            ("archive", .string(report.name)),
-            ("intact", .bool(report.isIntact)),
-            ("files_checked", .int(report.filesChecked)),
-            ("bytes_checked", .int(report.bytesChecked)),
-            ("archive_problems", .array(report.archiveProblems.map { .string($0) })),
-            ("damaged_files", .array(report.problems.map(WarningJSON.encode))),
-            ("files_in_earlier_archives", .int(report.filesInEarlierArchives)),
-            ("relies_on", .array(report.reliesOn.map { .string($0.rawValue) })),
-        ]))
-    }
 }
