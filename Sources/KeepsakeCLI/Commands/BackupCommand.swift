@@ -199,7 +199,7 @@ struct BackupCommand: KeepsakeCommand {
         items.append(.init("Sources", summary.sources.joined(separator: ", ")))
         items.append(.init("Contents", counts))
         if let archive = summary.archive {
-            let ratio = archive.size > 0 ? String(format: "%.1f×", Double(summary.originalBytes) / Double(archive.size)) : "-"
+            let ratio = archive.size > 0 && summary.newBytes > 0 ? String(format: "%.1f×", Double(summary.newBytes) / Double(archive.size)) : "-"
             items.append(.init("Size", "\(Units.bytes(summary.originalBytes)) → \(Units.bytes(archive.size)) stored (\(summary.compression.rawValue), ratio \(ratio))"))
         } else {
             items.append(.init("Size", Units.bytes(summary.originalBytes)))

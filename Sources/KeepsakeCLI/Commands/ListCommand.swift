@@ -99,7 +99,7 @@ struct ListCommand: KeepsakeCommand {
                         Table.Cell("unreadable manifest", role: .danger), ""]
             }
             let stored = summary.archive?.size ?? 0
-            let ratio = stored > 0 ? String(format: "%.1f×", Double(summary.originalBytes) / Double(stored)) : "-"
+            let ratio = stored > 0 && summary.newBytes > 0 ? String(format: "%.1f×", Double(summary.newBytes) / Double(stored)) : "-"
             let kind = summary.isIncremental ? Badge("INCR", role: .muted, emphasis: .small) : Badge("FULL", role: .accent, emphasis: .small)
             return [Table.Cell(summary.id.rawValue, role: .accent), .badge(kind), Table.Cell(Timestamp.localShort(summary.created)),
                     Table.Cell(Units.count(Int(summary.fileCount))), Table.Cell(Units.bytes(summary.originalBytes)),

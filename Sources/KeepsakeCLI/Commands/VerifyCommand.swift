@@ -86,8 +86,7 @@ struct VerifyCommand: KeepsakeCommand {
         let name = report.id?.rawValue ?? report.name
         var details = "\(Units.count(Int(report.filesChecked))) files, \(Units.bytes(report.bytesChecked))"
         if report.filesInEarlierArchives > 0 {
-            let holders = report.reliesOn.isEmpty ? "" : " (" + report.reliesOn.map(\.rawValue).joined(separator: ", ") + ")"
-            details += "; \(Units.count(Int(report.filesInEarlierArchives))) unchanged files in earlier backups\(holders)"
+            details += "; \(Units.count(Int(report.filesInEarlierArchives))) more in earlier backups"
         }
         if report.isIntact {
             guard !context.quiet else { return }
