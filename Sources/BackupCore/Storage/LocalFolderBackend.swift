@@ -139,8 +139,9 @@ public final class LocalFolderBackend: StorageBackend {
             guard errno == EEXIST else {
                 throw StorageError.unusable(destination: path, reason: "cannot take the lock: " + FileDescriptorIO.message(errno))
             }
-            let holder = (try? Data(contentsOf: URL(fileURLWithPath: lockPath)))
-                .flatMap { try? JSONParser.parse([UInt8]($0)) }
+            // Read through a descriptor (Foundation's Data(contentsOf:) leaks on empty files).
+            let holder = (try? FileByteSource(path: lockPath).readAll(limit: 1 << 16))
+                .flatMap { try? JSONParser.parse($0) }
                 .flatMap(LockOwner.init(json:))
             guard let holder else {
                 // An unreadable lock file is a crash between create and write: treat as stale

@@ -63,7 +63,7 @@ private enum TerminalRestore {
 
     static func install(fileDescriptor: Int32, attributes: termios) {
         savedDescriptor = fileDescriptor
-        savedAttributes = attributes
+        savedAttributes.pointee = attributes
         isActive = true
         previousActions = signals.map { signalNumber in
             var action = sigaction()
@@ -78,7 +78,7 @@ private enum TerminalRestore {
 
     static func restoreAndUninstall() {
         if isActive {
-            _ = tcsetattr(savedDescriptor, TCSANOW, &savedAttributes)
+            _ = tcsetattr(savedDescriptor, TCSANOW, savedAttributes)
         }
         isActive = false
         for (signalNumber, previous) in zip(signals, previousActions) {
@@ -90,7 +90,14 @@ private enum TerminalRestore {
 }
 
 nonisolated(unsafe) private var savedDescriptor: Int32 = 0
-nonisolated(unsafe) private var savedAttributes = termios()
+/// Heap storage of the full size of `termios`: Swift 6.3 emits a constant-initialised global
+/// `termios` 3 bytes short of the struct (57 of 60 bytes), so every store into such a global
+/// wrote past its end (found by AddressSanitizer).
+nonisolated(unsafe) private let savedAttributes: UnsafeMutablePointer<termios> = {
+    let storage = UnsafeMutablePointer<termios>.allocate(capacity: 1)
+    storage.initialize(to: termios())
+    return storage
+}()
 nonisolated(unsafe) private var isActive = false
 nonisolated(unsafe) private var previousActions: [sigaction] = []
 
@@ -98,7 +105,7 @@ nonisolated(unsafe) private var previousActions: [sigaction] = []
 /// signal, raise).
 private func restoreTerminalThenReraise(_ signalNumber: Int32) {
     if isActive {
-        _ = tcsetattr(savedDescriptor, TCSANOW, &savedAttributes)
+        _ = tcsetattr(savedDescriptor, TCSANOW, savedAttributes)
         // Leave the shell prompt on a fresh line.
         var newline: UInt8 = 0x0A
         _ = write(2, &newline, 1)
