@@ -77,17 +77,9 @@ final class FaultConcurrencyTests: FaultTestCase {
     /// free races of prune and backup started together. Every listed backup verifies and
     /// the destination holds only complete pairs.
     func testBackupDuringPruneIsRefusedWithExit5() throws {
-        let small = path("small")
-        try Fixtures.makeMixedTree(at: small)
+        let (_, template, ids, templateNames) = try tenBackupTemplate()
         let other = path("other")
         try Fixtures.makeMixedTree(at: other)
-        let template = path("template")
-        var ids: [String] = []
-        for round in 0..<10 {
-            try Fixtures.makeTree(at: small, files: ["rounds/round-\(round).txt": "\(round)\n"])
-            ids.append(try backup([small], dest: template, options: ["--full"]))
-        }
-        let templateNames = Set(try DestinationState(template).names)
         let dest = path("dest")
 
         var consistent = 0

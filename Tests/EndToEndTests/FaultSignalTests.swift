@@ -110,15 +110,7 @@ final class FaultSignalTests: FaultTestCase {
     /// exit 130; every listed backup has its archive and verifies, and the next backup
     /// leaves only complete pairs.
     func testSignalsDuringPruneExit130BetweenRemovals() throws {
-        let small = path("small")
-        try Fixtures.makeMixedTree(at: small)
-        let template = path("template")
-        var ids: [String] = []
-        for round in 0..<10 {
-            try Fixtures.makeTree(at: small, files: ["rounds/round-\(round).txt": "\(round)\n"])
-            ids.append(try backup([small], dest: template, options: ["--full"]))
-        }
-        let templateNames = Set(try DestinationState(template).names)
+        let (small, template, ids, templateNames) = try tenBackupTemplate()
         let dest = path("dest")
 
         var clean = 0

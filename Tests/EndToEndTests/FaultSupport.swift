@@ -8,6 +8,20 @@ import Glibc
 /// The base of the fault tests (crash, disk full, signals, concurrency): a big source made
 /// once per test class, a look into destinations, process control and tmpfs mounts.
 class FaultTestCase: EndToEndTestCase {
+    /// Ten full backups of a small tree in a template destination (copied per scenario):
+    /// the source, the template's path, the ids oldest first, and its object names.
+    func tenBackupTemplate() throws -> (source: String, template: String, ids: [String], names: Set<String>) {
+        let small = path("small")
+        try Fixtures.makeMixedTree(at: small)
+        let template = path("template")
+        var ids: [String] = []
+        for round in 0..<10 {
+            try Fixtures.makeTree(at: small, files: ["rounds/round-\(round).txt": "\(round)\n"])
+            ids.append(try backup([small], dest: template, options: ["--full"]))
+        }
+        return (small, template, ids, Set(try DestinationState(template).names))
+    }
+
     // MARK: Big source
 
     /// The big source, made once per test process by the first test that asks for it.
