@@ -54,6 +54,13 @@ public struct ManifestEntry: Sendable, Equatable {
         self.storedIn = storedIn
     }
 
+    /// The modification time as whole seconds (rounded down, also before 1970) and the
+    /// nanoseconds after them.
+    public var mtimeParts: (seconds: Int64, nanoseconds: Int32) {
+        let seconds = mtimeNanoseconds >= 0 ? mtimeNanoseconds / 1_000_000_000 : (mtimeNanoseconds - 999_999_999) / 1_000_000_000
+        return (seconds, Int32(mtimeNanoseconds - seconds * 1_000_000_000))
+    }
+
     /// The path for people (invalid bytes escaped).
     public var displayPath: String { PathBytes.display(path) }
 

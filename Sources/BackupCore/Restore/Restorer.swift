@@ -519,10 +519,7 @@ public final class Restorer {
         described.gid = entry.gid
         described.userName = entry.userName
         described.groupName = entry.groupName
-        let seconds = entry.mtimeNanoseconds >= 0 ? entry.mtimeNanoseconds / 1_000_000_000
-            : (entry.mtimeNanoseconds - 999_999_999) / 1_000_000_000
-        described.mtimeSeconds = seconds
-        described.mtimeNanoseconds = Int32(entry.mtimeNanoseconds - seconds * 1_000_000_000)
+        (described.mtimeSeconds, described.mtimeNanoseconds) = entry.mtimeParts
         return described
     }
 
@@ -590,10 +587,8 @@ public final class Restorer {
     /// Applies a manifest entry's mode and modification time to a file by name.
     private static func applyRecordedModeAndTime(_ entry: ManifestEntry, name: [UInt8], parentFD: Int32,
                                                  keepSpecialBits: Bool) {
-        let seconds = entry.mtimeNanoseconds >= 0 ? entry.mtimeNanoseconds / 1_000_000_000
-            : (entry.mtimeNanoseconds - 999_999_999) / 1_000_000_000
-        var times = [timespec(tv_sec: 0, tv_nsec: KS_UTIME_NOW),
-                     timespec(tv_sec: time_t(seconds), tv_nsec: Int(entry.mtimeNanoseconds - seconds * 1_000_000_000))]
+        let (seconds, nanoseconds) = entry.mtimeParts
+        var times = [timespec(tv_sec: 0, tv_nsec: KS_UTIME_NOW), timespec(tv_sec: time_t(seconds), tv_nsec: Int(nanoseconds))]
         PathBytes.withCString(name) { cName in
             _ = fchmodat(parentFD, cName, mode_t(keepSpecialBits ? entry.mode : entry.mode & 0o1777), 0)
             _ = utimensat(parentFD, cName, &times, AT_SYMLINK_NOFOLLOW)
