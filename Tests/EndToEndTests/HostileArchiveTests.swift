@@ -92,6 +92,10 @@ final class HostileArchiveTests: EndToEndTestCase {
         let peakKiB = Int(timed.stderrText.split(separator: "\n").last.map(String.init) ?? "") ?? 0
         print("flood of \(count) empty entries: restored in \(String(format: "%.1f", seconds)) s, peak RSS \(peakKiB / 1024) MiB")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: target + "/f").count, count)
-        XCTAssertLessThan(peakKiB, 512 * 1024, "memory stays bounded (well under 512 MiB for \(count) entries)")
+        // AddressSanitizer (CI's second run) keeps shadow memory and a quarantine of freed
+        // blocks, which multiplies resident memory several times over.
+        let sanitized = ProcessInfo.processInfo.environment["ASAN_OPTIONS"] != nil
+        let limitMiB = sanitized ? 2048 : 512
+        XCTAssertLessThan(peakKiB, limitMiB * 1024, "memory stays bounded (under \(limitMiB) MiB for \(count) entries)")
     }
 }
