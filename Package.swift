@@ -19,13 +19,19 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
 
+        .systemLibrary(
+            name: "CZstd",
+            pkgConfig: "libzstd",
+            providers: [.apt(["libzstd-dev"])]
+        ),
+
         // GNU/Linux calls (xattrs, SEEK_DATA, O_NOATIME) that Glibc's Swift module lacks.
         .systemLibrary(name: "CPosix"),
 
         // MARK: Layers
         .target(
             name: "BackupCore",
-            dependencies: ["CArchive", "CCrypto", "CPosix"]
+            dependencies: ["CArchive", "CCrypto", "CPosix", "CZstd"]
         ),
         .target(name: "TerminalUI"),
         .target(

@@ -144,7 +144,9 @@ final class EngineTests: XCTestCase {
         }
         XCTAssertEqual(paths.last, BackupNaming.manifestEntryPath)
         XCTAssertEqual(paths.dropLast().last, BackupNaming.checksumsEntryPath)
-        XCTAssertEqual(reader.detectedFilters.first, "zstd")
+        let stored = try storage.readObject(name)
+        XCTAssertEqual(Array(stored.prefix(4)), [0x28, 0xB5, 0x2F, 0xFD], "a zstd frame comes first")
+        XCTAssertEqual(Array(stored.suffix(4)), [0xB1, 0xEA, 0x92, 0x8F], "the seek table comes last")
         let inner = try Manifest.parse(lastContent)
         let sidecar = try BackupCatalog(storage: storage).manifest(of: try BackupCatalog(storage: storage).resolve("latest"))
         XCTAssertEqual(inner.entries, sidecar.entries)
@@ -431,9 +433,14 @@ final class EngineTests: XCTestCase {
                 index += 1
             }
             XCTAssertEqual(index, samples.count, "\(codec)")
-            let expectedFilter = codec == .none ? "none" : codec.rawValue
-            XCTAssertTrue(reader.detectedFilters.contains(expectedFilter) || (codec == .none && reader.detectedFilters.isEmpty),
-                          "\(codec): \(reader.detectedFilters)")
+            let stored = try storage.readObject(name)
+            let magic: [Compression: [UInt8]] = [.zstd: [0x28, 0xB5, 0x2F, 0xFD], .gzip: [0x1F, 0x8B], .xz: [0xFD, 0x37, 0x7A, 0x58, 0x5A],
+                                                 .lz4: [0x04, 0x22, 0x4D, 0x18]]
+            if let expected = magic[codec] {
+                XCTAssertEqual(Array(stored.prefix(expected.count)), expected, "\(codec) magic")
+            } else {
+                XCTAssertEqual(Array(stored[257..<262]), Array("ustar".utf8), "plain tar")
+            }
         }
     }
 

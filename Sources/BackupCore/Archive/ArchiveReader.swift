@@ -28,13 +28,23 @@ public final class ArchiveReader {
     // MARK: Life cycle
 
     /// Opens a reader. Plain (uncompressed) tar and every compression libarchive supports
-    /// are recognised from the bytes, not the name.
-    public init(source: ByteSource, name: String) throws {
+    /// are recognised from the bytes, not the name; zstd is decompressed by Keepsake itself,
+    /// several frames at once when the stream is made of independent frames. With
+    /// `plainTar`, the bytes are known to be uncompressed tar and are not inspected.
+    public init(source: ByteSource, name: String, plainTar: Bool = false) throws {
         _ = LibarchiveSetup.prepared
+        let decoded: ByteSource
+        do {
+            decoded = plainTar ? source : try DecodedArchiveSource.wrap(source, name: name)
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw ArchiveError.damaged(archive: name, reason: "\(error)")
+        }
         guard let archive = archive_read_new() else { throw ArchiveError.setup("out of memory") }
         self.archive = archive
         self.name = name
-        self.input = SourceBox(source: source)
+        self.input = SourceBox(source: decoded)
         archive_read_support_filter_all(archive)
         archive_read_support_format_tar(archive)
         archive_read_support_format_gnutar(archive)
@@ -118,13 +128,6 @@ public final class ArchiveReader {
     /// Skips the current entry's content.
     public func skipContent() throws {
         if archive_read_data_skip(archive) < ARCHIVE_WARN { throw failure() }
-    }
-
-    /// The compression libarchive detected (after the first header).
-    public var detectedFilters: [String] {
-        let count = archive_filter_count(archive)
-        guard count > 0 else { return [] }
-        return (0..<count).compactMap { PathBytes.fromCString(archive_filter_name(archive, $0)).map { String(decoding: $0, as: UTF8.self) } }
     }
 
     private func failure() -> Error {

@@ -8,6 +8,9 @@ public final class ArchiveWriter {
     private let archive: OpaquePointer
     private let entry: OpaquePointer
     private let output: SinkBox
+    /// Our own zstd compressor (independent frames and a seek table), used for zstd instead
+    /// of libarchive's filter, which writes one long frame.
+    private let seekable: SeekableZstdSink?
     private var closed = false
 
     /// Receives libarchive's output; keeps the first error the sink threw.
@@ -27,9 +30,18 @@ public final class ArchiveWriter {
         }
         self.archive = archive
         self.entry = entry
-        self.output = SinkBox(sink: sink)
+        do {
+            seekable = compression == .zstd
+                ? try SeekableZstdSink(downstream: sink, level: level ?? Compression.zstd.defaultLevel ?? 3, workers: threads)
+                : nil
+        } catch {
+            archive_entry_free(entry)
+            archive_write_free(archive)
+            throw error
+        }
+        self.output = SinkBox(sink: seekable ?? sink)
         // From here on a throw runs deinit, which frees both handles.
-        try configure(compression: compression, level: level, threads: threads)
+        try configure(compression: seekable == nil ? compression : .none, level: level, threads: threads)
         let client = Unmanaged.passUnretained(output).toOpaque()
         let status = archive_write_open2(archive, client, nil, { _, client, buffer, length in
             guard let client, let buffer else { return -1 }
@@ -102,7 +114,17 @@ public final class ArchiveWriter {
         }
     }
 
-    /// Finishes the archive (end-of-archive blocks, compressor flush).
+    /// Ends the current entry (its padding is written now rather than before the next
+    /// header), so that `position` is where the next entry will start.
+    public func finishEntry() throws {
+        if archive_write_finish_entry(archive) < ARCHIVE_WARN { throw failure(for: Array("end of entry".utf8)) }
+    }
+
+    /// Bytes of uncompressed tar written so far: after `finishEntry`, the offset at which
+    /// the next entry's headers begin.
+    public var position: Int64 { Int64(archive_filter_bytes(archive, 0)) }
+
+    /// Finishes the archive (end-of-archive blocks, compressor flush, seek table).
     public func finish() throws {
         guard !closed else { return }
         closed = true
@@ -110,6 +132,7 @@ public final class ArchiveWriter {
             if let error = output.error { throw error }
             throw ArchiveError.write(path: "end of archive", reason: LibarchiveSetup.errorMessage(archive))
         }
+        try seekable?.finish()
     }
 
     private func failure(for path: [UInt8]) -> Error {

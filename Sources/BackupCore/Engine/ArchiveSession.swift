@@ -87,18 +87,24 @@ final class ArchiveSession {
             return // tar formats cannot hold sockets; like tar, they are left out
         case .directory:
             header.xattrs = extendedAttributes(fd: -1, path: item.absolutePath)
+            let start = try startEntry()
             try writer.writeHeader(header)
+            try endEntry(&entry, from: start)
             directories += 1
         case .symlink:
             guard let target = readLink(item) else { return }
             header.linkTarget = target
             entry.linkTarget = target
+            let start = try startEntry()
             try writer.writeHeader(header)
+            try endEntry(&entry, from: start)
             symlinks += 1
         case .fifo, .characterDevice, .blockDevice:
             header.rdev = UInt64(info.st_rdev)
             entry.rdev = UInt64(info.st_rdev)
+            let start = try startEntry()
             try writer.writeHeader(header)
+            try endEntry(&entry, from: start)
             other += 1
         case .file, .hardlink:
             let identity = FileIdentity(info)
@@ -114,7 +120,9 @@ final class ArchiveSession {
                     // cannot point there, so this name is recorded in the manifest only.
                     entry.storedIn = holder
                 } else {
+                    let start = try startEntry()
                     try writer.writeHeader(header)
+                    try endEntry(&entry, from: start)
                     try appendChecksum(first.sha256, path: item.archivePath)
                 }
                 hardlinks += 1
@@ -123,6 +131,8 @@ final class ArchiveSession {
                 entry.size = reference.size
                 entry.sha256 = reference.sha256
                 entry.storedIn = reference.storedIn
+                entry.archiveOffset = reference.archiveOffset
+                entry.archiveLength = reference.archiveLength
                 if let holder = reference.storedIn { holders.insert(holder) }
                 if info.st_nlink > 1 {
                     linkedFiles[identity] = (item.archivePath, reference.sha256 ?? "", reference.size, reference.storedIn)
@@ -130,7 +140,9 @@ final class ArchiveSession {
                 files += 1
                 bytes += reference.size
             } else {
+                let start = try startEntry()
                 guard let stored = try addFile(item, header: header) else { return }
+                try endEntry(&entry, from: start)
                 entry.size = stored.size
                 entry.sha256 = stored.sha256
                 entry.mtimeNanoseconds = stored.mtime
@@ -309,11 +321,13 @@ final class ArchiveSession {
         let header = ArchiveEntryHeader(path: path, type: .file, size: spool.size, permissions: 0o600, uid: geteuid(),
                                         gid: getegid(), userName: UserNames.shared.userName(for: geteuid()),
                                         groupName: UserNames.shared.groupName(for: getegid()), mtimeSeconds: seconds)
+        var entry = manifestEntry(header, info: nil)
+        let start = try startEntry()
         try writer.writeHeader(header)
         try spool.forEachChunk { try writer.writeData($0, path: path) }
+        try endEntry(&entry, from: start)
         newFiles += 1
         newBytes += spool.size
-        var entry = manifestEntry(header, info: nil)
         entry.size = spool.size
         entry.sha256 = sha
         try appendManifestLine(entry)
@@ -323,6 +337,20 @@ final class ArchiveSession {
     }
 
     // MARK: Manifest
+
+    /// Where the next entry starts in the uncompressed tar stream.
+    private func startEntry() throws -> Int64 {
+        try writer.finishEntry()
+        return writer.position
+    }
+
+    /// Records where the entry that started at `start` lies in the tar stream, so that a
+    /// partial restore can decompress only the frames it spans.
+    private func endEntry(_ entry: inout ManifestEntry, from start: Int64) throws {
+        try writer.finishEntry()
+        entry.archiveOffset = start
+        entry.archiveLength = writer.position - start
+    }
 
     private func manifestEntry(_ header: ArchiveEntryHeader, info: stat?) -> ManifestEntry {
         ManifestEntry(path: header.path, type: header.type, size: 0, mode: header.permissions, uid: header.uid,

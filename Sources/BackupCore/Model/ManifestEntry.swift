@@ -30,6 +30,11 @@ public struct ManifestEntry: Sendable, Equatable {
     /// For an incremental backup: the backup whose archive holds this file's content,
     /// when it is not this backup's own archive (the file did not change). JSON `in`.
     public var storedIn: BackupID?
+    /// Where the entry (headers, content, padding) starts in the uncompressed tar stream of
+    /// the archive that holds it (`storedIn`'s, or this backup's own). JSON `at`.
+    public var archiveOffset: Int64?
+    /// The entry's length in that tar stream, in bytes. JSON `len`.
+    public var archiveLength: Int64?
 
     /// Creates an entry.
     public init(path: [UInt8], type: EntryType, size: Int64 = 0, mode: UInt32 = 0o644, uid: UInt32 = 0, gid: UInt32 = 0,
@@ -86,6 +91,10 @@ public struct ManifestEntry: Sendable, Equatable {
         if let linkTarget { ManifestEntry.writeBytes(linkTarget, key: "link", to: &writer) }
         if let sha256 { writer.key("sha256"); writer.string(sha256) }
         if let storedIn { writer.key("in"); writer.string(storedIn.rawValue) }
+        if let archiveOffset, let archiveLength {
+            writer.key("at"); writer.int(archiveOffset)
+            writer.key("len"); writer.int(archiveLength)
+        }
         writer.endObject()
     }
 
@@ -177,6 +186,16 @@ public struct ManifestEntry: Sendable, Equatable {
             }
             storedIn = id
         }
+        // Both or neither; a partial restore trusts them only as far as the archive agrees.
+        var location: (offset: Int64, length: Int64)?
+        if field("at") != nil || field("len") != nil {
+            let offset = try integer("at")
+            let length = try integer("len")
+            guard offset >= 0, length > 0 else {
+                throw ManifestError.invalidLine(line: line, reason: "'at' and 'len' must be a position and a length")
+            }
+            location = (offset, length)
+        }
         self.init(path: path, type: type, size: size, mode: mode, uid: try id32("uid"), gid: try id32("gid"),
                   userName: field("user")?.stringValue, groupName: field("group")?.stringValue,
                   mtimeNanoseconds: try integer("mtime_ns", default: 0),
@@ -184,5 +203,7 @@ public struct ManifestEntry: Sendable, Equatable {
                   inode: try unsigned("inode"), device: try unsigned("dev"), rdev: try unsigned("rdev"),
                   linkTarget: try bytes("link", required: type == .symlink || type == .hardlink), sha256: sha,
                   storedIn: storedIn)
+        archiveOffset = location?.offset
+        archiveLength = location?.length
     }
 }

@@ -64,6 +64,11 @@ public struct RestoreResult: Sendable {
     /// With `dryRun`: the paths that would be restored.
     public var planned: [String] = []
     public var elapsed: TimeInterval = 0
+    /// Compressed bytes read from archives. A partial restore of a seekable archive reads
+    /// only the frames that hold the selected entries.
+    public var archiveBytesRead: Int64 = 0
+    /// Archives read only in part (the frames holding the selection), of those read.
+    public var archivesReadInPart = 0
 
     /// An empty result.
     public init() {}

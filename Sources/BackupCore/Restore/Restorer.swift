@@ -90,8 +90,15 @@ public final class Restorer {
         do {
             // Phase 1: this backup's own archive.
             var seen = Set<[UInt8]>()
+            var ownEntries: [ManifestEntry]?
+            if let manifest, !selection.isEverything {
+                ownEntries = manifest.entries.filter { entry in
+                    entry.storedIn == nil && (redirects[entry.path] != nil
+                        || selection.matches(entry.path, isDirectory: entry.type == .directory))
+                }
+            }
             let inner = try readArchive(archive, name: archiveName, holder: nil, expected: expected, seen: &seen,
-                                        context: context)
+                                        context: context, onlyEntries: ownEntries)
             var final = manifest
             if let expected {
                 result.verifiedAgainstManifest = true
@@ -153,13 +160,21 @@ public final class Restorer {
     /// nil, this backup's own entries; otherwise the files `expected` says `holder` holds.
     /// Returns the archive's own manifest when it was read (and no manifest was known).
     /// A damaged archive ends the phase with `archiveProblem` set; target failures throw.
+    /// With `onlyEntries`, only the frames holding those entries are read when the archive
+    /// allows it (see `narrowed`).
     private func readArchive(_ source: ByteSource, name: String, holder: BackupID?, expected: [[UInt8]: ManifestEntry]?,
-                             seen: inout Set<[UInt8]>, context: PhaseContext) throws -> [UInt8]? {
+                             seen: inout Set<[UInt8]>, context: PhaseContext, onlyEntries: [ManifestEntry]? = nil) throws -> [UInt8]? {
         var innerManifest: [UInt8]?
         var sawMarker = false
         var sawManifest = false
+        let ranged = onlyEntries.flatMap { narrowed(source, name: name, entries: $0) }
+        let counting = ranged == nil ? CountingSource(source) : nil
+        defer {
+            result.archiveBytesRead += ranged?.compressedBytesRead ?? counting?.count ?? 0
+            if ranged != nil { result.archivesReadInPart += 1 }
+        }
         do {
-            let reader = try ArchiveReader(source: source, name: name)
+            let reader = try ArchiveReader(source: ranged ?? counting ?? source, name: name, plainTar: ranged != nil)
             while let header = try reader.nextHeader() {
                 try cancellation.check()
                 if BackupNaming.isMetadataEntry(header.path) {
@@ -174,7 +189,7 @@ public final class Restorer {
                 }
                 try restoreEntry(header, reader: reader, holder: holder, expected: expected, seen: &seen, context: context)
             }
-            if sawMarker && !sawManifest {
+            if sawMarker && !sawManifest && ranged == nil {
                 noteArchiveProblem("\(name) is a Keepsake archive but ends before its manifest: it is truncated or damaged")
             }
         } catch let failure as ArchiveError {
@@ -183,6 +198,23 @@ public final class Restorer {
             noteArchiveProblem(failure.description)
         }
         return innerManifest
+    }
+
+    /// Only the parts of `source` that hold `entries`, when that is possible: the archive
+    /// is a local file with a seek table, and the manifest knows where every entry lies.
+    /// Nil otherwise (the whole archive is read, which is always correct).
+    private func narrowed(_ source: ByteSource, name: String, entries: [ManifestEntry]) -> RangedZstdSource? {
+        guard let random = source as? RandomAccessSource else { return nil }
+        var ranges: [Range<Int64>] = []
+        ranges.reserveCapacity(entries.count)
+        for entry in entries {
+            guard let offset = entry.archiveOffset, let length = entry.archiveLength,
+                  offset <= Int64.max - length else { return nil }
+            ranges.append(offset..<(offset + length))
+        }
+        guard let size = try? random.size(),
+              let table = try? SeekTable.read(streamSize: size, read: { try random.bytes(at: $0, count: $1) }) else { return nil }
+        return RangedZstdSource(source: random, table: table, ranges: ranges, name: name, workers: DecodedArchiveSource.workers)
     }
 
     private func noteArchiveProblem(_ problem: String) {
@@ -217,7 +249,8 @@ public final class Restorer {
             }
             defer { located.source.close() }
             var seen = Set<[UInt8]>()
-            _ = try readArchive(located.source, name: located.name, holder: holder, expected: files, seen: &seen, context: context)
+            _ = try readArchive(located.source, name: located.name, holder: holder, expected: files, seen: &seen,
+                                context: context, onlyEntries: context.selection.isEverything ? nil : Array(files.values))
             for path in files.keys where !seen.contains(path) {
                 result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
                                                   reason: "missing from the archive of backup \(holder)"))

@@ -36,3 +36,46 @@ extension ByteSource {
         }
     }
 }
+
+/// A source that can also be read at any offset (a local file), which lets a partial
+/// restore decompress only the frames it needs.
+public protocol RandomAccessSource: ByteSource {
+    /// The whole object's size in bytes.
+    func size() throws -> Int64
+    /// Reads up to `buffer.count` bytes at `offset`; fewer only at the end.
+    func read(at offset: Int64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+}
+
+extension RandomAccessSource {
+    /// Reads exactly `count` bytes at `offset` (fewer only at the end).
+    func bytes(at offset: Int64, count: Int) throws -> [UInt8] {
+        var result = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let got = try result.withUnsafeMutableBytes {
+                try read(at: offset + Int64(filled), into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...]))
+            }
+            if got == 0 { break }
+            filled += got
+        }
+        result.removeSubrange(filled...)
+        return result
+    }
+}
+
+/// Passes a source through, counting the bytes read.
+final class CountingSource: ByteSource {
+    private let source: ByteSource
+    /// Bytes read so far.
+    private(set) var count: Int64 = 0
+
+    init(_ source: ByteSource) { self.source = source }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let got = try source.read(into: buffer)
+        count += Int64(got)
+        return got
+    }
+
+    func close() { source.close() }
+}

@@ -1,7 +1,7 @@
 import Foundation
 
-/// Reads a file through its descriptor.
-public final class FileByteSource: ByteSource {
+/// Reads a file through its descriptor, front to back or at any offset.
+public final class FileByteSource: RandomAccessSource {
     private var fd: Int32
     private let name: String
 
@@ -35,5 +35,22 @@ public final class FileByteSource: ByteSource {
     public func close() {
         if fd >= 0 { Glibc.close(fd) }
         fd = -1
+    }
+
+    public func size() throws -> Int64 {
+        var info = stat()
+        guard fd >= 0, fstat(fd, &info) == 0 else {
+            throw StorageError.io(name: name, operation: "stat", reason: FileDescriptorIO.message(fd >= 0 ? errno : EBADF))
+        }
+        return Int64(info.st_size)
+    }
+
+    public func read(at offset: Int64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard fd >= 0 else { throw StorageError.io(name: name, operation: "read", reason: "closed") }
+        while true {
+            let count = pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
+            if count >= 0 { return count }
+            if errno != EINTR { throw StorageError.io(name: name, operation: "read", reason: FileDescriptorIO.message(errno)) }
+        }
     }
 }

@@ -1,0 +1,53 @@
+import Foundation
+
+/// Chooses how an archive's bytes are decoded before libarchive sees them: a zstd stream
+/// goes through `ParallelZstdSource` (several frames at once); anything else is passed
+/// on unchanged, for libarchive to recognise.
+enum DecodedArchiveSource {
+    // MARK: Choosing
+
+    /// How many frames are decompressed at once.
+    static var workers: Int { max(1, ProcessInfo.processInfo.activeProcessorCount) }
+
+    /// `source` as libarchive should read it.
+    static func wrap(_ source: ByteSource, name: String) throws -> ByteSource {
+        var prefix = [UInt8](repeating: 0, count: 4)
+        var count = 0
+        while count < prefix.count {
+            let got = try prefix.withUnsafeMutableBytes {
+                try source.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[count...]))
+            }
+            if got == 0 { break }
+            count += got
+        }
+        prefix.removeSubrange(count...)
+        if count == 4 {
+            let magic = prefix.enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << UInt32(8 * $1.offset) }
+            if magic == 0xFD2F_B528 || magic & 0xFFFF_FFF0 == 0x184D_2A50 {
+                return ParallelZstdSource(source: source, prefix: prefix, name: name, workers: workers)
+            }
+        }
+        return PrefixedSource(prefix: prefix, source: source)
+    }
+}
+
+/// A source whose first bytes were already read: hands those out first.
+final class PrefixedSource: ByteSource {
+    private var prefix: [UInt8]
+    private let source: ByteSource
+
+    init(prefix: [UInt8], source: ByteSource) {
+        self.prefix = prefix
+        self.source = source
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard !prefix.isEmpty else { return try source.read(into: buffer) }
+        let count = min(prefix.count, buffer.count)
+        prefix.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+        prefix.removeFirst(count)
+        return count
+    }
+
+    func close() { source.close() }
+}

@@ -1,0 +1,93 @@
+/// Decompresses whole zstd frames on worker threads and hands the results back in the
+/// order the frames were submitted. Buffers and contexts are reused.
+final class ParallelFrameDecoder {
+    // MARK: Types
+
+    /// One frame on its way through a worker.
+    private final class Job: @unchecked Sendable {
+        let input: FrameBuffer
+        let output: FrameBuffer
+        let context: ZstdContext
+        let expectedSize: Int
+        let frameNumber: Int
+        var outcome: Result<Int, ZstdFailure> = .success(0)
+        init(input: FrameBuffer, output: FrameBuffer, context: ZstdContext, expectedSize: Int, frameNumber: Int) {
+            self.input = input
+            self.output = output
+            self.context = context
+            self.expectedSize = expectedSize
+            self.frameNumber = frameNumber
+        }
+    }
+
+    // MARK: State
+
+    private let pool: OrderedWorkPool<Job>
+    private let name: String
+    private var spareInputs: [FrameBuffer] = []
+    private var spareOutputs: [FrameBuffer] = []
+    private var spareContexts: [ZstdContext] = []
+    /// Compressed bytes submitted so far.
+    private(set) var compressedBytes: Int64 = 0
+
+    /// A decoder keeping up to `workers` frames in work (plus one ready), naming `name` in
+    /// its errors.
+    init(workers: Int, name: String) {
+        pool = OrderedWorkPool(capacity: max(1, workers) + 1)
+        self.name = name
+    }
+
+    // MARK: Submitting
+
+    /// Whether `next()` should be called before another `submit`.
+    var isFull: Bool { pool.isFull }
+
+    /// Frames submitted and not yet taken.
+    var outstanding: Int { pool.outstanding }
+
+    /// Starts decompressing one whole frame that declares `contentSize` bytes.
+    func submit(_ frame: UnsafeRawBufferPointer, contentSize: Int, frameNumber: Int) throws {
+        let input = spareInputs.popLast().flatMap { $0.capacity >= frame.count ? $0 : nil } ?? FrameBuffer(capacity: frame.count)
+        input.count = 0
+        _ = input.append(frame)
+        let output = spareOutputs.popLast().flatMap { $0.capacity >= contentSize ? $0 : nil } ?? FrameBuffer(capacity: contentSize)
+        output.count = 0
+        let context = try spareContexts.popLast() ?? ZstdContext(.decompression)
+        compressedBytes += Int64(frame.count)
+        let job = Job(input: input, output: output, context: context, expectedSize: contentSize, frameNumber: frameNumber)
+        pool.submit {
+            let room = UnsafeMutableRawBufferPointer(rebasing: job.output.bytes[0..<job.expectedSize])
+            job.outcome = job.context.decompress(job.input.filled, into: room)
+            return job
+        }
+    }
+
+    // MARK: Taking
+
+    /// The oldest frame's content, waiting for it; nil when nothing is outstanding. Throws
+    /// when the frame is damaged. Give the buffer back with `recycle` once used.
+    func next() throws -> FrameBuffer? {
+        guard let job = pool.take() else { return nil }
+        spareInputs.append(job.input)
+        spareContexts.append(job.context)
+        switch job.outcome {
+        case .success(let size) where size == job.expectedSize:
+            job.output.count = size
+            return job.output
+        case .success(let size):
+            throw ArchiveError.damaged(archive: name, reason: "zstd frame \(job.frameNumber) holds \(size) bytes but declares \(job.expectedSize)")
+        case .failure(let failure):
+            throw ArchiveError.damaged(archive: name, reason: "zstd frame \(job.frameNumber): \(failure.message)")
+        }
+    }
+
+    /// Takes back a buffer `next()` returned.
+    func recycle(_ buffer: FrameBuffer) {
+        spareOutputs.append(buffer)
+    }
+
+    /// A decompression context for streaming, from the spares when there is one.
+    func streamingContext() throws -> ZstdContext {
+        try spareContexts.popLast() ?? ZstdContext(.decompression)
+    }
+}

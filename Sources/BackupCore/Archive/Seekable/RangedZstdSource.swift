@@ -1,0 +1,122 @@
+/// The parts of a seekable zstd archive's tar stream that a partial restore needs, as one
+/// tar stream: only the frames that hold those byte ranges are read and decompressed
+/// (several at once), the ranges are cut out of them and handed out in order, and two
+/// zero blocks end the stream as tar expects.
+final class RangedZstdSource: ByteSource {
+    // MARK: State
+
+    private let source: RandomAccessSource
+    private let table: SeekTable
+    private let name: String
+    /// Sorted, disjoint ranges of the decompressed stream.
+    private let ranges: [Range<Int64>]
+    private let decoder: ParallelFrameDecoder
+    /// The frames to decompress, in order, and the next one to submit.
+    private let frameIndexes: [Int]
+    private var nextSubmission = 0
+    private var nextDelivery = 0
+    /// Pieces of the current frame to hand out: ranges within `current`.
+    private var current: FrameBuffer?
+    private var pieces: [Range<Int>] = []
+    private var trailer = 1024
+    private var closed = false
+
+    /// Compressed bytes read from the archive so far.
+    var compressedBytesRead: Int64 { decoder.compressedBytes }
+
+    // MARK: Life cycle
+
+    /// Reads `ranges` (offsets in the decompressed stream; any order, may overlap) of the
+    /// archive `source` described by `table`.
+    init(source: RandomAccessSource, table: SeekTable, ranges: [Range<Int64>], name: String, workers: Int) {
+        self.source = source
+        self.table = table
+        self.name = name
+        self.ranges = RangedZstdSource.merged(ranges, limit: table.decompressedSize)
+        decoder = ParallelFrameDecoder(workers: workers, name: name)
+        var indexes: [Int] = []
+        for range in self.ranges {
+            guard let first = table.frameIndex(containing: range.lowerBound),
+                  let last = table.frameIndex(containing: range.upperBound - 1) else { continue }
+            for index in first...last where indexes.last.map({ $0 < index }) ?? true { indexes.append(index) }
+        }
+        frameIndexes = indexes
+    }
+
+    /// Sorted, overlapping and touching ranges joined, clipped to the stream.
+    static func merged(_ ranges: [Range<Int64>], limit: Int64) -> [Range<Int64>] {
+        var result: [Range<Int64>] = []
+        for range in ranges.sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            // Offsets come from a manifest: never trust them to be inside the stream.
+            let lower = max(0, range.lowerBound)
+            let upper = min(limit, range.upperBound)
+            guard lower < upper else { continue }
+            let clipped = lower..<upper
+            if let last = result.last, clipped.lowerBound <= last.upperBound {
+                result[result.count - 1] = last.lowerBound..<max(last.upperBound, clipped.upperBound)
+            } else {
+                result.append(clipped)
+            }
+        }
+        return result
+    }
+
+    func close() {
+        closed = true
+        source.close()
+    }
+
+    // MARK: Reading
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard !closed else { throw StorageError.io(name: name, operation: "read", reason: "closed") }
+        guard let destination = buffer.baseAddress, !buffer.isEmpty else { return 0 }
+        while true {
+            if let current, let piece = pieces.first, let start = current.bytes.baseAddress {
+                let count = min(buffer.count, piece.count)
+                destination.copyMemory(from: start + piece.lowerBound, byteCount: count)
+                if count == piece.count { pieces.removeFirst() } else { pieces[0] = (piece.lowerBound + count)..<piece.upperBound }
+                return count
+            }
+            if let finished = current {
+                decoder.recycle(finished)
+                current = nil
+            }
+            try submitFrames()
+            guard let frame = try decoder.next() else {
+                // All ranges handed out: end the tar stream.
+                let count = min(trailer, buffer.count)
+                _ = destination.initializeMemory(as: UInt8.self, repeating: 0, count: count)
+                trailer -= count
+                return count
+            }
+            let index = frameIndexes[nextDelivery]
+            nextDelivery += 1
+            current = frame
+            pieces = piecesOf(table.frames[index])
+        }
+    }
+
+    private func submitFrames() throws {
+        while !decoder.isFull && nextSubmission < frameIndexes.count {
+            let index = frameIndexes[nextSubmission]
+            let frame = table.frames[index]
+            let compressed = try source.bytes(at: frame.compressedOffset, count: frame.compressedSize)
+            guard compressed.count == frame.compressedSize else {
+                throw ArchiveError.damaged(archive: name, reason: "it ends inside frame \(index) (truncated)")
+            }
+            try compressed.withUnsafeBytes { try decoder.submit($0, contentSize: frame.decompressedSize, frameNumber: index) }
+            nextSubmission += 1
+        }
+    }
+
+    /// The parts of `frame` that lie in the wanted ranges, as offsets within the frame.
+    private func piecesOf(_ frame: SeekTable.Frame) -> [Range<Int>] {
+        let frameRange = frame.decompressedOffset..<(frame.decompressedOffset + Int64(frame.decompressedSize))
+        return ranges.compactMap { range in
+            let overlap = range.clamped(to: frameRange)
+            guard !overlap.isEmpty else { return nil }
+            return Int(overlap.lowerBound - frame.decompressedOffset)..<Int(overlap.upperBound - frame.decompressedOffset)
+        }
+    }
+}

@@ -1,0 +1,130 @@
+/// Compresses a byte stream as independent zstd frames on worker threads and writes them,
+/// in order, to the sink below, followed by a seek table (the zstd seekable format).
+/// Concatenated frames are an ordinary zstd stream, so `zstd -d` and `tar --zstd` read
+/// the result unchanged; Keepsake can also decompress the frames in parallel, or only the
+/// ones a partial restore needs.
+public final class SeekableZstdSink: ByteSink {
+    // MARK: Types
+
+    /// What a worker hands back: the buffers and context it borrowed, and the outcome.
+    private final class Job: @unchecked Sendable {
+        let input: FrameBuffer
+        let output: FrameBuffer
+        let context: ZstdContext
+        var outcome: Result<Int, ZstdFailure> = .success(0)
+        init(input: FrameBuffer, output: FrameBuffer, context: ZstdContext) {
+            self.input = input
+            self.output = output
+            self.context = context
+        }
+    }
+
+    // MARK: Settings
+
+    /// Uncompressed bytes per frame. Each frame starts without history, which costs ratio:
+    /// on text-heavy trees 2 MiB frames came out 1.5–8% larger than one long frame, 4 MiB
+    /// 0.6–4%, 8 MiB 0.2–1%; a file's restore decompresses at least one frame, and each
+    /// worker holds one in memory. 4 MiB is the middle.
+    public static let defaultFrameSize = 4 << 20
+
+    private let downstream: ByteSink
+    private let level: Int32
+    private let frameSize: Int
+
+    // MARK: State
+
+    private let pool: OrderedWorkPool<Job>
+    private var filling: FrameBuffer
+    private var spareInputs: [FrameBuffer] = []
+    private var spareOutputs: [FrameBuffer] = []
+    private var spareContexts: [ZstdContext] = []
+    private var table = SeekTable()
+    private var finished = false
+    /// Bytes written into this sink so far (the decompressed stream's length).
+    public private(set) var decompressedBytes: Int64 = 0
+
+    // MARK: Life cycle
+
+    /// A sink compressing at `level` with up to `workers` frames being compressed at once.
+    public init(downstream: ByteSink, level: Int, workers: Int, frameSize: Int = SeekableZstdSink.defaultFrameSize) throws {
+        self.downstream = downstream
+        self.level = Int32(level)
+        self.frameSize = max(4096, frameSize)
+        // One frame more than workers lets the caller fill the next frame meanwhile.
+        pool = OrderedWorkPool(capacity: max(1, workers) + 1)
+        filling = FrameBuffer(capacity: self.frameSize)
+        spareContexts.append(try ZstdContext(.compression, level: self.level))
+    }
+
+    // MARK: Writing
+
+    public func write(_ buffer: UnsafeRawBufferPointer) throws {
+        precondition(!finished, "write after finish")
+        var rest = buffer
+        while !rest.isEmpty {
+            let taken = filling.append(rest)
+            rest = UnsafeRawBufferPointer(rebasing: rest[taken...])
+            decompressedBytes += Int64(taken)
+            if filling.count == filling.capacity { try submitFrame() }
+        }
+        try writeReadyFrames(wait: false)
+    }
+
+    /// Compresses what is left, waits for every frame, and appends the seek table.
+    public func finish() throws {
+        guard !finished else { return }
+        finished = true
+        if filling.count > 0 { try submitFrame() }
+        try writeReadyFrames(wait: true)
+        let encoded = table.encoded()
+        try encoded.withUnsafeBytes { try downstream.write($0) }
+    }
+
+    /// The frames written so far (complete after `finish`).
+    public var seekTable: SeekTable { table }
+
+    // MARK: Frames
+
+    private func submitFrame() throws {
+        while pool.isFull { try writeNextFrame(wait: true) }
+        let input = filling
+        filling = spareInputs.popLast() ?? FrameBuffer(capacity: frameSize)
+        filling.count = 0
+        let bound = ZstdContext.compressBound(input.count)
+        let output = spareOutputs.popLast().flatMap { $0.capacity >= bound ? $0 : nil } ?? FrameBuffer(capacity: bound)
+        let job = Job(input: input, output: output, context: try makeContext())
+        pool.submit {
+            job.outcome = job.context.compress(job.input.filled, into: job.output.bytes)
+            return job
+        }
+    }
+
+    private func makeContext() throws -> ZstdContext {
+        try spareContexts.popLast() ?? ZstdContext(.compression, level: level)
+    }
+
+    private func writeReadyFrames(wait: Bool) throws {
+        while pool.outstanding > 0 {
+            guard try writeNextFrame(wait: wait) else { return }
+        }
+    }
+
+    /// Writes the oldest frame if it is done (or, with `wait`, once it is). Returns whether
+    /// a frame was written.
+    @discardableResult
+    private func writeNextFrame(wait: Bool) throws -> Bool {
+        guard let job = wait ? pool.take() : pool.takeIfReady() else { return false }
+        let size: Int
+        switch job.outcome {
+        case .success(let compressed): size = compressed
+        case .failure(let failure): throw ArchiveError.setup("zstd compression failed: \(failure.message)")
+        }
+        job.output.count = size
+        try downstream.write(job.output.filled)
+        table.append(compressedSize: size, decompressedSize: job.input.count)
+        spareInputs.append(job.input)
+        spareOutputs.append(job.output)
+        spareContexts.append(job.context)
+        return true
+    }
+}

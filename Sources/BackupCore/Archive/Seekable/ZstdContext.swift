@@ -1,0 +1,95 @@
+import CZstd
+
+/// A libzstd compression or decompression context, used by one thread at a time.
+final class ZstdContext: @unchecked Sendable {
+    // MARK: Kinds
+
+    enum Kind { case compression, decompression }
+
+    // MARK: State
+
+    let kind: Kind
+    private let pointer: OpaquePointer
+
+    /// A context; compression ones get `level` and a content checksum in every frame.
+    init(_ kind: Kind, level: Int32 = 3) throws {
+        self.kind = kind
+        switch kind {
+        case .compression:
+            guard let context = ZSTD_createCCtx() else { throw ArchiveError.setup("out of memory (zstd)") }
+            pointer = context
+            try ZstdContext.check(ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, level))
+            try ZstdContext.check(ZSTD_CCtx_setParameter(context, ZSTD_c_checksumFlag, 1))
+        case .decompression:
+            guard let context = ZSTD_createDCtx() else { throw ArchiveError.setup("out of memory (zstd)") }
+            pointer = context
+        }
+    }
+
+    deinit {
+        switch kind {
+        case .compression: ZSTD_freeCCtx(pointer)
+        case .decompression: ZSTD_freeDCtx(pointer)
+        }
+    }
+
+    // MARK: Whole frames
+
+    /// Compresses `input` into one frame in `output`; returns its size.
+    func compress(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Result<Int, ZstdFailure> {
+        ZstdContext.result(ZSTD_compress2(pointer, output.baseAddress, output.count, input.baseAddress, input.count))
+    }
+
+    /// Decompresses one whole frame; returns the decompressed size.
+    func decompress(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Result<Int, ZstdFailure> {
+        ZstdContext.result(ZSTD_decompressDCtx(pointer, output.baseAddress, output.count, input.baseAddress, input.count))
+    }
+
+    // MARK: Streaming
+
+    /// Decompresses from `input` starting at `inputPosition` into `output`, advancing both
+    /// positions; returns 0 when a frame has just ended (see ZSTD_decompressStream).
+    func decompressStream(_ input: UnsafeRawBufferPointer, inputPosition: inout Int,
+                          into output: UnsafeMutableRawBufferPointer, outputPosition: inout Int) -> Result<Int, ZstdFailure> {
+        var inBuffer = ZSTD_inBuffer(src: input.baseAddress, size: input.count, pos: inputPosition)
+        var outBuffer = ZSTD_outBuffer(dst: output.baseAddress, size: output.count, pos: outputPosition)
+        let status = ZSTD_decompressStream(pointer, &outBuffer, &inBuffer)
+        inputPosition = inBuffer.pos
+        outputPosition = outBuffer.pos
+        return ZstdContext.result(status)
+    }
+
+    // MARK: Frame facts
+
+    /// The most a frame of `size` input bytes can take compressed.
+    static func compressBound(_ size: Int) -> Int { ZSTD_compressBound(size) }
+
+    /// A whole frame's compressed size at the start of `bytes`, or nil when `bytes` does
+    /// not hold all of it yet (or it is not a valid frame).
+    static func frameCompressedSize(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        let size = ZSTD_findFrameCompressedSize(bytes.baseAddress, bytes.count)
+        return ZSTD_isError(size) != 0 ? nil : size
+    }
+
+    /// The decompressed size a frame header declares, or nil when it does not say.
+    static func frameContentSize(_ bytes: UnsafeRawBufferPointer) -> UInt64? {
+        let size = ZSTD_getFrameContentSize(bytes.baseAddress, bytes.count)
+        return size == KS_ZSTD_CONTENTSIZE_UNKNOWN || size == KS_ZSTD_CONTENTSIZE_ERROR ? nil : size
+    }
+
+    // MARK: Errors
+
+    private static func result(_ status: Int) -> Result<Int, ZstdFailure> {
+        if ZSTD_isError(status) != 0 { return .failure(ZstdFailure(message: String(cString: ZSTD_getErrorName(status)))) }
+        return .success(status)
+    }
+
+    private static func check(_ status: Int) throws {
+        if ZSTD_isError(status) != 0 { throw ArchiveError.setup("zstd: \(String(cString: ZSTD_getErrorName(status)))") }
+    }
+}
+
+/// What libzstd said went wrong.
+struct ZstdFailure: Error, Sendable {
+    let message: String
+}

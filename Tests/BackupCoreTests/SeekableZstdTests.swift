@@ -1,0 +1,189 @@
+import Foundation
+import XCTest
+@testable import BackupCore
+
+/// The seekable zstd writer and the two readers, on real files, checked against the `zstd`
+/// command-line tool.
+final class SeekableZstdTests: XCTestCase {
+    // MARK: Fixtures
+
+    private var folder = ""
+
+    override func setUpWithError() throws {
+        folder = NSTemporaryDirectory() + "keepsake-seekable-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    /// A file sink, so that the real `zstd` tool can read what was written.
+    private final class FileSink: ByteSink {
+        let handle: FileHandle
+        init(path: String) throws {
+            _ = FileManager.default.createFile(atPath: path, contents: nil)
+            handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        }
+        func write(_ buffer: UnsafeRawBufferPointer) throws { try handle.write(contentsOf: Data(buffer)) }
+    }
+
+    /// Text-like and random bytes mixed, so frames compress differently.
+    private func sample(_ count: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var state: UInt64 = 0x1234_5678
+        for index in 0..<count {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            bytes[index] = (index / 50_000) % 2 == 0 ? UInt8(97 + (index % 26)) : UInt8(truncatingIfNeeded: state >> 33)
+        }
+        return bytes
+    }
+
+    /// Writes `data` in uneven pieces with small frames and returns the file's path and table.
+    private func writeStream(_ data: [UInt8], frameSize: Int = 64 << 10, workers: Int = 2) throws -> (String, SeekTable) {
+        let path = folder + "/stream.zst"
+        let sink = try FileSink(path: path)
+        let writer = try SeekableZstdSink(downstream: sink, level: 3, workers: workers, frameSize: frameSize)
+        var offset = 0
+        var step = 1
+        while offset < data.count {
+            let end = min(data.count, offset + step)
+            try data[offset..<end].withUnsafeBytes { try writer.write($0) }
+            offset = end
+            step = step * 3 % 200_003 + 1
+        }
+        try writer.finish()
+        try sink.handle.close()
+        return (path, writer.seekTable)
+    }
+
+    private func run(_ arguments: [String]) throws -> (status: Int32, output: Data) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, output)
+    }
+
+    private func readAll(_ source: ByteSource) throws -> [UInt8] {
+        try source.readAll(limit: 1 << 30)
+    }
+
+    // MARK: Writing
+
+    func testZstdToolReadsTheFramesAndSkipsTheTable() throws {
+        let data = sample(1_000_000)
+        let (path, table) = try writeStream(data)
+        XCTAssertEqual(table.frames.count, (data.count + 65_535) / 65_536)
+        XCTAssertEqual(table.decompressedSize, Int64(data.count))
+        let decoded = try run(["zstd", "-dc", path])
+        XCTAssertEqual(decoded.status, 0)
+        XCTAssertEqual(Array(decoded.output), data)
+        XCTAssertEqual(try run(["zstd", "-t", "-q", path]).status, 0)
+    }
+
+    func testSeekTableIsReadBackFromTheEnd() throws {
+        let (path, written) = try writeStream(sample(300_000))
+        let file = try FileByteSource(path: path)
+        defer { file.close() }
+        let table = try XCTUnwrap(try SeekTable.read(streamSize: try file.size()) { try file.bytes(at: $0, count: $1) })
+        XCTAssertEqual(table, written)
+        XCTAssertEqual(table.frameIndex(containing: 0), 0)
+        XCTAssertEqual(table.frameIndex(containing: 65_536), 1)
+        XCTAssertEqual(table.frameIndex(containing: 299_999), 4)
+        XCTAssertNil(table.frameIndex(containing: 300_000))
+    }
+
+    func testGarbageIsNoSeekTable() throws {
+        let junk = sample(5_000)
+        XCTAssertNil(SeekTable.read(streamSize: Int64(junk.count)) { Array(junk[Int($0)..<(Int($0) + $1)]) })
+        // A footer that claims more frames than the stream could hold.
+        var forged = [UInt8](repeating: 0, count: 40)
+        forged.replaceSubrange(31..<40, with: [0xFF, 0xFF, 0xFF, 0x00, 0x00, 0xB1, 0xEA, 0x92, 0x8F])
+        XCTAssertNil(SeekTable.read(streamSize: Int64(forged.count)) { Array(forged[Int($0)..<(Int($0) + $1)]) })
+    }
+
+    // MARK: Reading front to back
+
+    func testParallelSourceDecodesEveryFrameInOrder() throws {
+        let data = sample(2_000_000)
+        let (path, _) = try writeStream(data, workers: 3)
+        let source = try DecodedArchiveSource.wrap(try FileByteSource(path: path), name: "stream.zst")
+        XCTAssertTrue(source is ParallelZstdSource)
+        XCTAssertEqual(try readAll(source), data)
+    }
+
+    func testOneLongFrameFromTheZstdToolStreams() throws {
+        let data = sample(3_000_000)
+        let plain = folder + "/plain"
+        try Data(data).write(to: URL(fileURLWithPath: plain))
+        XCTAssertEqual(try run(["zstd", "-q", "-3", "--no-content-size", plain, "-o", plain + ".zst"]).status, 0)
+        XCTAssertEqual(try run(["zstd", "-q", "-3", plain, "-o", plain + ".sized.zst"]).status, 0)
+        for name in [plain + ".zst", plain + ".sized.zst"] {
+            let source = try DecodedArchiveSource.wrap(try FileByteSource(path: name), name: name)
+            XCTAssertEqual(try readAll(source), data, name)
+        }
+    }
+
+    func testTruncatedStreamIsDamaged() throws {
+        let (path, _) = try writeStream(sample(500_000))
+        let size = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+        XCTAssertEqual(truncate(path, off_t(size / 2)), 0)
+        let source = try DecodedArchiveSource.wrap(try FileByteSource(path: path), name: "cut.zst")
+        XCTAssertThrowsError(try readAll(source)) { error in
+            guard case ArchiveError.damaged(let archive, let reason) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(archive, "cut.zst")
+            XCTAssertTrue(reason.contains("truncated"), reason)
+        }
+    }
+
+    func testFlippedByteIsDamaged() throws {
+        let (path, table) = try writeStream(sample(500_000))
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+        let offset = UInt64(table.frames[2].compressedOffset) + UInt64(table.frames[2].compressedSize / 2)
+        try handle.seek(toOffset: offset)
+        let byte = try XCTUnwrap(try handle.read(upToCount: 1)).first ?? 0
+        try handle.seek(toOffset: offset)
+        try handle.write(contentsOf: [byte ^ 0x55])
+        try handle.close()
+        let source = try DecodedArchiveSource.wrap(try FileByteSource(path: path), name: "flipped.zst")
+        XCTAssertThrowsError(try readAll(source)) { error in
+            guard case ArchiveError.damaged = error else { return XCTFail("\(error)") }
+        }
+    }
+
+    func testNonZstdPassesThroughUnchanged() throws {
+        let data = Array("not compressed at all\n".utf8)
+        let plain = folder + "/plain.txt"
+        try Data(data).write(to: URL(fileURLWithPath: plain))
+        let source = try DecodedArchiveSource.wrap(try FileByteSource(path: plain), name: plain)
+        XCTAssertEqual(try readAll(source), data)
+    }
+
+    // MARK: Reading ranges
+
+    func testRangedSourceReadsOnlyTheFramesItNeeds() throws {
+        let data = sample(1_000_000)
+        let (path, table) = try writeStream(data)
+        let file = try FileByteSource(path: path)
+        let ranges: [Range<Int64>] = [70_000..<70_100, 65_000..<66_000, 900_000..<900_010]
+        let source = RangedZstdSource(source: file, table: table, ranges: ranges, name: "stream.zst", workers: 2)
+        let output = try readAll(source)
+        // Merged and sorted, then the two zero blocks that end a tar stream.
+        var expected = Array(data[65_000..<66_000]) + Array(data[70_000..<70_100]) + Array(data[900_000..<900_010])
+        expected += [UInt8](repeating: 0, count: 1024)
+        XCTAssertEqual(output, expected)
+        let needed = [0, 1, 13].reduce(0) { $0 + table.frames[$1].compressedSize }
+        XCTAssertEqual(source.compressedBytesRead, Int64(needed), "frames 0, 1 and 13 only")
+    }
+
+    func testRangesAreMergedAndClipped() {
+        XCTAssertEqual(RangedZstdSource.merged([10..<20, 0..<5, 5..<8, 15..<30, 90..<200], limit: 100), [0..<8, 10..<30, 90..<100])
+        XCTAssertEqual(RangedZstdSource.merged([-5..<3, 200..<300], limit: 100), [0..<3])
+    }
+}
