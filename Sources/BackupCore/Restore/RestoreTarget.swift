@@ -17,7 +17,15 @@ final class RestoreTarget {
     let path: String
     /// Descriptor of the target folder.
     let rootFD: Int32
-    private var cachedParent: (components: [[UInt8]], fd: Int32)?
+    /// Open descriptors of the folders on the way to the directory asked for last:
+    /// `chain[i]` is the folder of components `0...i`. Entries mostly share a parent or a
+    /// prefix with the one before, so only the components that differ are opened.
+    private var chain: [(name: [UInt8], fd: Int32)] = []
+    /// The folder at the end of a path deeper than the chain keeps (closed on the next call).
+    private var deepFD: Int32?
+    /// Deeper folders are opened each time rather than kept open (a hostile archive's
+    /// thousand-level paths must not use up the process's descriptors).
+    static let maximumChainDepth = 64
 
     // MARK: Life cycle
 
@@ -38,7 +46,7 @@ final class RestoreTarget {
     }
 
     deinit {
-        if let cachedParent { close(cachedParent.fd) }
+        releaseChain(keeping: 0)
         close(rootFD)
     }
 
@@ -57,11 +65,31 @@ final class RestoreTarget {
     /// on the way when `create` is set. The descriptor belongs to the target: do not close.
     func directory(_ components: ArraySlice<[UInt8]>, create: Bool) throws -> Int32 {
         if components.isEmpty { return rootFD }
-        if let cachedParent, cachedParent.components.elementsEqual(components) { return cachedParent.fd }
-        let fd = try openDirectory(components, create: create)
-        if let cachedParent { close(cachedParent.fd) }
-        cachedParent = (Array(components), fd)
+        var common = 0
+        for component in components {
+            guard common < chain.count, chain[common].name == component else { break }
+            common += 1
+        }
+        releaseChain(keeping: common)
+        var fd = chain.last?.fd ?? rootFD
+        for component in components.dropFirst(common) {
+            let next = try openComponent(component, in: fd, create: create)
+            if chain.count < RestoreTarget.maximumChainDepth {
+                chain.append((component, next))
+            } else {
+                if let deepFD { close(deepFD) }
+                deepFD = next
+            }
+            fd = next
+        }
         return fd
+    }
+
+    /// Closes the chain's folders beyond the first `count` (and any deeper one).
+    private func releaseChain(keeping count: Int) {
+        if let deepFD { close(deepFD) }
+        deepFD = nil
+        while chain.count > count { close(chain.removeLast().fd) }
     }
 
     /// Like `directory`, but the caller owns (and closes) the descriptor; for a second
@@ -69,26 +97,37 @@ final class RestoreTarget {
     func openDirectory(_ components: ArraySlice<[UInt8]>, create: Bool) throws -> Int32 {
         var fd = rootFD
         for component in components {
-            var next = PathBytes.withCString(component) { openat(fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
-            if next < 0 && errno == ENOENT && create {
-                if PathBytes.withCString(component, { mkdirat(fd, $0, 0o755) }) != 0 && errno != EEXIST {
-                    let reason = FileDescriptorIO.message(errno)
-                    if fd != rootFD { close(fd) }
-                    throw Refusal(reason: "cannot create a folder (\(reason))")
-                }
-                next = PathBytes.withCString(component) { openat(fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+            let next: Int32
+            do {
+                next = try openComponent(component, in: fd, create: create)
+            } catch {
+                if fd != rootFD { close(fd) }
+                throw error
             }
-            let code = errno
             if fd != rootFD { close(fd) }
-            guard next >= 0 else {
-                if code == ELOOP || code == ENOTDIR {
-                    throw Refusal(reason: "'\(PathBytes.display(component))' on the way is a symlink or not a folder; refusing to write through it")
-                }
-                throw Refusal(reason: FileDescriptorIO.message(code))
-            }
             fd = next
         }
         return fd == rootFD ? dup(rootFD) : fd
+    }
+
+    /// Opens folder `component` inside `parent` without following a symlink, making it
+    /// first when `create` is set and it is missing.
+    private func openComponent(_ component: [UInt8], in parent: Int32, create: Bool) throws -> Int32 {
+        var next = PathBytes.withCString(component) { openat(parent, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        if next < 0 && errno == ENOENT && create {
+            if PathBytes.withCString(component, { mkdirat(parent, $0, 0o755) }) != 0 && errno != EEXIST {
+                throw Refusal(reason: "cannot create a folder (\(FileDescriptorIO.message(errno)))")
+            }
+            next = PathBytes.withCString(component) { openat(parent, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        }
+        guard next >= 0 else {
+            let code = errno
+            if code == ELOOP || code == ENOTDIR {
+                throw Refusal(reason: "'\(PathBytes.display(component))' on the way is a symlink or not a folder; refusing to write through it")
+            }
+            throw Refusal(reason: FileDescriptorIO.message(code))
+        }
+        return next
     }
 
     // MARK: Names
