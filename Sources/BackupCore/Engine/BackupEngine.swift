@@ -194,7 +194,9 @@ public final class BackupEngine {
             events?.handle(.notice("removed \(removed.count) leftover file(s) of an interrupted run from \(storage.location)"))
         }
         let repairer = ManifestRepairer(storage: storage, cancellation: cancellation)
-        for damaged in try repairer.damagedManifests() where damaged.reason == "its manifest is missing" {
+        // Only missing manifests: reading every manifest whole on each run would make a
+        // destination of many backups slower to back up to every time.
+        for damaged in try repairer.damagedManifests(readingContents: false) where damaged.reason == "its manifest is missing" {
             let outcome = try repairer.rebuild(archiveName: damaged.archive, id: damaged.id, reason: damaged.reason)
             switch outcome.kind {
             case .rebuilt:

@@ -19,8 +19,10 @@ public final class ManifestRepairer {
     // MARK: Finding what needs repair
 
     /// The archives whose manifest is missing or unreadable, with the reason; `only`
-    /// limits the check to those ids.
-    public func damagedManifests(only ids: Set<BackupID>? = nil) throws -> [(id: BackupID, archive: String, reason: String)] {
+    /// limits the check to those ids. Without `readingContents`, only missing manifests
+    /// are found (no manifest is read).
+    public func damagedManifests(only ids: Set<BackupID>? = nil,
+                                 readingContents: Bool = true) throws -> [(id: BackupID, archive: String, reason: String)] {
         let objects = try storage.list()
         let names = Set(objects.map(\.name))
         var found: [(id: BackupID, archive: String, reason: String)] = []
@@ -34,6 +36,7 @@ public final class ManifestRepairer {
                 found.append((id, object.name, "its manifest is missing"))
                 continue
             }
+            guard readingContents else { continue }
             do {
                 let manifest = try Manifest.parse(try storage.readObject(manifestName))
                 if manifest.summary.id != id || manifest.summary.archive?.name != object.name {

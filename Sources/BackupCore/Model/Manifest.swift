@@ -1,3 +1,5 @@
+import Foundation
+
 /// A whole manifest: the summary line and one entry per line after it.
 public struct Manifest: Sendable {
     // MARK: Content
@@ -23,33 +25,92 @@ public struct Manifest: Sendable {
 
     /// Parses JSON Lines; throws `ManifestError` naming the line and the problem.
     public static func parse(_ bytes: [UInt8]) throws -> Manifest {
-        var summary: BackupSummary?
-        var entries: [ManifestEntry] = []
-        var lineNumber = 0
-        var start = 0
         try bytes.withUnsafeBufferPointer { buffer in
-            while start < buffer.count {
-                let end = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) ?? buffer.count
+            let summaryEnd = buffer.firstIndex(of: UInt8(ascii: "\n")) ?? buffer.count
+            // Blank lines before the summary are allowed; find the first line with content.
+            var start = 0
+            var lineNumber = 1
+            var end = summaryEnd
+            while start < buffer.count && start == end {
+                start = end + 1
                 lineNumber += 1
-                defer { start = end + 1 }
-                let line = UnsafeBufferPointer(rebasing: buffer[start..<end])
-                if line.isEmpty { continue }
-                let value: JSONValue
-                do {
-                    value = try JSONParser.parse(line)
-                } catch {
-                    if summary == nil { throw ManifestError.notAManifest(reason: "line 1 is not JSON: \(error)") }
-                    throw ManifestError.invalidLine(line: lineNumber, reason: "not JSON: \(error)")
-                }
-                if summary == nil {
-                    summary = try BackupSummary(json: value)
-                } else {
-                    entries.append(try ManifestEntry(json: value, line: lineNumber))
-                }
+                end = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) ?? buffer.count
             }
+            guard start < buffer.count else { throw ManifestError.notAManifest(reason: "it is empty") }
+            let summary = try parseSummary(Array(buffer[start..<end]))
+            let entries = try parseEntries(UnsafeBufferPointer(rebasing: buffer[min(buffer.count, end + 1)...]),
+                                           firstLineNumber: lineNumber + 1)
+            return Manifest(summary: summary, entries: entries)
         }
-        guard let summary else { throw ManifestError.notAManifest(reason: "it is empty") }
-        return Manifest(summary: summary, entries: entries)
+    }
+
+    /// Big manifests are split at line ends and parsed on several threads.
+    private static let parallelThreshold = 4 << 20
+
+    /// Parses entry lines, the first of which is line `firstLineNumber` of the manifest.
+    private static func parseEntries(_ buffer: UnsafeBufferPointer<UInt8>, firstLineNumber: Int) throws -> [ManifestEntry] {
+        let parts = buffer.count < parallelThreshold ? 1 : max(1, min(8, ProcessInfo.processInfo.activeProcessorCount))
+        guard parts > 1 else { return try parseEntryLines(buffer, firstLineNumber: firstLineNumber) }
+        // Cut points just after a newline, so that every part holds whole lines.
+        var cuts = [0]
+        for part in 1..<parts {
+            let guess = buffer.count * part / parts
+            let cut = buffer[max(guess, cuts[cuts.count - 1])...].firstIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? buffer.count
+            cuts.append(cut)
+        }
+        cuts.append(buffer.count)
+        var firstLines = [firstLineNumber]
+        for part in 1..<parts {
+            firstLines.append(firstLines[part - 1] + buffer[cuts[part - 1]..<cuts[part]].lazy.filter { $0 == 10 }.count)
+        }
+        let results = ParseResults(count: parts)
+        let (bounds, lines) = (cuts, firstLines)
+        // The buffer outlives concurrentPerform, which returns only when every part is done.
+        let address = UInt(bitPattern: buffer.baseAddress)
+        DispatchQueue.concurrentPerform(iterations: parts) { part in
+            let start = UnsafePointer<UInt8>(bitPattern: address).map { $0 + bounds[part] }
+            let slice = UnsafeBufferPointer(start: start, count: bounds[part + 1] - bounds[part])
+            results.store(Result { try parseEntryLines(slice, firstLineNumber: lines[part]) }, at: part)
+        }
+        var entries: [ManifestEntry] = []
+        for part in 0..<parts { entries += try results.take(part).get() }
+        return entries
+    }
+
+    /// What each thread of a parallel parse found.
+    private final class ParseResults: @unchecked Sendable {
+        private let lock = NSLock()
+        private var results: [Result<[ManifestEntry], Error>?]
+        init(count: Int) { results = Array(repeating: nil, count: count) }
+        func store(_ result: Result<[ManifestEntry], Error>, at index: Int) { lock.withLock { results[index] = result } }
+        func take(_ index: Int) -> Result<[ManifestEntry], Error> {
+            lock.withLock { results[index] } ?? .failure(ManifestError.notAManifest(reason: "a part was not parsed"))
+        }
+    }
+
+    private static func parseEntryLines(_ buffer: UnsafeBufferPointer<UInt8>, firstLineNumber: Int) throws -> [ManifestEntry] {
+        var entries: [ManifestEntry] = []
+        var lineNumber = firstLineNumber - 1
+        var start = 0
+        while start < buffer.count {
+            let end = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) ?? buffer.count
+            lineNumber += 1
+            defer { start = end + 1 }
+            let line = UnsafeBufferPointer(rebasing: buffer[start..<end])
+            if line.isEmpty { continue }
+            if let entry = try ManifestLineDecoder.decode(line, lineNumber: lineNumber) {
+                entries.append(entry)
+                continue
+            }
+            let value: JSONValue
+            do {
+                value = try JSONParser.parse(line)
+            } catch {
+                throw ManifestError.invalidLine(line: lineNumber, reason: "not JSON: \(error)")
+            }
+            entries.append(try ManifestEntry(json: value, line: lineNumber))
+        }
+        return entries
     }
 
     /// Parses only the summary line.

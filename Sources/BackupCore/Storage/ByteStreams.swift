@@ -24,16 +24,27 @@ public protocol PendingObject: ByteSink {
 }
 
 extension ByteSource {
-    /// Reads everything that is left, refusing more than `limit` bytes.
+    /// Reads everything that is left, refusing more than `limit` bytes. Reads straight
+    /// into one buffer (sized from the object when it is a local file).
     public func readAll(limit: Int) throws -> [UInt8] {
-        var result = [UInt8]()
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = try chunk.withUnsafeMutableBytes { try read(into: $0) }
-            if count == 0 { return result }
-            result.append(contentsOf: chunk[0..<count])
-            if result.count > limit { throw StorageError.tooLarge(limit: limit) }
+        var capacity = 64 * 1024
+        if let random = self as? RandomAccessSource, let size = try? random.size(), size >= 0, size < Int64(limit) {
+            capacity = Int(size) + 1 // one more, so the end is seen without growing
         }
+        var result = [UInt8](repeating: 0, count: capacity)
+        var filled = 0
+        while true {
+            if filled == result.count {
+                guard result.count <= limit else { throw StorageError.tooLarge(limit: limit) }
+                result.append(contentsOf: repeatElement(0, count: result.count))
+            }
+            let count = try result.withUnsafeMutableBytes { try read(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...])) }
+            if count == 0 { break }
+            filled += count
+            if filled > limit { throw StorageError.tooLarge(limit: limit) }
+        }
+        result.removeSubrange(filled...)
+        return result
     }
 }
 

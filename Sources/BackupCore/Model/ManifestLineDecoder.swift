@@ -1,0 +1,202 @@
+/// Decodes the manifest lines Keepsake writes straight from their bytes, without building
+/// a JSON tree: a no-change backup of 100,000 files reads its parent's manifest mostly in
+/// here. Anything it does not expect (an escape, an unknown key, a fraction, a `_b64`
+/// name) makes it give up, and the line goes through the general JSON parser instead, so
+/// the two always agree on what a line means.
+struct ManifestLineDecoder {
+    // MARK: Input
+
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private var position = 0
+
+    private init(_ bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+    }
+
+    /// The entry on `line`, or nil when the line needs the general parser. Throws only for
+    /// lines that are well-formed but invalid, with the same messages as `ManifestEntry(json:line:)`.
+    static func decode(_ line: UnsafeBufferPointer<UInt8>, lineNumber: Int) throws -> ManifestEntry? {
+        var decoder = ManifestLineDecoder(line)
+        return try decoder.entry(lineNumber: lineNumber)
+    }
+
+    // MARK: Entry
+
+    private mutating func entry(lineNumber: Int) throws -> ManifestEntry? {
+        var path: [UInt8]?
+        var type: EntryType?
+        var size: Int64 = 0
+        var mode: UInt32 = 0o644
+        var uid: Int64 = 0
+        var gid: Int64 = 0
+        var userName: String?
+        var groupName: String?
+        var mtime: Int64 = 0
+        var ctime: Int64 = 0
+        var inode: UInt64 = 0
+        var device: UInt64 = 0
+        var rdev: UInt64 = 0
+        var link: [UInt8]?
+        var sha256: String?
+        var storedIn: BackupID?
+        var offset: Int64?
+        var length: Int64?
+        var seen: UInt32 = 0
+
+        func invalid(_ reason: String) -> ManifestError { .invalidLine(line: lineNumber, reason: reason) }
+
+        guard take(UInt8(ascii: "{")) else { return nil }
+        if take(UInt8(ascii: "}")) { return nil }
+        repeat {
+            guard let keyRange = string(), take(UInt8(ascii: ":")), let key = key(keyRange) else { return nil }
+            // A repeated key means something unusual: leave it to the general parser.
+            let bit = UInt32(1) << UInt32(key.rawValue)
+            guard seen & bit == 0 else { return nil }
+            seen |= bit
+            switch key {
+            case .path: guard let value = string() else { return nil }; path = Array(bytes[value])
+            case .link: guard let value = string() else { return nil }; link = Array(bytes[value])
+            case .type:
+                guard let value = string() else { return nil }
+                type = EntryType(rawValue: text(value))
+                if type == nil { throw invalid("missing or unknown 'type'") }
+            case .user: guard let value = string() else { return nil }; userName = text(value)
+            case .group: guard let value = string() else { return nil }; groupName = text(value)
+            case .mode:
+                guard let value = string() else { return nil }
+                guard let parsed = UInt32(text(value), radix: 8), parsed <= 0o7777 else {
+                    throw invalid("'mode' must be octal like \"0644\"")
+                }
+                mode = parsed
+            case .sha256:
+                guard let value = string() else { return nil }
+                guard value.count == 64, bytes[value].allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
+                    throw invalid("'sha256' must be 64 lowercase hex digits")
+                }
+                sha256 = text(value)
+            case .storedIn:
+                guard let value = string() else { return nil }
+                guard let id = BackupID(text(value)) else { throw invalid("'in' must be a backup id") }
+                storedIn = id
+            case .size: guard let value = signed() else { return nil }; size = value
+            case .uid: guard let value = signed() else { return nil }; uid = value
+            case .gid: guard let value = signed() else { return nil }; gid = value
+            case .mtime: guard let value = signed() else { return nil }; mtime = value
+            case .ctime: guard let value = signed() else { return nil }; ctime = value
+            case .offset: guard let value = signed() else { return nil }; offset = value
+            case .length: guard let value = signed() else { return nil }; length = value
+            case .inode: guard let value = unsigned() else { return nil }; inode = value
+            case .device: guard let value = unsigned() else { return nil }; device = value
+            case .rdev: guard let value = unsigned() else { return nil }; rdev = value
+            }
+        } while take(UInt8(ascii: ","))
+        guard take(UInt8(ascii: "}")), position == bytes.count else { return nil }
+
+        guard let path, !path.isEmpty else { throw invalid(path == nil ? "missing 'path'" : "empty 'path'") }
+        guard let type else { throw invalid("missing or unknown 'type'") }
+        guard size >= 0 else { throw invalid("'size' is negative") }
+        guard let uid32 = UInt32(exactly: uid) else { throw invalid("'uid' is out of range") }
+        guard let gid32 = UInt32(exactly: gid) else { throw invalid("'gid' is out of range") }
+        if link == nil, type == .symlink || type == .hardlink { throw invalid("missing 'link'") }
+        if (offset == nil) != (length == nil) { throw invalid(offset == nil ? "missing 'at'" : "missing 'len'") }
+        if let offset, let length, offset < 0 || length <= 0 {
+            throw invalid("'at' and 'len' must be a position and a length")
+        }
+        var entry = ManifestEntry(path: path, type: type, size: size, mode: mode, uid: uid32, gid: gid32,
+                                  userName: userName, groupName: groupName, mtimeNanoseconds: mtime, ctimeNanoseconds: ctime,
+                                  inode: inode, device: device, rdev: rdev, linkTarget: link, sha256: sha256, storedIn: storedIn)
+        entry.archiveOffset = offset
+        entry.archiveLength = length
+        return entry
+    }
+
+    /// The keys an entry line may have.
+    private enum Key: Int, CaseIterable {
+        case path, link, type, user, group, mode, sha256, storedIn, size, uid, gid, mtime, ctime, offset, length, inode, device, rdev
+
+        var name: [UInt8] {
+            let text: String
+            switch self {
+            case .storedIn: text = "in"
+            case .mtime: text = "mtime_ns"
+            case .ctime: text = "ctime_ns"
+            case .offset: text = "at"
+            case .length: text = "len"
+            case .device: text = "dev"
+            default: text = "\(self)"
+            }
+            return Array(text.utf8)
+        }
+    }
+
+    /// Key names by length, to compare a key's bytes against only a few candidates.
+    private static let keysByLength: [Int: [(name: [UInt8], key: Key)]] =
+        Dictionary(grouping: Key.allCases.map { ($0.name, $0) }, by: { $0.0.count })
+
+    private func key(_ range: Range<Int>) -> Key? {
+        guard let candidates = ManifestLineDecoder.keysByLength[range.count] else { return nil }
+        let slice = bytes[range]
+        return candidates.first { $0.name.elementsEqual(slice) }?.key
+    }
+
+    private func text(_ range: Range<Int>) -> String {
+        String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+    }
+
+    // MARK: Tokens
+
+    private mutating func take(_ byte: UInt8) -> Bool {
+        guard position < bytes.count, bytes[position] == byte else { return false }
+        position += 1
+        return true
+    }
+
+    /// A string without escapes (nil otherwise): where its bytes are in the line.
+    private mutating func string() -> Range<Int>? {
+        guard take(UInt8(ascii: "\"")) else { return nil }
+        let start = position
+        var ascii = true
+        while position < bytes.count {
+            let byte = bytes[position]
+            if byte == UInt8(ascii: "\"") {
+                position += 1
+                let range = start..<(position - 1)
+                // JSON text is UTF-8: anything else is the general parser's to refuse.
+                if !ascii && PathBytes.validString(Array(bytes[range])) == nil { return nil }
+                return range
+            }
+            if byte >= 0x80 { ascii = false }
+            // Escapes and control characters: the general parser knows what they mean.
+            if byte == UInt8(ascii: "\\") || byte < 0x20 { return nil }
+            position += 1
+        }
+        return nil
+    }
+
+    /// A whole number that fits an Int64; nil for anything else (fractions, exponents).
+    private mutating func signed() -> Int64? {
+        let negative = take(UInt8(ascii: "-"))
+        guard let magnitude = unsigned() else { return nil }
+        if negative {
+            return magnitude <= UInt64(Int64.max) + 1 ? Int64(truncatingIfNeeded: 0 &- magnitude) : nil
+        }
+        return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
+    }
+
+    /// A whole number without sign that fits a UInt64 (no leading zeros, as JSON says).
+    private mutating func unsigned() -> UInt64? {
+        let start = position
+        var value: UInt64 = 0
+        while position < bytes.count, bytes[position] >= 48, bytes[position] <= 57 {
+            let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times.addingReportingOverflow(UInt64(bytes[position] - 48))
+            if overflow1 || overflow2 { return nil }
+            value = sum
+            position += 1
+        }
+        let digits = position - start
+        guard digits > 0, !(digits > 1 && bytes[start] == 48) else { return nil }
+        if position < bytes.count, [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[position]) { return nil }
+        return value
+    }
+}
