@@ -206,4 +206,22 @@ final class BackupRestoreTests: EndToEndTestCase {
         assertExit(try run(["restore", "latest", "--dest", dest, "--target", path("kept"), "--same-owner"]), 0)
         XCTAssertEqual(RawFileSystem.lstat(RawFileSystem.bytes(restored(source, into: path("kept")) + "/tool")).map { $0.st_mode & 0o7777 }, 0o4755)
     }
+
+    /// Deeper than the folders a restore keeps open (64): the rest are opened each time.
+    func testTreeDeeperThanTheKeptFoldersRestoresWhole() throws {
+        let source = path("deep")
+        var files: [String: String] = ["top.txt": "top\n"]
+        var folder = ""
+        for level in 1...90 {
+            folder += "l\(level)/"
+            if level % 15 == 0 { files[folder + "file-\(level).txt"] = "level \(level)\n" }
+        }
+        files["l1/l2/sibling.txt"] = "sibling\n"
+        try Fixtures.makeTree(at: source, files: files)
+        let dest = path("dest")
+        try backup([source], dest: dest)
+        let target = path("target")
+        assertExit(try run(["restore", "latest", "--dest", dest, "--target", target]), 0)
+        try assertTreesEqual(expected: source, actual: restored(source, into: target))
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The folder a restore writes into, reached only through directory descriptors: every
 /// component is opened with `O_NOFOLLOW`, so nothing is ever written through a symlink,
@@ -43,11 +44,30 @@ final class RestoreTarget {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw EngineError.targetUnusable(path: path, reason: FileDescriptorIO.message(errno)) }
         rootFD = fd
+        startedEmpty = RestoreTarget.isEmptyDirectory(fd)
     }
 
     deinit {
         releaseChain(keeping: 0)
         close(rootFD)
+    }
+
+    /// Whether the folder had nothing in it when the restore began: then nothing in it can
+    /// be in the way of a file but what this restore put there.
+    let startedEmpty: Bool
+
+    private static func isEmptyDirectory(_ fd: Int32) -> Bool {
+        let copy = dup(fd)
+        guard copy >= 0, let stream = fdopendir(copy) else {
+            if copy >= 0 { close(copy) }
+            return false
+        }
+        defer { closedir(stream) }
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+            if name != [46] && name != [46, 46] { return false }
+        }
+        return true
     }
 
     // MARK: Paths
@@ -134,8 +154,14 @@ final class RestoreTarget {
 
     /// A fresh hidden name for writing before the final rename.
     static func temporaryName() -> [UInt8] {
-        Array((".keepsake-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)).utf8)
+        // A random part drawn once per process and a counter: no system call per file, and
+        // O_EXCL still refuses a name that exists.
+        let number = temporaryCounter.add(1, ordering: .relaxed).newValue
+        return Array(".keepsake-\(temporaryPrefix)-\(String(number, radix: 16))".utf8)
     }
+
+    private static let temporaryPrefix = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+    private static let temporaryCounter = Atomic<UInt64>(0)
 
     /// `lstat` of a name in a directory, or nil.
     static func existing(_ name: [UInt8], in directoryFD: Int32) -> stat? {

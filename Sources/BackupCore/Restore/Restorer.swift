@@ -358,7 +358,9 @@ public final class Restorer {
             return
         }
         let name = components[components.count - 1]
-        if let existing = RestoreTarget.existing(name, in: parentFD) {
+        // Into a folder that started empty, only folders can already be there (made on the way).
+        let mayExist = !target.startedEmpty || header.type == .directory
+        if mayExist, let existing = RestoreTarget.existing(name, in: parentFD) {
             let isFolder = existing.st_mode & S_IFMT == S_IFDIR
             if header.type == .directory {
                 if !isFolder {
@@ -474,7 +476,8 @@ public final class Restorer {
             throw error
         }
         if end < header.size { ManifestCheck.hashZeros(header.size - end, into: hasher) }
-        if ftruncate(fd, off_t(max(end, header.size))) != 0 {
+        // Only a file that ends in a hole needs its length set.
+        if end < header.size, ftruncate(fd, off_t(header.size)) != 0 {
             let code = errno
             RestoreTarget.remove(temporary, in: parentFD)
             throw TargetFailure(error: Restorer.targetError(request.target, code, path: path))

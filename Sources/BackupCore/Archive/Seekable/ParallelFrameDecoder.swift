@@ -33,7 +33,7 @@ final class ParallelFrameDecoder {
     /// A decoder keeping up to `workers` frames in work (plus one ready), naming `name` in
     /// its errors.
     init(workers: Int, name: String) {
-        pool = OrderedWorkPool(capacity: max(1, workers) + 1)
+        pool = OrderedWorkPool(capacity: max(1, workers))
         self.name = name
     }
 

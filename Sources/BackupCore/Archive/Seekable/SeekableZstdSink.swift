@@ -50,8 +50,9 @@ public final class SeekableZstdSink: ByteSink {
         self.downstream = downstream
         self.level = Int32(level)
         self.frameSize = max(4096, frameSize)
-        // One frame more than workers lets the caller fill the next frame meanwhile.
-        pool = OrderedWorkPool(capacity: max(1, workers) + 1)
+        // The caller fills the next frame while up to `workers` frames are compressed (one more
+        // in flight measured no faster and cost 8 MB).
+        pool = OrderedWorkPool(capacity: max(1, workers))
         filling = FrameBuffer(capacity: self.frameSize)
         spareContexts.append(try ZstdContext(.compression, level: self.level))
     }
