@@ -15,6 +15,11 @@ public struct Manifest: Sendable {
 
     /// Entries by archive path (a later duplicate wins, as in tar).
     public func index() -> [[UInt8]: ManifestEntry] {
+        Manifest.index(of: entries)
+    }
+
+    /// `entries` by archive path (a later duplicate wins).
+    public static func index(of entries: [ManifestEntry]) -> [[UInt8]: ManifestEntry] {
         var result: [[UInt8]: ManifestEntry] = [:]
         result.reserveCapacity(entries.count)
         for entry in entries { result[entry.path] = entry }

@@ -73,7 +73,6 @@ public final class Restorer {
         directoryFixes = []
         targetPath = request.target
         let selection = try RestoreSelection(request.selections)
-        let expected = manifest?.index()
         redirects = [:]
         if let manifest, !selection.isEverything {
             for entry in manifest.entries where entry.type == .hardlink {
@@ -83,6 +82,15 @@ public final class Restorer {
                 redirects[linkTarget] = entry.path
             }
         }
+        // With a selection, only the selected entries (and the files their hard links need)
+        // are looked up: entries left out are skipped before any look-up.
+        var wanted: [ManifestEntry]?
+        if let manifest, !selection.isEverything {
+            wanted = manifest.entries.filter { entry in
+                redirects[entry.path] != nil || selection.matches(entry.path, isDirectory: entry.type == .directory)
+            }
+        }
+        let expected = manifest.map { Manifest.index(of: wanted ?? $0.entries) }
         result.backupID = manifest?.summary.id
         let target = request.dryRun ? nil : try RestoreTarget(path: request.target)
         let context = PhaseContext(target: target, selection: selection, request: request)
@@ -90,13 +98,7 @@ public final class Restorer {
         do {
             // Phase 1: this backup's own archive.
             var seen = Set<[UInt8]>()
-            var ownEntries: [ManifestEntry]?
-            if let manifest, !selection.isEverything {
-                ownEntries = manifest.entries.filter { entry in
-                    entry.storedIn == nil && (redirects[entry.path] != nil
-                        || selection.matches(entry.path, isDirectory: entry.type == .directory))
-                }
-            }
+            let ownEntries = wanted?.filter { $0.storedIn == nil }
             let inner = try readArchive(archive, name: archiveName, holder: nil, expected: expected, seen: &seen,
                                         context: context, onlyEntries: ownEntries)
             var final = manifest
