@@ -171,4 +171,48 @@ final class IncrementalTests: EndToEndTestCase {
         assertExit(try run(["restore", caught["id"] as? String ?? "", "--dest", dest, "--target", target]), 0)
         XCTAssertEqual(try String(contentsOfFile: restored(source, into: target) + "/a.txt", encoding: .utf8), "BBBB")
     }
+
+    /// The parent's manifest is read in step with the scan: names that sort differently as
+    /// whole paths (`a-c` against `a/b`), several sources, and folders in between must all
+    /// still find their previous entries.
+    func testNoChangeBackupFindsEveryFileWhateverTheNames() throws {
+        let base = path("tree")
+        for name in ["a/b.txt", "a-c/d.txt", "a.txt", "a/x/y.txt", "a0/z.txt", "b/\u{00e9}t\u{00e9}.txt", "b/ete.txt"] {
+            try write(name, name, in: base)
+        }
+        let dest = path("dest")
+        let sources = [base + "/a-c", base + "/a", base + "/b", base + "/a.txt"]
+        let first = try run(["backup"] + sources + ["--dest", dest, "--json"])
+        assertExit(first, 0)
+        let second = try run(["backup"] + sources + ["--dest", dest, "--json"])
+        assertExit(second, 0)
+        let report = try json(second)
+        XCTAssertEqual(report["kind"] as? String, "incremental")
+        XCTAssertEqual(report["new_files"] as? Int, 0, "every unchanged file must be found in the parent")
+        XCTAssertEqual(report["files"] as? Int, 6)
+    }
+
+    /// A parent manifest that breaks part-way: the files after the break are stored again,
+    /// with a caution, and the backup restores whole.
+    func testAParentManifestDamagedPartWayMakesLaterFilesStoredAgain() throws {
+        let source = path("src")
+        for index in 0..<20 { try write(String(format: "f%02d.txt", index), "content \(index)\n", in: source) }
+        let dest = path("dest")
+        try backup([source], dest: dest)
+        let manifestName = try XCTUnwrap(try names(in: dest).first { $0.hasSuffix(".manifest.jsonl") })
+        var lines = try String(contentsOfFile: dest + "/" + manifestName, encoding: .utf8).components(separatedBy: "\n")
+        lines[12] = "{not json"
+        try lines.joined(separator: "\n").write(toFile: dest + "/" + manifestName, atomically: false, encoding: .utf8)
+        let outcome = try run(["backup", source, "--dest", dest, "--json"])
+        assertExit(outcome, 0)
+        let report = try json(outcome)
+        XCTAssertEqual(report["kind"] as? String, "incremental")
+        let stored = try XCTUnwrap(report["new_files"] as? Int)
+        XCTAssertGreaterThan(stored, 0, "files after the damage are stored again")
+        XCTAssertLessThan(stored, 20, "files before the damage are still found")
+        XCTAssertTrue(outcome.stderrText.contains("could not be read to its end"), outcome.stderrText)
+        let target = path("target")
+        assertExit(try run(["restore", "latest", "--dest", dest, "--target", target]), 0)
+        try assertTreesEqual(expected: source, actual: restored(source, into: target))
+    }
 }

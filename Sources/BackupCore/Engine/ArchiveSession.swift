@@ -22,8 +22,8 @@ final class ArchiveSession {
 
     /// First archive path, hash and holder of each multiply-linked file.
     private var linkedFiles: [FileIdentity: (path: [UInt8], sha256: String, size: Int64, storedIn: BackupID?)] = [:]
-    /// The parent backup of an incremental run: its id and its regular files by path.
-    private let parent: ParentFiles?
+    /// The parent backup of an incremental run, read in step with the scan.
+    private let parent: ParentCursor?
     private let chain: ChainPolicy
     /// See `BackupRequest.readPause`.
     var readPause: TimeInterval = 0
@@ -41,7 +41,7 @@ final class ArchiveSession {
 
     // MARK: Life cycle
 
-    init(writer: ArchiveWriter, cancellation: CancellationFlag, events: EngineEventSink?, parent: ParentFiles?,
+    init(writer: ArchiveWriter, cancellation: CancellationFlag, events: EngineEventSink?, parent: ParentCursor?,
          chain: ChainPolicy, warn: @escaping (PathWarning) -> Void) throws {
         self.writer = writer
         self.parent = parent
@@ -164,7 +164,7 @@ final class ArchiveSession {
     /// mtime, ctime, inode and device, as the chain policy asks; with `reread`, same
     /// content), with `storedIn` naming the archive that holds the content.
     private func unchanged(_ item: ScannedItem) throws -> ManifestEntry? {
-        guard let parent, let previous = parent.files[item.archivePath], previous.sha256 != nil else { return nil }
+        guard let parent, let previous = parent.entry(for: item.archivePath), previous.sha256 != nil else { return nil }
         let info = item.info
         guard previous.size == Int64(info.st_size) else { return nil }
         var reference = previous

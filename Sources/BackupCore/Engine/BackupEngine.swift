@@ -65,6 +65,7 @@ public final class BackupEngine {
             summary.chainLength = parent.summary.chainLength + 1
             summary.chainStarted = parent.summary.chainStarted
         }
+        let parentCursor = parent?.cursor
 
         let host = HostIdentity.fileSafeHostName
         let archiveName = BackupNaming.archiveName(host: host, id: id, compression: request.compression)
@@ -75,7 +76,7 @@ public final class BackupEngine {
             let writer = try ArchiveWriter(sink: hashing, compression: request.compression,
                                            level: request.level, threads: request.threads)
             let session = try ArchiveSession(writer: writer, cancellation: cancellation, events: events,
-                                             parent: parent.map(ParentFiles.init(manifest:)), chain: request.chain, warn: warn)
+                                             parent: parentCursor, chain: request.chain, warn: warn)
             session.readPause = request.readPause
             try session.writeMarker(now: request.now)
             if let stdinName = request.stdinName {
@@ -85,6 +86,10 @@ public final class BackupEngine {
                 for source in sources {
                     try scanner.scan(source: source) { try session.add($0) }
                 }
+            }
+            if let problem = parentCursor?.problem {
+                events?.handle(.caution("the manifest of \(parentCursor?.id.rawValue ?? "the parent") could not be read to its end "
+                    + "(\(problem)); files from there on were stored again"))
             }
             session.fill(&summary)
             summary.warningCount = Int64(warnings.count)
@@ -129,7 +134,8 @@ public final class BackupEngine {
     /// The backup to be incremental on: the newest of this host with the same sources, unless
     /// the chain policy asks for a new chain or the parent's chain is not whole. Nil means
     /// a full backup.
-    private func chooseParent(_ request: BackupRequest, sources: [String], catalog: BackupCatalog) throws -> Manifest? {
+    private func chooseParent(_ request: BackupRequest, sources: [String],
+                              catalog: BackupCatalog) throws -> (summary: BackupSummary, cursor: ParentCursor)? {
         guard request.stdinName == nil, !request.chain.forceFull else { return nil }
         let wanted = Set(sources)
         let items = try catalog.items()
@@ -149,17 +155,14 @@ public final class BackupEngine {
                 return nil
             }
         }
-        let manifest: Manifest
-        do {
-            manifest = try catalog.manifest(of: newest)
-        } catch {
-            events?.handle(.caution("making a full backup: the manifest of \(newest.id) cannot be read (\(error))"))
+        // Every archive the parent relies on must still be there (its summary names them).
+        let stored = Set(try storage.list().map(\.name))
+        guard let reliesOn = summary.reliesOn ?? (summary.parent == nil ? [] : nil) else {
+            events?.handle(.notice("starting a new chain: \(newest.id) does not say which backups it relies on"))
             return nil
         }
-        // Every archive the parent relies on must still be there.
-        let stored = Set(try storage.list().map(\.name))
-        var needed = Set(manifest.entries.compactMap(\.storedIn))
-        needed.insert(manifest.summary.id)
+        var needed = Set(reliesOn)
+        needed.insert(summary.id)
         for id in needed {
             let present = items.contains { item in
                 item.id == id && item.summary?.archive.map { stored.contains($0.name) } == true
@@ -169,7 +172,14 @@ public final class BackupEngine {
                 return nil
             }
         }
-        return manifest
+        // The manifest itself is read in step with the scan, a line at a time.
+        do {
+            let cursor = try ParentCursor(id: summary.id, source: try storage.open(newest.manifestName), name: newest.manifestName)
+            return (summary, cursor)
+        } catch {
+            events?.handle(.caution("making a full backup: the manifest of \(newest.id) cannot be read (\(error))"))
+            return nil
+        }
     }
 
     /// Cleans up after interrupted runs: removes temporary objects, finishes removals an

@@ -77,7 +77,8 @@ public final class Scanner {
     /// Drops sources that lie inside another source, so nothing is stored twice.
     public static func withoutNestedSources(_ sources: [[UInt8]]) -> [[UInt8]] {
         var kept: [[UInt8]] = []
-        for source in sources.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+        // In scan order, so that the archive (and the manifest) are in `ScanOrder` throughout.
+        for source in sources.sorted(by: ScanOrder.precedes) {
             if !kept.contains(where: { PathBytes.isSameOrBelow(source, $0) }) { kept.append(source) }
         }
         return kept

@@ -100,7 +100,8 @@ struct RestoreCommand: KeepsakeCommand {
             }
             defer { archive.close() }
             result = try restorer.restore(archive: archive, archiveName: archiveName, manifest: manifest, request: request) { id in
-                guard let earlier = try? catalog.resolve(id.rawValue), let name = try catalog.manifest(of: earlier).summary.archive?.name else {
+                // The summary line names the archive: the rest of that manifest is not needed.
+                guard let earlier = try? catalog.resolve(id.rawValue), let name = earlier.summary?.archive?.name else {
                     return nil
                 }
                 return (try storage.open(name), name)
