@@ -41,7 +41,8 @@ public final class ArchiveWriter {
         }
         self.output = SinkBox(sink: seekable ?? sink)
         // From here on a throw runs deinit, which frees both handles.
-        try configure(compression: seekable == nil ? compression : .none, level: level, threads: threads)
+        try configure(compression: seekable == nil ? compression : .none, level: level, threads: threads,
+                      buffered: seekable == nil)
         let client = Unmanaged.passUnretained(output).toOpaque()
         let status = archive_write_open2(archive, client, nil, { _, client, buffer, length in
             guard let client, let buffer else { return -1 }
@@ -62,7 +63,8 @@ public final class ArchiveWriter {
         archive_write_free(archive)
     }
 
-    private func configure(compression: Compression, level: Int?, threads: Int) throws {
+    /// `buffered` false hands every write straight to the sink (ours buffers whole frames).
+    private func configure(compression: Compression, level: Int?, threads: Int, buffered: Bool) throws {
         func check(_ status: Int32) throws {
             guard status == ARCHIVE_OK else { throw ArchiveError.setup(LibarchiveSetup.errorMessage(archive)) }
         }
@@ -70,7 +72,7 @@ public final class ArchiveWriter {
         // Without this, xattrs are written twice and GNU tar warns.
         try check(archive_write_set_format_option(archive, "pax", "xattrheader", "SCHILY"))
         // Large blocks mean fewer callbacks; the last one is not padded, so zstd -t accepts the file.
-        try check(archive_write_set_bytes_per_block(archive, 64 * 1024))
+        try check(archive_write_set_bytes_per_block(archive, buffered ? 64 * 1024 : 0))
         try check(archive_write_set_bytes_in_last_block(archive, 1))
         switch compression {
         case .zstd: try check(archive_write_add_filter_zstd(archive))

@@ -66,9 +66,11 @@ public final class SeekableZstdSink: ByteSink {
             let taken = filling.append(rest)
             rest = UnsafeRawBufferPointer(rebasing: rest[taken...])
             decompressedBytes += Int64(taken)
-            if filling.count == filling.capacity { try submitFrame() }
+            if filling.count == filling.capacity {
+                try submitFrame()
+                try writeReadyFrames(wait: false)
+            }
         }
-        try writeReadyFrames(wait: false)
     }
 
     /// Compresses what is left, waits for every frame, and appends the seek table.
