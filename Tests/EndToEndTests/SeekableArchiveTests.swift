@@ -138,4 +138,23 @@ final class SeekableArchiveTests: EndToEndTestCase {
         assertExit(outcome, 0)
         try assertTreesEqual(expected: source, actual: restored(source, into: target))
     }
+
+    func testAnUnbelievableSeekTableIsNotUsed() throws {
+        try backup([source], dest: dest)
+        let archive = try onlyArchive(in: dest)
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: archive))
+        // Replace the real table with one that claims a single 100 MiB frame.
+        let footer = bytes.suffix(9)
+        let frames = Int(footer[footer.startIndex]) | Int(footer[footer.startIndex + 1]) << 8
+        bytes.removeLast(8 + frames * 8 + 9)
+        func le(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+        let forged = le(0x184D_2A5E) + le(8 + 9) + le(bytes.count) + le(100 << 20) + le(1) + [0] + le(0x8F92_EAB1)
+        bytes.append(contentsOf: forged)
+        try bytes.write(to: URL(fileURLWithPath: archive))
+        let outcome = try run(["restore", "latest", source + "/small/a.txt", "--dest", dest, "--target", path("target"), "--json"])
+        assertExit(outcome, 0, "the forged table is ignored and the archive read whole")
+        XCTAssertEqual(try json(outcome)["archives_read_in_part"] as? Int, 0)
+        XCTAssertEqual(try String(contentsOfFile: restored(source, into: path("target")) + "/small/a.txt", encoding: .utf8),
+                       "first small file\n")
+    }
 }

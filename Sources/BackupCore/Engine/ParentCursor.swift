@@ -55,17 +55,7 @@ final class ParentCursor {
         do {
             while let line = try nextLine() {
                 if line.isEmpty { continue }
-                let entry = try line.withUnsafeBufferPointer { bytes in
-                    if let fast = try ManifestLineDecoder.decode(bytes, lineNumber: lineNumber) { return fast }
-                    let value: JSONValue
-                    do {
-                        value = try JSONParser.parse(bytes)
-                    } catch {
-                        throw ManifestError.invalidLine(line: lineNumber, reason: "not JSON: \(error)")
-                    }
-                    return try ManifestEntry(json: value, line: lineNumber)
-                }
-                upcoming = entry
+                upcoming = try line.withUnsafeBufferPointer { try Manifest.parseEntryLine($0, lineNumber: lineNumber) }
                 return
             }
         } catch {

@@ -103,19 +103,22 @@ public struct Manifest: Sendable {
             defer { start = end + 1 }
             let line = UnsafeBufferPointer(rebasing: buffer[start..<end])
             if line.isEmpty { continue }
-            if let entry = try ManifestLineDecoder.decode(line, lineNumber: lineNumber) {
-                entries.append(entry)
-                continue
-            }
-            let value: JSONValue
-            do {
-                value = try JSONParser.parse(line)
-            } catch {
-                throw ManifestError.invalidLine(line: lineNumber, reason: "not JSON: \(error)")
-            }
-            entries.append(try ManifestEntry(json: value, line: lineNumber))
+            entries.append(try parseEntryLine(line, lineNumber: lineNumber))
         }
         return entries
+    }
+
+    /// One entry line: the fast decoder for the lines Keepsake writes, the general JSON
+    /// parser for anything else.
+    static func parseEntryLine(_ line: UnsafeBufferPointer<UInt8>, lineNumber: Int) throws -> ManifestEntry {
+        if let entry = try ManifestLineDecoder.decode(line, lineNumber: lineNumber) { return entry }
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(line)
+        } catch {
+            throw ManifestError.invalidLine(line: lineNumber, reason: "not JSON: \(error)")
+        }
+        return try ManifestEntry(json: value, line: lineNumber)
     }
 
     /// Parses only the summary line.

@@ -214,8 +214,11 @@ public final class Restorer {
                   offset <= Int64.max - length else { return nil }
             ranges.append(offset..<(offset + length))
         }
+        // The table comes from the archive: frames bigger than Keepsake would decompress in
+        // one piece are read the ordinary way.
         guard let size = try? random.size(),
-              let table = try? SeekTable.read(streamSize: size, read: { try random.bytes(at: $0, count: $1) }) else { return nil }
+              let table = try? SeekTable.read(streamSize: size, read: { try random.bytes(at: $0, count: $1) }),
+              table.largestFrame <= ZstdContext.compressBound(ParallelZstdSource.largestParallelFrame) else { return nil }
         return RangedZstdSource(source: random, table: table, ranges: ranges, name: name, workers: DecodedArchiveSource.workers)
     }
 

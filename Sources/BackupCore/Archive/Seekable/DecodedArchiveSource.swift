@@ -22,8 +22,8 @@ enum DecodedArchiveSource {
         }
         prefix.removeSubrange(count...)
         if count == 4 {
-            let magic = prefix.enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << UInt32(8 * $1.offset) }
-            if magic == 0xFD2F_B528 || magic & 0xFFFF_FFF0 == 0x184D_2A50 {
+            let magic = SeekTable.littleEndian(prefix, at: 0)
+            if magic == ZstdContext.frameMagic || ZstdContext.isSkippable(magic) {
                 return ParallelZstdSource(source: source, prefix: prefix, name: name, workers: workers)
             }
         }

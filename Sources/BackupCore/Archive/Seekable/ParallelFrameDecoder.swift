@@ -42,9 +42,6 @@ final class ParallelFrameDecoder {
     /// Whether `next()` should be called before another `submit`.
     var isFull: Bool { pool.isFull }
 
-    /// Frames submitted and not yet taken.
-    var outstanding: Int { pool.outstanding }
-
     /// Starts decompressing one whole frame that declares `contentSize` bytes.
     func submit(_ frame: UnsafeRawBufferPointer, contentSize: Int, frameNumber: Int) throws {
         let input = spareInputs.popLast().flatMap { $0.capacity >= frame.count ? $0 : nil } ?? FrameBuffer(capacity: frame.count)

@@ -8,7 +8,6 @@ final class ParallelZstdSource: ByteSource {
     /// Frames declaring more than this are streamed instead (a hostile header cannot make
     /// us allocate much, and one huge frame gains nothing from workers).
     static let largestParallelFrame = 16 << 20
-    private static let zstdMagic: UInt32 = 0xFD2F_B528
     private static let readSize = 1 << 20
 
     // MARK: State
@@ -92,12 +91,12 @@ final class ParallelZstdSource: ByteSource {
                 throw damaged("it ends inside a frame header (byte \(consumedBefore + Int64(inputStart)))")
             }
             let magic = littleEndian(at: inputStart)
-            if magic & 0xFFFF_FFF0 == 0x184D_2A50 {
+            if ZstdContext.isSkippable(magic) {
                 guard available >= 8 else { throw damaged("it ends inside a skippable frame") }
                 try skip(8 + Int(littleEndian(at: inputStart + 4)))
                 continue
             }
-            guard magic == ParallelZstdSource.zstdMagic else {
+            guard magic == ZstdContext.frameMagic else {
                 throw damaged("no zstd frame starts at byte \(consumedBefore + Int64(inputStart))")
             }
             try ensureInput(18) // the longest frame header
@@ -204,7 +203,7 @@ final class ParallelZstdSource: ByteSource {
     }
 
     private func littleEndian(at offset: Int) -> UInt32 {
-        (0..<4).reduce(UInt32(0)) { $0 | UInt32(input.bytes[offset + $1]) << UInt32(8 * $1) }
+        SeekTable.littleEndian(input.bytes, at: offset)
     }
 
     private func damaged(_ reason: String) -> ArchiveError {

@@ -21,8 +21,8 @@ public struct SeekTable: Sendable, Equatable {
     static let seekableMagic: UInt32 = 0x8F92_EAB1
     /// Number of frames (4), descriptor (1), seekable magic (4).
     static let footerSize = 9
-    /// A table larger than this is not believed (about 16 million frames).
-    static let maximumFrames = 1 << 24
+    /// A table larger than this is not believed (a million frames: 4 TiB in Keepsake's).
+    static let maximumFrames = 1 << 20
 
     // MARK: State
 
@@ -34,6 +34,9 @@ public struct SeekTable: Sendable, Equatable {
 
     /// Total decompressed bytes.
     public var decompressedSize: Int64 { frames.last.map { $0.decompressedOffset + Int64($0.decompressedSize) } ?? 0 }
+
+    /// The largest frame's size, decompressed or compressed.
+    public var largestFrame: Int { frames.map { max($0.decompressedSize, $0.compressedSize) }.max() ?? 0 }
 
     /// Total compressed bytes of the frames (without the table itself).
     public var compressedSize: Int64 { frames.last.map { $0.compressedOffset + Int64($0.compressedSize) } ?? 0 }
@@ -111,7 +114,9 @@ public struct SeekTable: Sendable, Equatable {
         for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
     }
 
-    static func littleEndian(_ bytes: [UInt8], at offset: Int) -> UInt32 {
+    /// The little-endian 32-bit number at `offset` (zstd's byte order).
+    static func littleEndian<Bytes: RandomAccessCollection>(_ bytes: Bytes, at offset: Int) -> UInt32
+        where Bytes.Element == UInt8, Bytes.Index == Int {
         (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[offset + $1]) << UInt32(8 * $1) }
     }
 }

@@ -40,8 +40,6 @@ public final class SeekableZstdSink: ByteSink {
     private var spareContexts: [ZstdContext] = []
     private var table = SeekTable()
     private var finished = false
-    /// Bytes written into this sink so far (the decompressed stream's length).
-    public private(set) var decompressedBytes: Int64 = 0
 
     // MARK: Life cycle
 
@@ -65,7 +63,6 @@ public final class SeekableZstdSink: ByteSink {
         while !rest.isEmpty {
             let taken = filling.append(rest)
             rest = UnsafeRawBufferPointer(rebasing: rest[taken...])
-            decompressedBytes += Int64(taken)
             if filling.count == filling.capacity {
                 try submitFrame()
                 try writeReadyFrames(wait: false)

@@ -61,6 +61,12 @@ final class ZstdContext: @unchecked Sendable {
 
     // MARK: Frame facts
 
+    /// The first four bytes of a zstd frame, read little-endian.
+    static let frameMagic: UInt32 = 0xFD2F_B528
+
+    /// Whether `magic` opens a skippable frame (16 values, 0x184D2A50 to 0x184D2A5F).
+    static func isSkippable(_ magic: UInt32) -> Bool { magic & 0xFFFF_FFF0 == 0x184D_2A50 }
+
     /// The most a frame of `size` input bytes can take compressed.
     static func compressBound(_ size: Int) -> Int { ZSTD_compressBound(size) }
 
