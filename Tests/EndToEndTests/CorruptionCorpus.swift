@@ -627,6 +627,17 @@ class CorruptionTestCase: EndToEndTestCase {
 
     // MARK: Diagnosing
 
+    /// Whether the damaged copy decompresses (by the reference tool, without complaint) to
+    /// exactly the pristine tar stream: a flip that changes nothing any reader gets, such as
+    /// a larger zstd window in a frame header. Only a hash of the whole archive notices it.
+    func decodesIdentically(_ backup: CorpusBackup, _ damage: Damage) -> Bool {
+        guard damage.target == .archive, backup.compression != "none" else { return false }
+        let file = path("identical-" + backup.archiveName)
+        guard (try? RawFileSystem.writeFile(RawFileSystem.bytes(file), contents: damage.apply(to: backup.archive))) != nil,
+              let decoded = try? CorruptionCorpus.decompress(file, compression: backup.compression) else { return false }
+        return decoded.verdict.hasSuffix("exit 0") && decoded.bytes == backup.tar
+    }
+
     /// For damage to a compressed archive: what the reference decompressor makes of the
     /// damaged copy — its verdict, and the first decompressed byte that differs from the
     /// pristine tar stream, located in it (empty for other damage).

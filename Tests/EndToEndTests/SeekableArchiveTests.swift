@@ -157,4 +157,17 @@ final class SeekableArchiveTests: EndToEndTestCase {
         XCTAssertEqual(try String(contentsOfFile: restored(source, into: path("target")) + "/small/a.txt", encoding: .utf8),
                        "first small file\n")
     }
+
+    func testVerifyOfALoneArchiveFindsADamagedSeekTable() throws {
+        try backup([source], dest: dest)
+        let archive = try onlyArchive(in: dest)
+        let lone = path("lone.tar.zst")
+        try FileManager.default.copyItem(atPath: archive, toPath: lone)
+        let size = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: lone)[.size] as? Int)
+        assertExit(try run(["verify", lone]), 0)
+        try Fixtures.flipByte(in: lone, at: size - 12) // inside the last table entry
+        let outcome = try run(["verify", lone])
+        assertExit(outcome, 4, "nothing else covers the seek table of a lone archive")
+        XCTAssertTrue(outcome.combinedText.contains("seek table"), outcome.combinedText)
+    }
 }

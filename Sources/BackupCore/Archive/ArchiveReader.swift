@@ -125,6 +125,24 @@ public final class ArchiveReader {
         return content
     }
 
+    /// Reads whatever follows the end of the tar stream, to the end of the input: for a
+    /// zstd archive that checks its last frames and its seek table. Call after `nextHeader`
+    /// returned nil.
+    public func readToEnd() throws {
+        do {
+            while try input.source.read(into: input.buffer) > 0 {}
+            if let problem = (input.source as? ParallelZstdSource)?.seekTableProblem {
+                throw ArchiveError.damaged(archive: name, reason: problem)
+            }
+        } catch let error as ArchiveError {
+            throw error
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw ArchiveError.damaged(archive: name, reason: "\(error)")
+        }
+    }
+
     /// Skips the current entry's content.
     public func skipContent() throws {
         if archive_read_data_skip(archive) < ARCHIVE_WARN { throw failure() }

@@ -212,6 +212,8 @@ public final class Verifier {
                     digests[header.path] = (sha, header)
                 }
             }
+            current = "the end of the archive"
+            try reader.readToEnd()
         } catch let error as ArchiveError {
             report.archiveProblems.append("\(error) (while reading \(current))")
         } catch let error as StorageError {

@@ -8,6 +8,8 @@ final class ParallelZstdSource: ByteSource {
     /// Frames declaring more than this are streamed instead (a hostile header cannot make
     /// us allocate much, and one huge frame gains nothing from workers).
     static let largestParallelFrame = 16 << 20
+    /// A seek table larger than this is skipped unchecked (a million frames' worth).
+    static let largestSeekTable = 8 << 20 + 64
     private static let readSize = 1 << 20
 
     // MARK: State
@@ -24,6 +26,11 @@ final class ParallelZstdSource: ByteSource {
     private var current: FrameBuffer?
     private var currentPosition = 0
     private var framesSubmitted = 0
+    /// The frames decompressed so far, to check the seek table against.
+    private var framesSeen = SeekTable()
+    /// What is wrong with the seek table, if anything. Not thrown while reading: the frames
+    /// themselves are intact, so a restore goes on; `verify` asks (see `ArchiveReader.readToEnd`).
+    private(set) var seekTableProblem: String?
     /// Set when a frame cannot be decompressed on its own; streaming starts once the
     /// frames before it have been handed out.
     private var streamingRequested = false
@@ -93,7 +100,12 @@ final class ParallelZstdSource: ByteSource {
             let magic = littleEndian(at: inputStart)
             if ZstdContext.isSkippable(magic) {
                 guard available >= 8 else { throw damaged("it ends inside a skippable frame") }
-                try skip(8 + Int(littleEndian(at: inputStart + 4)))
+                let size = 8 + Int(littleEndian(at: inputStart + 4))
+                if try isSeekTable(magic: magic, size: size) {
+                    try checkSeekTable(size: size)
+                } else {
+                    try skip(size)
+                }
                 continue
             }
             guard magic == ZstdContext.frameMagic else {
@@ -132,8 +144,42 @@ final class ParallelZstdSource: ByteSource {
     private func submit(frameSize: Int, contentSize: Int) throws {
         try decoder.submit(UnsafeRawBufferPointer(rebasing: remainingInput[0..<frameSize]), contentSize: contentSize,
                            frameNumber: framesSubmitted)
+        framesSeen.append(compressedSize: frameSize, decompressedSize: contentSize)
         inputStart += frameSize
         framesSubmitted += 1
+    }
+
+    /// Whether the skippable frame at the head of the input is a seek table: its magic or
+    /// its footer says so (either is enough, so one flipped bit cannot hide a table).
+    private func isSeekTable(magic: UInt32, size: Int) throws -> Bool {
+        if magic == SeekTable.skippableMagic { return true }
+        guard size <= ParallelZstdSource.largestSeekTable else { return false }
+        try ensureInput(size)
+        guard input.count - inputStart >= size else { return false }
+        return littleEndian(at: inputStart + size - 4) == SeekTable.seekableMagic
+    }
+
+    /// A seek table is not covered by any checksum: it must describe exactly the frames
+    /// before it, or the archive is damaged (a partial restore would read the wrong bytes).
+    private func checkSeekTable(size: Int) throws {
+        if size <= ParallelZstdSource.largestSeekTable { try ensureInput(size) }
+        guard size <= ParallelZstdSource.largestSeekTable, input.count - inputStart >= size else {
+            seekTableProblem = seekTableProblem
+                ?? (size > ParallelZstdSource.largestSeekTable ? "its seek table is implausibly large" : "it ends inside its seek table (truncated)")
+            // What follows a broken table cannot be trusted to be frames: stop reading here.
+            inputStart = input.count
+            sourceEnded = true
+            return
+        }
+        let frame = Array(remainingInput[0..<size])
+        inputStart += size
+        // Without per-frame checksums the table is fully determined by the frames: every
+        // byte must be as Keepsake would write it (unused bits included).
+        guard let table = SeekTable.parse(frame: frame), table == framesSeen,
+              frame[frame.count - 5] & 0x80 != 0 || frame == framesSeen.encoded() else {
+            seekTableProblem = seekTableProblem ?? "its seek table does not match its frames"
+            return
+        }
     }
 
     // MARK: Streaming

@@ -88,23 +88,35 @@ public struct SeekTable: Sendable, Equatable {
     public static func read(streamSize: Int64, read: (Int64, Int) throws -> [UInt8]) rethrows -> SeekTable? {
         guard streamSize >= Int64(8 + footerSize) else { return nil }
         let footer = try read(streamSize - Int64(footerSize), footerSize)
-        guard footer.count == footerSize, littleEndian(footer, at: 5) == seekableMagic, footer[4] & 0x7C == 0 else { return nil }
-        let count = Int(littleEndian(footer, at: 0))
-        let entrySize = footer[4] & 0x80 != 0 ? 12 : 8
-        let tableSize = 8 + count * entrySize + footerSize
-        guard count <= maximumFrames, Int64(tableSize) <= streamSize else { return nil }
-        let table = try read(streamSize - Int64(tableSize), tableSize - footerSize)
-        guard table.count == tableSize - footerSize, littleEndian(table, at: 0) == skippableMagic,
-              Int(littleEndian(table, at: 4)) == tableSize - 8 else { return nil }
-        var result = SeekTable()
-        var position = 8
-        for _ in 0..<count {
-            result.append(compressedSize: Int(littleEndian(table, at: position)),
-                          decompressedSize: Int(littleEndian(table, at: position + 4)))
-            position += entrySize
-        }
+        guard footer.count == footerSize, let tableSize = frameSize(footer: footer), Int64(tableSize) <= streamSize else { return nil }
+        guard let result = parse(frame: try read(streamSize - Int64(tableSize), tableSize)) else { return nil }
         // The frames must fill the stream up to the table exactly.
         guard result.compressedSize == streamSize - Int64(tableSize) else { return nil }
+        return result
+    }
+
+    /// The whole skippable frame's size that a footer (the table's last 9 bytes) implies.
+    private static func frameSize(footer: [UInt8]) -> Int? {
+        guard footer.count == footerSize, littleEndian(footer, at: 5) == seekableMagic, footer[4] & 0x7C == 0 else { return nil }
+        let count = Int(littleEndian(footer, at: 0))
+        guard count <= maximumFrames else { return nil }
+        return 8 + count * (footer[4] & 0x80 != 0 ? 12 : 8) + footerSize
+    }
+
+    /// Parses a whole seek-table frame (skippable-frame header, entries, footer); nil when
+    /// it is not one.
+    public static func parse(frame: [UInt8]) -> SeekTable? {
+        guard frame.count >= 8 + footerSize, let size = frameSize(footer: Array(frame.suffix(footerSize))),
+              size == frame.count, littleEndian(frame, at: 0) == skippableMagic,
+              Int(littleEndian(frame, at: 4)) == size - 8 else { return nil }
+        let entrySize = frame[frame.count - 5] & 0x80 != 0 ? 12 : 8
+        var result = SeekTable()
+        var position = 8
+        while position + entrySize <= frame.count - footerSize {
+            result.append(compressedSize: Int(littleEndian(frame, at: position)),
+                          decompressedSize: Int(littleEndian(frame, at: position + 4)))
+            position += entrySize
+        }
         return result
     }
 
