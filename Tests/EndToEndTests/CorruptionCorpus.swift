@@ -628,8 +628,8 @@ class CorruptionTestCase: EndToEndTestCase {
     // MARK: Diagnosing
 
     /// Whether the damaged copy decompresses (by the reference tool, without complaint) to
-    /// exactly the pristine tar stream: a flip that changes nothing any reader gets, such as
-    /// a larger zstd window in a frame header. Only a hash of the whole archive notices it.
+    /// exactly the pristine tar stream: a flip in bits the decoder does not use, which
+    /// changes nothing any reader gets. Only a hash of the whole archive notices it.
     func decodesIdentically(_ backup: CorpusBackup, _ damage: Damage) -> Bool {
         guard damage.target == .archive, backup.compression != "none" else { return false }
         let file = path("identical-" + backup.archiveName)

@@ -89,8 +89,8 @@ final class CorruptionTests: CorruptionTestCase {
             // Alone, an uncompressed archive's padding carries no information: a flip there
             // changes nothing a restore produces, and only the archive SHA-256 recorded in the
             // manifest beside it can notice it. The same holds for a flip in a compressed archive
-            // that the reference decompressor turns into the identical tar stream (a zstd frame
-            // header's window size, say). Those flips are counted, not required.
+            // that the reference decompressor turns into the identical tar stream (bits of a zstd
+            // frame its decoder does not use). Those flips are counted, not required.
             let meaningless = mode == .loneAlone ? trials.filter { trial in
                 if decodesIdentically(trial.backup, trial.damage) { return true }
                 guard case .bitFlip(let offset, _) = trial.damage.kind, let layout = trial.backup.layout else { return false }
