@@ -58,7 +58,7 @@ public final class SeekableZstdSink: ByteSink {
     // MARK: Writing
 
     public func write(_ buffer: UnsafeRawBufferPointer) throws {
-        precondition(!finished, "write after finish")
+        guard !finished else { throw ArchiveError.write(path: "end of archive", reason: "bytes came after the archive was finished") }
         var rest = buffer
         while !rest.isEmpty {
             let taken = filling.append(rest)
