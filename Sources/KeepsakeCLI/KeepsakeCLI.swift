@@ -8,7 +8,7 @@ public enum KeepsakeCLI {
     // MARK: Constants
 
     /// The tool's version.
-    public static let version = "0.1.0"
+    public static let version = "0.2.0"
     static let abstract = "Back up and restore directories as compressed, self-describing tar archives."
 
     // MARK: Entry point

@@ -121,7 +121,7 @@ final class BackupIDTests: XCTestCase {
         XCTAssertEqual(BackupNaming.archiveName(host: "box", id: backup, compression: .xz), "box_\(sample).tar.xz")
         XCTAssertEqual(BackupNaming.archiveName(host: "box", id: backup, compression: .lz4), "box_\(sample).tar.lz4")
         XCTAssertEqual(BackupNaming.archiveName(host: "box", id: backup, compression: .none), "box_\(sample).tar")
-        XCTAssertEqual(BackupNaming.manifestName(host: "box", id: backup), "box_\(sample).manifest.jsonl")
+        XCTAssertEqual(BackupNaming.manifestName(host: "box", id: backup), "box_\(sample).manifest.jsonl.zst")
         XCTAssertEqual(BackupNaming.manifestEntryPath, Array(".keepsake/manifest.jsonl".utf8))
         XCTAssertEqual(BackupNaming.checksumsEntryPath, Array(".keepsake/SHA256SUMS".utf8))
     }
@@ -131,6 +131,9 @@ final class BackupIDTests: XCTestCase {
         XCTAssertEqual(BackupNaming.id(fromManifestName: "box_\(sample).manifest.jsonl"), backup)
         XCTAssertEqual(BackupNaming.id(fromManifestName: "my_odd_host-1_\(sample).manifest.jsonl"), backup)
         XCTAssertEqual(BackupNaming.id(fromManifestName: "\(sample).manifest.jsonl"), backup)
+        XCTAssertEqual(BackupNaming.id(fromManifestName: "box_\(sample).manifest.jsonl.zst"), backup, "compressed")
+        XCTAssertNil(BackupNaming.id(fromManifestName: "box_\(sample).manifest.jsonl.gz"))
+        XCTAssertNil(BackupNaming.id(fromManifestName: "box_latest.manifest.jsonl.zst"))
         XCTAssertNil(BackupNaming.id(fromManifestName: "box_\(sample).tar.zst"))
         XCTAssertNil(BackupNaming.id(fromManifestName: "box_\(sample).manifest.json"))
         XCTAssertNil(BackupNaming.id(fromManifestName: "box_latest.manifest.jsonl"))
@@ -142,6 +145,7 @@ final class BackupIDTests: XCTestCase {
     func testStemOfNames() {
         let stem = "box_\(sample)"
         XCTAssertEqual(BackupNaming.stem(of: stem + ".manifest.jsonl"), stem)
+        XCTAssertEqual(BackupNaming.stem(of: stem + ".manifest.jsonl.zst"), stem)
         for codec in Compression.allCases {
             XCTAssertEqual(BackupNaming.stem(of: stem + codec.fileExtension), stem, "\(codec)")
         }
@@ -150,14 +154,16 @@ final class BackupIDTests: XCTestCase {
         XCTAssertNil(BackupNaming.stem(of: "notes.txt"))
     }
 
-    func testSidecarNameForArchive() {
+    func testSidecarNamesForArchive() {
         let stem = "box_\(sample)"
         for codec in Compression.allCases {
-            XCTAssertEqual(BackupNaming.sidecarName(forArchive: stem + codec.fileExtension), stem + ".manifest.jsonl", "\(codec)")
+            XCTAssertEqual(BackupNaming.sidecarNames(forArchive: stem + codec.fileExtension),
+                           [stem + ".manifest.jsonl.zst", stem + ".manifest.jsonl"], "\(codec)")
         }
-        XCTAssertEqual(BackupNaming.sidecarName(forArchive: "plain.tar.gz"), "plain.manifest.jsonl")
-        XCTAssertNil(BackupNaming.sidecarName(forArchive: stem + ".manifest.jsonl"), "a manifest has no sidecar")
-        XCTAssertNil(BackupNaming.sidecarName(forArchive: "photo.jpg"))
+        XCTAssertEqual(BackupNaming.sidecarNames(forArchive: "plain.tar.gz"), ["plain.manifest.jsonl.zst", "plain.manifest.jsonl"])
+        XCTAssertEqual(BackupNaming.sidecarNames(forArchive: stem + ".manifest.jsonl"), [], "a manifest has no sidecar")
+        XCTAssertEqual(BackupNaming.sidecarNames(forArchive: stem + ".manifest.jsonl.zst"), [], "a manifest has no sidecar")
+        XCTAssertEqual(BackupNaming.sidecarNames(forArchive: "photo.jpg"), [])
     }
 
     func testCompressionFromFileName() {

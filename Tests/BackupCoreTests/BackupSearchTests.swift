@@ -131,11 +131,11 @@ final class BackupSearchTests: XCTestCase {
     }
 
     func testUnreadableManifestsAreSkipped() throws {
-        let names = try storage.list().map(\.name).filter { $0.hasSuffix(".manifest.jsonl") }.sorted()
+        let names = try storage.list().map(\.name).filter { $0.hasSuffix(".manifest.jsonl.zst") }.sorted()
         XCTAssertEqual(names.count, 3)
         // The middle backup's manifest: a good first line, then a broken entry line.
         let middle = names[1]
-        var bytes = try storage.readObject(middle)
+        var bytes = try SidecarManifest.read(middle, from: storage)
         bytes += Array("{not json\n".utf8)
         try overwrite(middle, with: bytes)
         // The newest: not a manifest at all.

@@ -165,6 +165,66 @@ final class CatalogTests: XCTestCase {
         XCTAssertNil(items[1].summary)
     }
 
+    // MARK: Compressed manifests
+
+    func testTheManifestBesideTheArchiveIsZstdWithTheSummaryInAFrameOfItsOwn() throws {
+        let item = try BackupCatalog(storage: storage).resolve("latest")
+        XCTAssertTrue(item.manifestName.hasSuffix(".manifest.jsonl.zst"), item.manifestName)
+        let stored = try storage.readObject(item.manifestName)
+        XCTAssertEqual(Array(stored.prefix(4)), [0x28, 0xB5, 0x2F, 0xFD], "a zstd frame")
+        let plain = try SidecarManifest.read(item.manifestName, from: storage)
+        let manifest = try Manifest.parse(plain)
+        XCTAssertEqual(manifest.summary.id, item.id)
+        XCTAssertEqual(manifest.entries.count, 4)
+        // The first frame decompresses to the summary line alone.
+        let firstFrame = try XCTUnwrap(stored.withUnsafeBytes { ZstdContext.frameCompressedSize($0) })
+        let decoder = try ZstdContext(.decompression)
+        var output = [UInt8](repeating: 0, count: plain.count)
+        let size = try output.withUnsafeMutableBytes { out in
+            try stored.withUnsafeBytes { try decoder.decompress(UnsafeRawBufferPointer(rebasing: $0[0..<firstFrame]), into: out).get() }
+        }
+        let newline = try XCTUnwrap(plain.firstIndex(of: 0x0A))
+        XCTAssertEqual(Array(output[0..<size]), Array(plain[...newline]))
+    }
+
+    func testADamagedCompressedManifestIsListedWithAProblem() throws {
+        let item = try BackupCatalog(storage: storage).resolve("latest")
+        var stored = try storage.readObject(item.manifestName)
+        stored[stored.count / 2] ^= 0x5A
+        try storage.delete(item.manifestName)
+        let pending = try storage.create(item.manifestName)
+        try stored.withUnsafeBytes { try pending.write($0) }
+        try pending.commit()
+
+        let catalog = BackupCatalog(storage: storage)
+        XCTAssertThrowsError(try catalog.manifest(of: try catalog.resolve(item.id.rawValue))) { error in
+            guard case .manifestUnreadable(let name, let reason)? = error as? EngineError else { return XCTFail("\(error)") }
+            XCTAssertEqual(name, item.manifestName)
+            XCTAssertTrue(reason.contains("compressed bytes are damaged"), reason)
+        }
+    }
+
+    func testAPlainManifestBesideACompressedOneIsNotASecondBackup() throws {
+        let item = try BackupCatalog(storage: storage).resolve("latest")
+        let plainName = String(item.manifestName.dropLast(4))
+        try storeManifest(named: plainName, String(decoding: try SidecarManifest.read(item.manifestName, from: storage), as: UTF8.self))
+        let items = try BackupCatalog(storage: storage).items()
+        XCTAssertEqual(items.map(\.id), idsOldestFirst)
+        XCTAssertEqual(items.last?.manifestName, item.manifestName)
+    }
+
+    func testAPlainManifestFromAnOlderKeepsakeIsRead() throws {
+        let item = try BackupCatalog(storage: storage).resolve("latest")
+        let plain = try SidecarManifest.read(item.manifestName, from: storage)
+        try storage.delete(item.manifestName)
+        try storeManifest(named: String(item.manifestName.dropLast(4)), String(decoding: plain, as: UTF8.self))
+        let catalog = BackupCatalog(storage: storage)
+        let listed = try catalog.resolve("latest")
+        XCTAssertEqual(listed.id, item.id)
+        XCTAssertTrue(listed.manifestName.hasSuffix(".manifest.jsonl"), listed.manifestName)
+        XCTAssertEqual(try catalog.manifest(of: listed).entries.count, 4)
+    }
+
     func testOtherObjectsAreIgnored() throws {
         try storeManifest(named: "notes.txt", "hello")
         try storeManifest(named: "vm_not-an-id.manifest.jsonl", "garbage")

@@ -180,7 +180,7 @@ final class BackupRestoreTests: EndToEndTestCase {
             XCTAssertEqual(try? Data(contentsOf: URL(fileURLWithPath: target + "/.keepsake/dump.sql")), data)
         } else {
             XCTAssertTrue(made.stderrText.contains(".keepsake/dump.sql"), "the refusal names the stdin name:\n\(made)")
-            XCTAssertFalse((try? names(in: dest))?.contains { $0.hasSuffix(".manifest.jsonl") } ?? false,
+            XCTAssertFalse((try? names(in: dest))?.contains { $0.hasSuffix(".manifest.jsonl.zst") } ?? false,
                            "a refused backup must not be committed")
         }
     }

@@ -204,10 +204,10 @@ final class CLITests: EndToEndTestCase {
         assertExit(outcome, 0)
         let expected = keepsake.home + "/xdg-data/keepsake/backups"
         XCTAssertTrue(outcome.stdoutText.contains(expected), "the summary says where the backup went:\n\(outcome)")
-        XCTAssertEqual(try names(in: expected).filter { $0.hasSuffix(".manifest.jsonl") }.count, 1)
+        XCTAssertEqual(try names(in: expected).filter { $0.hasSuffix(".manifest.jsonl.zst") }.count, 1)
 
         let fromEnvironment = path("env-dest")
         assertExit(try run(["backup", source], environment: ["KEEPSAKE_DEST": fromEnvironment]), 0)
-        XCTAssertEqual(try names(in: fromEnvironment).filter { $0.hasSuffix(".manifest.jsonl") }.count, 1)
+        XCTAssertEqual(try names(in: fromEnvironment).filter { $0.hasSuffix(".manifest.jsonl.zst") }.count, 1)
     }
 }

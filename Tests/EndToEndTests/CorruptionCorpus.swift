@@ -28,9 +28,15 @@ struct SeededGenerator: RandomNumberGenerator {
 
 /// One deliberate injury to one file of a backup: a single flipped bit or a truncation.
 struct Damage: Sendable, CustomStringConvertible {
-    /// Which of the backup's two files is damaged.
+    /// Which of the backup's two files is damaged, and how it is seen.
     enum Target: String, Sendable {
-        case archive, manifest
+        /// The archive's bytes.
+        case archive
+        /// The manifest's plain JSON lines, compressed again (with `zstd`) after the damage:
+        /// a manifest whose content is wrong but whose compression is sound.
+        case manifest
+        /// The manifest's compressed bytes as stored.
+        case storedManifest = "stored manifest"
     }
 
     /// What is done to it.
@@ -292,8 +298,10 @@ struct CorpusBackup: Sendable {
     let manifestName: String
     /// The pristine archive.
     let archive: [UInt8]
-    /// The pristine manifest beside it.
+    /// The pristine manifest beside it, decompressed.
     let manifest: [UInt8]
+    /// The pristine manifest beside it as stored (zstd).
+    let storedManifest: [UInt8]
     /// The block layout, for an uncompressed archive.
     let layout: TarLayout?
     /// The decompressed tar stream and its layout (for diagnosing compressed damage).
@@ -301,7 +309,30 @@ struct CorpusBackup: Sendable {
     let tarLayout: TarLayout
 
     /// The pristine bytes of `target`.
-    func bytes(of target: Damage.Target) -> [UInt8] { target == .archive ? archive : manifest }
+    func bytes(of target: Damage.Target) -> [UInt8] {
+        switch target {
+        case .archive: return archive
+        case .manifest: return manifest
+        case .storedManifest: return storedManifest
+        }
+    }
+
+    /// The byte range of the stored manifest's first zstd frame (the summary line's).
+    var summaryFrameRange: Range<Int> {
+        // Frame header: magic, descriptor, then (single segment) the content size; blocks
+        // follow, each with a 3-byte header whose bit 0 marks the last; then a 4-byte checksum.
+        let descriptor = storedManifest[4]
+        let sizeBytes = [0, 2, 4, 8][Int(descriptor >> 6)], singleSegment = descriptor & 0x20 != 0
+        let windowBytes = singleSegment ? 0 : 1, dictionaryBytes = [0, 1, 2, 4][Int(descriptor & 3)]
+        var offset = 5 + windowBytes + dictionaryBytes + (singleSegment && sizeBytes == 0 ? 1 : sizeBytes)
+        while offset + 3 <= storedManifest.count {
+            let header = Int(storedManifest[offset]) | Int(storedManifest[offset + 1]) << 8 | Int(storedManifest[offset + 2]) << 16
+            let blockType = (header >> 1) & 3, blockSize = header >> 3
+            offset += 3 + (blockType == 1 ? 1 : blockSize)
+            if header & 1 == 1 { break }
+        }
+        return 0..<min(storedManifest.count, offset + (descriptor & 4 != 0 ? 4 : 0))
+    }
 
     /// The byte range of the manifest's first line (the summary), newline included.
     var summaryLineRange: Range<Int> {
@@ -323,6 +354,12 @@ struct CorpusBackup: Sendable {
                 + CorpusBackup.show(manifest[offset] ^ (UInt8(1) << UInt8(bit)))
         case (.manifest, .truncation(let length)):
             return "cut in " + manifestPosition(min(length, manifest.count - 1))
+        case (.storedManifest, .bitFlip(let offset, _)):
+            return "\(percent(offset, of: storedManifest.count)) into the compressed manifest"
+                + (summaryFrameRange.contains(offset) ? " (the summary line's frame)" : "")
+        case (.storedManifest, .truncation(let length)):
+            return "\(percent(length, of: storedManifest.count)) of the compressed manifest kept"
+                + (length == summaryFrameRange.upperBound ? " (its summary line's frame)" : "")
         }
     }
 
@@ -452,15 +489,16 @@ final class CorruptionCorpus: Sendable {
                 }
                 let names = try FileManager.default.contentsOfDirectory(atPath: dest).filter { $0.contains(id) }
                 guard let archiveName = names.first(where: { $0.contains(".tar") }),
-                      let manifestName = names.first(where: { $0.hasSuffix(".manifest.jsonl") }) else {
+                      let manifestName = names.first(where: { $0.hasSuffix(".manifest.jsonl.zst") }) else {
                     throw ProcessRunner.Failure(description: "no archive and manifest for \(id) in \(dest): \(names)")
                 }
                 let archive = try RawFileSystem.readFile(RawFileSystem.bytes(dest + "/" + archiveName))
-                let manifest = try RawFileSystem.readFile(RawFileSystem.bytes(dest + "/" + manifestName))
+                let storedManifest = try RawFileSystem.readFile(RawFileSystem.bytes(dest + "/" + manifestName))
+                let manifest = try decompress(dest + "/" + manifestName, compression: "zstd").bytes
                 let tar = compression == "none" ? archive : try decompress(dest + "/" + archiveName, compression: compression).bytes
                 backups.append(CorpusBackup(label: "\(tree.name)/\(compression)", tree: tree, compression: compression, id: id,
                                             dest: dest, archiveName: archiveName, manifestName: manifestName,
-                                            archive: archive, manifest: manifest,
+                                            archive: archive, manifest: manifest, storedManifest: storedManifest,
                                             layout: compression == "none" ? TarLayout(archive) : nil,
                                             tar: tar, tarLayout: TarLayout(tar)))
             }
@@ -576,9 +614,20 @@ class CorruptionTestCase: EndToEndTestCase {
     func stage(_ backup: CorpusBackup, damage: Damage?, in dest: String) throws -> String {
         try RawFileSystem.makeDirectory(RawFileSystem.bytes(dest), mode: 0o700)
         let archive = damage?.target == .archive ? damage!.apply(to: backup.archive) : backup.archive
-        let manifest = damage?.target == .manifest ? damage!.apply(to: backup.manifest) : backup.manifest
         try RawFileSystem.writeFile(RawFileSystem.bytes(dest + "/" + backup.archiveName), contents: archive, mode: 0o600)
-        try RawFileSystem.writeFile(RawFileSystem.bytes(dest + "/" + backup.manifestName), contents: manifest, mode: 0o600)
+        let manifestPath = dest + "/" + backup.manifestName
+        switch damage?.target {
+        case .manifest?:
+            // Damaged as text, then compressed soundly (as `zstd` would after a hand edit).
+            let plain = dest + "/damaged-manifest.jsonl"
+            try RawFileSystem.writeFile(RawFileSystem.bytes(plain), contents: damage!.apply(to: backup.manifest), mode: 0o600)
+            let outcome = try ProcessRunner.run("zstd", ["-q", "-f", "--rm", plain, "-o", manifestPath])
+            guard outcome.exitCode == 0 else { throw ProcessRunner.Failure(description: "zstd failed:\n\(outcome)") }
+        case .storedManifest?:
+            try RawFileSystem.writeFile(RawFileSystem.bytes(manifestPath), contents: damage!.apply(to: backup.storedManifest), mode: 0o600)
+        case .archive?, nil:
+            try RawFileSystem.writeFile(RawFileSystem.bytes(manifestPath), contents: backup.storedManifest, mode: 0o600)
+        }
         return dest
     }
 
@@ -631,11 +680,20 @@ class CorruptionTestCase: EndToEndTestCase {
     /// exactly the pristine tar stream: a flip in bits the decoder does not use, which
     /// changes nothing any reader gets. Only a hash of the whole archive notices it.
     func decodesIdentically(_ backup: CorpusBackup, _ damage: Damage) -> Bool {
-        guard damage.target == .archive, backup.compression != "none" else { return false }
-        let file = path("identical-" + backup.archiveName)
-        guard (try? RawFileSystem.writeFile(RawFileSystem.bytes(file), contents: damage.apply(to: backup.archive))) != nil,
-              let decoded = try? CorruptionCorpus.decompress(file, compression: backup.compression) else { return false }
-        return decoded.verdict.hasSuffix("exit 0") && decoded.bytes == backup.tar
+        let compression: String, pristine: [UInt8], name: String
+        switch damage.target {
+        case .archive:
+            guard backup.compression != "none" else { return false }
+            (compression, pristine, name) = (backup.compression, backup.tar, backup.archiveName)
+        case .storedManifest:
+            (compression, pristine, name) = ("zstd", backup.manifest, backup.manifestName)
+        case .manifest:
+            return false
+        }
+        let file = path("identical-" + name)
+        guard (try? RawFileSystem.writeFile(RawFileSystem.bytes(file), contents: damage.apply(to: backup.bytes(of: damage.target)))) != nil,
+              let decoded = try? CorruptionCorpus.decompress(file, compression: compression) else { return false }
+        return decoded.verdict.hasSuffix("exit 0") && decoded.bytes == pristine
     }
 
     /// For damage to a compressed archive: what the reference decompressor makes of the

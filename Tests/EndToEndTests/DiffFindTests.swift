@@ -267,8 +267,7 @@ final class DiffFindTests: EndToEndTestCase {
 
     func testFindSkipsUnreadableManifest() throws {
         let ids = try makeThreeBackups()
-        let manifest = try XCTUnwrap(try names(in: dest).first { $0.contains(ids[1]) && $0.hasSuffix(".manifest.jsonl") })
-        try Data("garbage\n".utf8).write(to: URL(fileURLWithPath: dest + "/" + manifest))
+        try writeSidecar(try sidecarPath(in: dest, id: ids[1]), "garbage\n")
         let outcome = try run(["find", "notes.txt", "--dest", dest, "--json"])
         assertExit(outcome, 0)
         XCTAssertTrue(outcome.stderrText.contains("warning:") && outcome.stderrText.contains(ids[1]), "\(outcome)")

@@ -43,7 +43,7 @@ final class FaultDiskFullTests: FaultTestCase {
                 let id = try XCTUnwrap(try json(outcome)["id"] as? String)
                 try assertVerifies(dest, [id], context)
                 XCTAssertEqual(Set(try listedIDs(dest)), [earlier, id], context)
-                for name in try DestinationState(dest).names where name.contains(id) && name.hasSuffix(".manifest.jsonl") {
+                for name in try DestinationState(dest).names where name.contains(id) && name.hasSuffix(".manifest.jsonl.zst") {
                     XCTAssertEqual(unlink(dest + "/" + name), 0)
                 }
                 for name in try DestinationState(dest).names where name.contains(id) { XCTAssertEqual(unlink(dest + "/" + name), 0) }

@@ -257,14 +257,14 @@ struct DestinationState {
     var temporaries: [String] { names.filter { $0.hasPrefix(".tmp-") } }
     /// Temporary archives (`.tmp-HOST_ID.tar.zst-…`).
     var temporaryArchives: [String] { temporaries.filter { $0.contains(".tar") } }
-    /// Temporary manifests (`.tmp-HOST_ID.manifest.jsonl-…`).
+    /// Temporary manifests (`.tmp-HOST_ID.manifest.jsonl.zst-…`).
     var temporaryManifests: [String] { temporaries.filter { $0.contains(".manifest.jsonl") } }
     /// True when `keepsake.lock` exists.
     var locked: Bool { names.contains("keepsake.lock") }
     /// Committed manifests.
-    var manifests: [String] { names.filter { !$0.hasPrefix(".") && $0.hasSuffix(".manifest.jsonl") } }
+    var manifests: [String] { names.filter { !$0.hasPrefix(".") && $0.hasSuffix(".manifest.jsonl.zst") } }
     /// Archives under their final names.
-    var archives: [String] { names.filter { !$0.hasPrefix(".") && !$0.hasSuffix(".manifest.jsonl") && $0.contains(".tar") } }
+    var archives: [String] { names.filter { !$0.hasPrefix(".") && !$0.hasSuffix(".manifest.jsonl.zst") && $0.contains(".tar") } }
     /// Prune markers (`HOST_ID.pruning`).
     var markers: [String] { names.filter { !$0.hasPrefix(".") && $0.hasSuffix(".pruning") } }
     /// Anything else.
@@ -285,7 +285,7 @@ struct DestinationState {
     /// The largest temporary archive's size (0 when there is none).
     var temporaryArchiveBytes: Int { temporaryArchives.compactMap { temporarySizes[$0] }.max() ?? 0 }
 
-    /// The backup id inside a destination name (`[.tmp-]HOST_ID.tar.zst…`, `HOST_ID.manifest.jsonl`):
+    /// The backup id inside a destination name (`[.tmp-]HOST_ID.tar.zst…`, `HOST_ID.manifest.jsonl.zst`):
     /// the 25 characters before the first `.tar`, `.manifest` or `.pruning`.
     static func id(of name: String) -> String? {
         for marker in [".manifest.jsonl", ".tar", ".pruning"] {

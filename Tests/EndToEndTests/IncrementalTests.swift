@@ -199,10 +199,10 @@ final class IncrementalTests: EndToEndTestCase {
         for index in 0..<20 { try write(String(format: "f%02d.txt", index), "content \(index)\n", in: source) }
         let dest = path("dest")
         try backup([source], dest: dest)
-        let manifestName = try XCTUnwrap(try names(in: dest).first { $0.hasSuffix(".manifest.jsonl") })
-        var lines = try String(contentsOfFile: dest + "/" + manifestName, encoding: .utf8).components(separatedBy: "\n")
+        let manifest = try sidecarPath(in: dest)
+        var lines = try sidecarText(manifest).components(separatedBy: "\n")
         lines[12] = "{not json"
-        try lines.joined(separator: "\n").write(toFile: dest + "/" + manifestName, atomically: false, encoding: .utf8)
+        try writeSidecar(manifest, lines.joined(separator: "\n"))
         let outcome = try run(["backup", source, "--dest", dest, "--json"])
         assertExit(outcome, 0)
         let report = try json(outcome)

@@ -35,7 +35,7 @@ final class LeftoverTests: EndToEndTestCase {
         XCTAssertTrue(remaining.contains(orphan + ".unrecoverable"), "\(remaining)")
         XCTAssertTrue(second.stderrText.contains(orphan), "the warning names it:\n\(second)")
         XCTAssertFalse(remaining.contains { $0.hasPrefix(".tmp-") }, "\(remaining)")
-        XCTAssertEqual(remaining.filter { $0.hasSuffix(".manifest.jsonl") }.count, 2)
+        XCTAssertEqual(remaining.filter { $0.hasSuffix(".manifest.jsonl.zst") }.count, 2)
         XCTAssertEqual(remaining.filter { $0.hasSuffix(".tar.zst") }.count, 2)
     }
 
@@ -47,7 +47,7 @@ final class LeftoverTests: EndToEndTestCase {
         let remaining = try names(in: dest)
         XCTAssertEqual(remaining.count, 2, "an archive and its manifest only: \(remaining)")
         XCTAssertTrue(remaining.allSatisfy { $0.contains(id) }, "both are named by the id: \(remaining)")
-        XCTAssertTrue(remaining.contains { $0.hasSuffix(".manifest.jsonl") })
+        XCTAssertTrue(remaining.contains { $0.hasSuffix(".manifest.jsonl.zst") })
         XCTAssertTrue(remaining.contains { $0.hasSuffix(".tar.zst") })
     }
 }

@@ -35,7 +35,7 @@ final class LoneArchiveTests: EndToEndTestCase {
         let (source, id, archive) = try makeBackup()
         let lone = path("usb")
         try RawFileSystem.makeDirectory(RawFileSystem.bytes(lone))
-        let sidecar = archive.replacingOccurrences(of: ".tar.zst", with: ".manifest.jsonl")
+        let sidecar = archive.replacingOccurrences(of: ".tar.zst", with: ".manifest.jsonl.zst")
         XCTAssertTrue(RawFileSystem.exists(sidecar), "no manifest beside the archive at \(sidecar)")
         for file in [archive, sidecar] {
             try FileManager.default.copyItem(atPath: file, toPath: lone + "/" + (file as NSString).lastPathComponent)

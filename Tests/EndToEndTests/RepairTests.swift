@@ -17,7 +17,7 @@ final class RepairTests: EndToEndTestCase {
     }
 
     private func manifestPath(_ dest: String, _ id: String) throws -> String {
-        dest + "/" + (try XCTUnwrap(try names(in: dest).first { $0.contains(id) && $0.hasSuffix(".manifest.jsonl") }))
+        try sidecarPath(in: dest, id: id)
     }
 
     // MARK: Tests

@@ -43,8 +43,7 @@ final class SeekableArchiveTests: EndToEndTestCase {
         let tarPath = path("plain.tar")
         try toolSucceeds("sh", ["-c", "zstd -dc \"$1\" > \"$2\"", "sh", archive, tarPath])
         let tar = try Data(contentsOf: URL(fileURLWithPath: tarPath))
-        let manifestName = try XCTUnwrap(try names(in: dest).first { $0.hasSuffix(".manifest.jsonl") })
-        let lines = try String(contentsOfFile: dest + "/" + manifestName, encoding: .utf8).split(separator: "\n").dropFirst()
+        let lines = try sidecarText(try sidecarPath(in: dest)).split(separator: "\n").dropFirst()
         var checked = 0
         for line in lines {
             let entry = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])

@@ -9,18 +9,22 @@ public enum ArchiveFileInspector {
         return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
     }
 
-    /// The manifest copy beside an archive file (`X.manifest.jsonl` for `X.tar.zst`), if
-    /// there is one and it reads cleanly.
+    /// The manifest copy beside an archive file (`X.manifest.jsonl.zst`, or the older
+    /// plain `X.manifest.jsonl`, for `X.tar.zst`), if there is one and it reads cleanly.
     public static func sidecarManifest(forArchiveAt path: String) -> Manifest? {
         sidecarData(forArchiveAt: path).flatMap { try? Manifest.parse($0) }
     }
 
-    /// The raw bytes of the manifest copy beside an archive file, if there is one.
+    /// The bytes (decompressed) of the manifest copy beside an archive file, if there is
+    /// one and it decompresses.
     public static func sidecarData(forArchiveAt path: String) -> [UInt8]? {
         let url = URL(fileURLWithPath: path)
-        guard let name = BackupNaming.sidecarName(forArchive: url.lastPathComponent) else { return nil }
-        let sidecar = url.deletingLastPathComponent().appendingPathComponent(name).path
-        return FileManager.default.contents(atPath: sidecar).map { [UInt8]($0) }
+        for name in BackupNaming.sidecarNames(forArchive: url.lastPathComponent) {
+            let sidecar = url.deletingLastPathComponent().appendingPathComponent(name).path
+            guard FileManager.default.fileExists(atPath: sidecar) else { continue }
+            return try? SidecarManifest.read(path: sidecar)
+        }
+        return nil
     }
 
     /// The archive file of backup `id` in the same folder as the archive at `path`
@@ -30,7 +34,7 @@ public enum ArchiveFileInspector {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return nil }
         let marker = "_" + id.rawValue
         let match = names.sorted().first { name in
-            guard let stem = BackupNaming.stem(of: name), !name.hasSuffix(BackupNaming.manifestSuffix) else { return false }
+            guard let stem = BackupNaming.stem(of: name), !BackupNaming.isManifestName(name) else { return false }
             return stem.hasSuffix(marker) || stem == id.rawValue
         }
         return match.map { folder.appendingPathComponent($0).path }

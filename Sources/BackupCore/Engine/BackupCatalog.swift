@@ -27,10 +27,18 @@ public final class BackupCatalog {
     /// All committed backups, oldest first.
     public func items() throws -> [Item] {
         var items: [Item] = []
-        for object in try storage.list() {
+        let objects = try storage.list()
+        let names = Set(objects.map(\.name))
+        for object in objects {
             guard let id = BackupNaming.id(fromManifestName: object.name) else { continue }
+            // A plain manifest beside a compressed one of the same backup (left by a
+            // repair with an older Keepsake, say) is not a second backup.
+            if object.name.hasSuffix(BackupNaming.plainManifestSuffix),
+               names.contains(String(object.name.dropLast(BackupNaming.plainManifestSuffix.count)) + BackupNaming.manifestSuffix) {
+                continue
+            }
             do {
-                let summary = try Manifest.parseSummary(try firstLine(of: object.name))
+                let summary = try Manifest.parseSummary(try SidecarManifest.firstLine(object.name, in: storage))
                 items.append(Item(id: id, manifestName: object.name, summary: summary, problem: nil))
             } catch {
                 items.append(Item(id: id, manifestName: object.name, summary: nil, problem: "\(error)"))
@@ -65,29 +73,9 @@ public final class BackupCatalog {
     /// The whole manifest of a backup.
     public func manifest(of item: Item) throws -> Manifest {
         do {
-            return try Manifest.parse(try storage.readObject(item.manifestName))
+            return try Manifest.parse(try SidecarManifest.read(item.manifestName, from: storage))
         } catch let error as ManifestError {
             throw EngineError.manifestUnreadable(name: item.manifestName, reason: error.description)
         }
-    }
-
-    // MARK: Reading
-
-    /// The first line of an object, read without loading the rest.
-    private func firstLine(of name: String) throws -> [UInt8] {
-        let source = try storage.open(name)
-        defer { source.close() }
-        var line: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        while line.count < 1 << 20 {
-            let count = try chunk.withUnsafeMutableBytes { try source.read(into: $0) }
-            if count == 0 { break }
-            if let newline = chunk[0..<count].firstIndex(of: UInt8(ascii: "\n")) {
-                line.append(contentsOf: chunk[0..<newline])
-                return line
-            }
-            line.append(contentsOf: chunk[0..<count])
-        }
-        return line
     }
 }

@@ -101,8 +101,10 @@ public final class BackupEngine {
             // The manifest beside the archive is the commit marker: written last.
             let sidecar = try storage.create(manifestName)
             do {
-                try Array((summary.json.serialized() + "\n").utf8).withUnsafeBytes { try sidecar.write($0) }
-                try session.entries.forEachChunk { try sidecar.write($0) }
+                try SidecarManifest.write(summaryLine: Array((summary.json.serialized() + "\n").utf8), to: sidecar,
+                                           workers: request.threads) { compressor in
+                    try session.entries.forEachChunk { try compressor.write($0) }
+                }
                 try sidecar.commit()
             } catch {
                 sidecar.abort()
@@ -174,7 +176,8 @@ public final class BackupEngine {
         }
         // The manifest itself is read in step with the scan, a line at a time.
         do {
-            let cursor = try ParentCursor(id: summary.id, source: try storage.open(newest.manifestName), name: newest.manifestName)
+            let cursor = try ParentCursor(id: summary.id, source: try SidecarManifest.open(newest.manifestName, in: storage),
+                                          name: newest.manifestName)
             return (summary, cursor)
         } catch {
             events?.handle(.caution("making a full backup: the manifest of \(newest.id) cannot be read (\(error))"))
@@ -192,7 +195,7 @@ public final class BackupEngine {
         let names = Set(objects.map(\.name))
         for marker in objects where marker.name.hasSuffix(BackupNaming.pruneMarkerSuffix) {
             let stem = String(marker.name.dropLast(BackupNaming.pruneMarkerSuffix.count))
-            if !names.contains(stem + BackupNaming.manifestSuffix) {
+            if !BackupNaming.manifestSuffixes.contains(where: { names.contains(stem + $0) }) {
                 for object in objects where object.name != marker.name && BackupNaming.stem(of: object.name) == stem {
                     try storage.delete(object.name)
                     removed.append(object.name)

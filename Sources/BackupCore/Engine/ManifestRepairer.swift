@@ -26,19 +26,18 @@ public final class ManifestRepairer {
         let objects = try storage.list()
         let names = Set(objects.map(\.name))
         var found: [(id: BackupID, archive: String, reason: String)] = []
-        for object in objects where !object.name.hasSuffix(BackupNaming.manifestSuffix) {
+        for object in objects where !BackupNaming.isManifestName(object.name) {
             guard let stem = BackupNaming.stem(of: object.name),
                   let id = BackupNaming.id(fromManifestName: stem + BackupNaming.manifestSuffix),
                   ids?.contains(id) ?? true,
                   !names.contains(stem + BackupNaming.pruneMarkerSuffix) else { continue }
-            let manifestName = stem + BackupNaming.manifestSuffix
-            guard names.contains(manifestName) else {
+            guard let manifestName = BackupNaming.manifestSuffixes.map({ stem + $0 }).first(where: names.contains) else {
                 found.append((id, object.name, "its manifest is missing"))
                 continue
             }
             guard readingContents else { continue }
             do {
-                let manifest = try Manifest.parse(try storage.readObject(manifestName))
+                let manifest = try Manifest.parse(try SidecarManifest.read(manifestName, from: storage))
                 if manifest.summary.id != id || manifest.summary.archive?.name != object.name {
                     found.append((id, object.name, "its manifest names another backup or archive"))
                 }
@@ -104,12 +103,19 @@ public final class ManifestRepairer {
         }
         let pending = try storage.create(stem + BackupNaming.manifestSuffix)
         do {
-            try Array((summary.json.serialized() + "\n").utf8).withUnsafeBytes { try pending.write($0) }
-            try entries.withUnsafeBytes { try pending.write($0) }
+            try SidecarManifest.write(summaryLine: Array((summary.json.serialized() + "\n").utf8), to: pending,
+                                      workers: DecodedArchiveSource.workers) { compressor in
+                try entries.withUnsafeBytes { try compressor.write($0) }
+            }
             try pending.commit()
         } catch {
             pending.abort()
             throw error
+        }
+        // A plain manifest of the same backup (from before manifests were compressed) is
+        // replaced by the one just written.
+        if (try? storage.list())?.contains(where: { $0.name == stem + BackupNaming.plainManifestSuffix }) == true {
+            try storage.delete(stem + BackupNaming.plainManifestSuffix)
         }
         return RepairOutcome(id: id, archiveName: archiveName, kind: .rebuilt, reason: reason)
     }

@@ -84,8 +84,10 @@ final class ParentCursor {
             start = 0
             let filled = buffer.count
             buffer.append(contentsOf: repeatElement(0, count: ParentCursor.chunk))
-            let count = try buffer.withUnsafeMutableBytes {
-                try source.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...]))
+            let count = try SidecarManifest.decoding {
+                try buffer.withUnsafeMutableBytes {
+                    try source.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...]))
+                }
             }
             buffer.removeSubrange((filled + count)...)
             if count == 0 { ended = true }

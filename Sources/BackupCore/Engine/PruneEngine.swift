@@ -213,7 +213,7 @@ public final class PruneEngine {
             return (Set(manifest.entries.compactMap(\.storedIn)), true)
         } catch {
             var ids = Set<BackupID>()
-            if let bytes = try? storage.readObject(item.manifestName) {
+            if let bytes = try? SidecarManifest.readUndamagedPart(item.manifestName, from: storage) {
                 ids.formUnion(PruneEngine.backupIDs(in: bytes))
             }
             var parent = item.summary?.parent

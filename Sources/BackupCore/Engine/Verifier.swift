@@ -65,7 +65,7 @@ public final class Verifier {
         let manifest: Manifest
         let raw: [UInt8]
         do {
-            raw = try storage.readObject(item.manifestName)
+            raw = try SidecarManifest.read(item.manifestName, from: storage)
             manifest = try Manifest.parse(raw)
         } catch {
             report.archiveProblems.append(EngineError.manifestUnreadable(name: item.manifestName, reason: "\(error)").description)

@@ -18,8 +18,21 @@ public enum BackupNaming {
 
     // MARK: In the destination
 
-    /// The manifest copy beside an archive ends with this.
-    public static let manifestSuffix = ".manifest.jsonl"
+    /// The manifest copy beside an archive ends with this: JSON lines compressed with zstd
+    /// (`zstd -dc` reads it).
+    public static let manifestSuffix = ".manifest.jsonl.zst"
+    /// How manifests beside archives ended before they were compressed; still read.
+    public static let plainManifestSuffix = ".manifest.jsonl"
+    /// Every ending a manifest beside an archive can have, the current one first.
+    public static let manifestSuffixes = [manifestSuffix, plainManifestSuffix]
+
+    /// The ending of `name` if it names a manifest beside an archive.
+    public static func manifestSuffix(of name: String) -> String? {
+        manifestSuffixes.first { name.hasSuffix($0) }
+    }
+
+    /// True when `name` names a manifest beside an archive (compressed or plain).
+    public static func isManifestName(_ name: String) -> Bool { manifestSuffix(of: name) != nil }
 
     /// Marks a backup prune is removing: written before its manifest is deleted, removed
     /// after its archive is, so a crash in between is finished, not undone, by the next run.
@@ -30,31 +43,32 @@ public enum BackupNaming {
         "\(host)_\(id.rawValue)\(compression.fileExtension)"
     }
 
-    /// `HOST_ID.manifest.jsonl`, beside the archive.
+    /// `HOST_ID.manifest.jsonl.zst`, beside the archive.
     public static func manifestName(host: String, id: BackupID) -> String {
         "\(host)_\(id.rawValue)\(manifestSuffix)"
     }
 
     /// The id in a manifest object's name, if it is one.
     public static func id(fromManifestName name: String) -> BackupID? {
-        guard name.hasSuffix(manifestSuffix) else { return nil }
-        let stem = name.dropLast(manifestSuffix.count)
+        guard let suffix = manifestSuffix(of: name) else { return nil }
+        let stem = name.dropLast(suffix.count)
         guard stem.count >= 25 else { return nil }
         return BackupID(String(stem.suffix(25)))
     }
 
     /// The name without any archive or manifest extension (`HOST_ID`).
     public static func stem(of name: String) -> String? {
-        if name.hasSuffix(manifestSuffix) { return String(name.dropLast(manifestSuffix.count)) }
+        if let suffix = manifestSuffix(of: name) { return String(name.dropLast(suffix.count)) }
         for codec in Compression.allCases where name.hasSuffix(codec.fileExtension) {
             return String(name.dropLast(codec.fileExtension.count))
         }
         return nil
     }
 
-    /// The sidecar manifest's file name for an archive file name (`X.tar.zst` → `X.manifest.jsonl`).
-    public static func sidecarName(forArchive name: String) -> String? {
-        guard let stem = stem(of: name), !name.hasSuffix(manifestSuffix) else { return nil }
-        return stem + manifestSuffix
+    /// The names the manifest beside an archive can have, the current one first
+    /// (`X.tar.zst` → `X.manifest.jsonl.zst`, `X.manifest.jsonl`).
+    public static func sidecarNames(forArchive name: String) -> [String] {
+        guard let stem = stem(of: name), !isManifestName(name) else { return [] }
+        return manifestSuffixes.map { stem + $0 }
     }
 }

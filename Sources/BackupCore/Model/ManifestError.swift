@@ -6,6 +6,8 @@ public enum ManifestError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidLine(line: Int, reason: String)
     /// The manifest was written by a newer format than this build reads.
     case unsupportedFormat(Int)
+    /// A compressed manifest whose zstd stream cannot be decompressed.
+    case compressionDamaged(reason: String)
 
     public var description: String {
         switch self {
@@ -13,6 +15,7 @@ public enum ManifestError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidLine(let line, let reason): return "Manifest line \(line): \(reason)"
         case .unsupportedFormat(let version):
             return "Manifest format \(version) is newer than this keepsake understands; upgrade keepsake"
+        case .compressionDamaged(let reason): return "Its compressed bytes are damaged (\(reason))"
         }
     }
 }

@@ -97,6 +97,26 @@ class EndToEndTestCase: XCTestCase {
         return dest + "/" + (try XCTUnwrap(archives.first, file: file, line: line))
     }
 
+    /// The path of the manifest beside the archive of backup `id` in `dest` (fails unless
+    /// there is exactly one; with no id, the only manifest there).
+    func sidecarPath(in dest: String, id: String? = nil, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let manifests = try names(in: dest).filter { $0.hasSuffix(".manifest.jsonl.zst") && (id.map($0.contains) ?? true) }
+        XCTAssertEqual(manifests.count, 1, "expected one manifest in \(dest), found \(manifests)", file: file, line: line)
+        return dest + "/" + (try XCTUnwrap(manifests.first, file: file, line: line))
+    }
+
+    /// The text of the (zstd-compressed) manifest at `path`, decompressed by `zstd -dc`.
+    func sidecarText(_ path: String, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let outcome = try toolSucceeds("zstd", ["-dc", path], file: file, line: line)
+        return outcome.stdoutText
+    }
+
+    /// Replaces the manifest at `path` with `text`, compressed by `zstd` (as after a hand edit).
+    func writeSidecar(_ path: String, _ text: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let outcome = try tool("zstd", ["-q", "-f", "-o", path], stdin: Data(text.utf8))
+        XCTAssertEqual(outcome.exitCode, 0, "zstd failed:\n\(outcome)", file: file, line: line)
+    }
+
     // MARK: Assertions
 
     /// Fails unless `outcome` ended with `code`; the message holds the whole run.

@@ -9,8 +9,8 @@ enum DecodedArchiveSource {
     /// How many frames are decompressed at once.
     static var workers: Int { max(1, ProcessInfo.processInfo.activeProcessorCount) }
 
-    /// `source` as libarchive should read it.
-    static func wrap(_ source: ByteSource, name: String) throws -> ByteSource {
+    /// `source` as libarchive should read it, decompressing up to `workers` frames at once.
+    static func wrap(_ source: ByteSource, name: String, workers: Int = DecodedArchiveSource.workers) throws -> ByteSource {
         var prefix = [UInt8](repeating: 0, count: 4)
         var count = 0
         while count < prefix.count {

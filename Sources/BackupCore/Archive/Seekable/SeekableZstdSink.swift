@@ -30,6 +30,7 @@ public final class SeekableZstdSink: ByteSink {
     private let downstream: ByteSink
     private let level: Int32
     private let frameSize: Int
+    private let writesSeekTable: Bool
 
     // MARK: State
 
@@ -43,11 +44,15 @@ public final class SeekableZstdSink: ByteSink {
 
     // MARK: Life cycle
 
-    /// A sink compressing at `level` with up to `workers` frames being compressed at once.
-    public init(downstream: ByteSink, level: Int, workers: Int, frameSize: Int = SeekableZstdSink.defaultFrameSize) throws {
+    /// A sink compressing at `level` with up to `workers` frames being compressed at once;
+    /// without `seekTable`, the frames are not followed by a seek table (for a stream that
+    /// is only ever read front to back, where a table would be bytes no checksum covers).
+    public init(downstream: ByteSink, level: Int, workers: Int, frameSize: Int = SeekableZstdSink.defaultFrameSize,
+                seekTable: Bool = true) throws {
         self.downstream = downstream
         self.level = Int32(level)
         self.frameSize = max(4096, frameSize)
+        writesSeekTable = seekTable
         // The caller fills the next frame while up to `workers` frames are compressed (one more
         // in flight measured no faster and cost 8 MB).
         pool = OrderedWorkPool(capacity: max(1, workers))
@@ -70,12 +75,22 @@ public final class SeekableZstdSink: ByteSink {
         }
     }
 
+    /// Ends the frame being filled here, so that what was written so far can be
+    /// decompressed without what follows (a manifest's summary line, say).
+    public func endFrame() throws {
+        guard !finished else { throw ArchiveError.write(path: "end of archive", reason: "bytes came after the archive was finished") }
+        guard filling.count > 0 else { return }
+        try submitFrame()
+        try writeReadyFrames(wait: false)
+    }
+
     /// Compresses what is left, waits for every frame, and appends the seek table.
     public func finish() throws {
         guard !finished else { return }
         finished = true
         if filling.count > 0 { try submitFrame() }
         try writeReadyFrames(wait: true)
+        guard writesSeekTable else { return }
         let encoded = table.encoded()
         try encoded.withUnsafeBytes { try downstream.write($0) }
     }
