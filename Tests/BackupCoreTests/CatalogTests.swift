@@ -172,6 +172,7 @@ final class CatalogTests: XCTestCase {
         XCTAssertTrue(item.manifestName.hasSuffix(".manifest.jsonl.zst"), item.manifestName)
         let stored = try storage.readObject(item.manifestName)
         XCTAssertEqual(Array(stored.prefix(4)), [0x28, 0xB5, 0x2F, 0xFD], "a zstd frame")
+        XCTAssertNotEqual(Array(stored.suffix(4)), [0xB1, 0xEA, 0x92, 0x8F], "no seek table: every byte is under a frame checksum")
         let plain = try SidecarManifest.read(item.manifestName, from: storage)
         let manifest = try Manifest.parse(plain)
         XCTAssertEqual(manifest.summary.id, item.id)

@@ -91,6 +91,7 @@ public final class BackupEngine {
                 events?.handle(.caution("the manifest of \(parentCursor?.id.rawValue ?? "the parent") could not be read to its end "
                     + "(\(problem)); files from there on were stored again"))
             }
+            parentCursor?.close()
             session.fill(&summary)
             summary.warningCount = Int64(warnings.count)
             try session.writeMetadataEntries(summary: summary)
@@ -176,7 +177,7 @@ public final class BackupEngine {
         }
         // The manifest itself is read in step with the scan, a line at a time.
         do {
-            let cursor = try ParentCursor(id: summary.id, source: try SidecarManifest.open(newest.manifestName, in: storage),
+            let cursor = try ParentCursor(id: summary.id, source: try SidecarManifest.open(newest.manifestName, in: storage, workers: 1),
                                           name: newest.manifestName)
             return (summary, cursor)
         } catch {

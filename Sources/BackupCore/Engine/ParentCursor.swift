@@ -6,7 +6,8 @@ final class ParentCursor {
 
     /// The parent backup.
     let id: BackupID
-    private let source: ByteSource
+    /// Nil once closed.
+    private var source: ByteSource?
     private let name: String
     private var buffer: [UInt8] = []
     private var start = 0
@@ -31,7 +32,18 @@ final class ParentCursor {
         advance()
     }
 
-    deinit { source.close() }
+    deinit { source?.close() }
+
+    /// Stops reading (the scan is over) and frees the decompressor's buffers, before the
+    /// new manifest is compressed.
+    func close() {
+        source?.close()
+        source = nil
+        buffer = []
+        start = 0
+        ended = true
+        upcoming = nil
+    }
 
     // MARK: Looking up
 
@@ -78,6 +90,10 @@ final class ParentCursor {
                 start = buffer.count
                 lineNumber += 1
                 return line
+            }
+            guard let source else {
+                ended = true
+                continue
             }
             // Keep what is left of the buffer and read on.
             buffer.removeSubrange(0..<start)

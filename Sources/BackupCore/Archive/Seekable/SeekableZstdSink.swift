@@ -90,9 +90,19 @@ public final class SeekableZstdSink: ByteSink {
         finished = true
         if filling.count > 0 { try submitFrame() }
         try writeReadyFrames(wait: true)
+        releaseBuffers()
         guard writesSeekTable else { return }
         let encoded = table.encoded()
         try encoded.withUnsafeBytes { try downstream.write($0) }
+    }
+
+    /// Frees the frame buffers and contexts once nothing more can be written: what comes
+    /// next (the manifest beside the archive is compressed too) must not add to the peak.
+    private func releaseBuffers() {
+        filling = FrameBuffer(capacity: 0)
+        spareInputs.removeAll()
+        spareOutputs.removeAll()
+        spareContexts.removeAll()
     }
 
     /// The frames written so far (complete after `finish`).
