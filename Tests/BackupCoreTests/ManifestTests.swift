@@ -227,7 +227,7 @@ final class ManifestTests: XCTestCase {
         XCTAssertEqual(manifest.summary, summary())
         XCTAssertEqual(manifest.entries, entries)
         XCTAssertEqual(manifest.index().count, entries.count)
-        XCTAssertEqual(manifest.index()[Array("home/l".utf8)]?.linkTarget, Array("a.txt".utf8))
+        XCTAssertEqual(manifest.index()[PathKey(Array("home/l".utf8))]?.linkTarget, Array("a.txt".utf8))
 
         // No trailing newline and blank lines in between are fine too.
         var loose = Array((summaryLine + "\n\n").utf8)
@@ -244,7 +244,7 @@ final class ManifestTests: XCTestCase {
         let first = ManifestEntry(path: Array("x".utf8), type: .file, size: 1, sha256: sha)
         let second = ManifestEntry(path: Array("x".utf8), type: .file, size: 2, sha256: otherSHA)
         let manifest = Manifest(summary: summary(), entries: [first, second])
-        XCTAssertEqual(manifest.index()[Array("x".utf8)], second)
+        XCTAssertEqual(manifest.index()[PathKey(Array("x".utf8))], second)
     }
 
     // MARK: Hostile entry lines

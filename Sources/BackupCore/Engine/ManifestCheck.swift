@@ -79,7 +79,7 @@ enum ManifestCheck {
     /// True when SHA256SUMS lists exactly the files (and hard links) the archive holds, with
     /// the manifest's SHA-256 for each.
     static func checksumsMatch(_ checksums: [UInt8], manifest: Manifest) -> Bool {
-        var listed: [[UInt8]: String] = [:]
+        var listed: [PathKey: String] = [:]
         for line in checksums.split(separator: UInt8(ascii: "\n")) {
             var bytes = Array(line)
             let escaped = bytes.first == UInt8(ascii: "\\")
@@ -97,11 +97,11 @@ enum ManifestCheck {
                     index += 1
                 }
             }
-            listed[path] = hash
+            listed[PathKey(path)] = hash
         }
-        var expected: [[UInt8]: String] = [:]
+        var expected: [PathKey: String] = [:]
         for entry in manifest.entries where entry.storedIn == nil && (entry.type == .file || entry.type == .hardlink) {
-            if let sha = entry.sha256 { expected[entry.path] = sha }
+            if let sha = entry.sha256 { expected[PathKey(entry.path)] = sha }
         }
         return listed == expected
     }

@@ -131,7 +131,7 @@ public final class Verifier {
             guard let holderManifest = try? catalog.manifest(of: item) else { continue }
             let index = holderManifest.index()
             for entry in entries {
-                let held = index[entry.path]
+                let held = index[PathKey(entry.path)]
                 if held?.type != .file || held?.storedIn != nil || held?.sha256 != entry.sha256 {
                     report.problems.append(PathWarning(kind: .damaged, path: entry.displayPath,
                                                        reason: "backup \(holder) does not hold this file as recorded"))
@@ -161,8 +161,8 @@ public final class Verifier {
     private func check(_ source: ByteSource, name: String, expected: Manifest?, expectedRaw: [UInt8]?,
                        report: inout VerifyReport) throws {
         let index = expected?.index()
-        var digests: [[UInt8]: (sha256: String?, header: ArchiveEntryHeader)] = [:]
-        var seen = Set<[UInt8]>()
+        var digests: [PathKey: (sha256: String?, header: ArchiveEntryHeader)] = [:]
+        var seen = Set<PathKey>()
         var innerManifest: Manifest?
         var innerRaw: [UInt8]?
         var checksums: [UInt8]?
@@ -205,11 +205,12 @@ public final class Verifier {
                     try reader.skipContent()
                 }
                 reportProgress(report, path: current)
+                let key = PathKey(header.path)
                 if let index {
-                    seen.insert(header.path)
-                    compare(header, sha: sha, with: index[header.path], report: &report)
+                    seen.insert(key)
+                    compare(header, sha: sha, with: index[key], report: &report)
                 } else {
-                    digests[header.path] = (sha, header)
+                    digests[key] = (sha, header)
                 }
             }
             current = "the end of the archive"
@@ -222,7 +223,7 @@ public final class Verifier {
 
         if let expected, index != nil {
             report.filesInEarlierArchives = Int64(expected.entries.filter { $0.storedIn != nil && $0.type == .file }.count)
-            for entry in expected.entries where entry.storedIn == nil && !seen.contains(entry.path) {
+            for entry in expected.entries where entry.storedIn == nil && !seen.contains(PathKey(entry.path)) {
                 report.problems.append(PathWarning(kind: .damaged, path: entry.displayPath, reason: "missing from the archive"))
             }
             if let innerRaw, let expectedRaw, !ManifestCheck.sameManifest(inside: innerRaw, beside: expectedRaw) {
@@ -237,7 +238,7 @@ public final class Verifier {
                 compare(found.header, sha: found.sha256, with: inner[path], report: &report)
             }
             report.filesInEarlierArchives = Int64(innerManifest.entries.filter { $0.storedIn != nil && $0.type == .file }.count)
-            for entry in innerManifest.entries where entry.storedIn == nil && digests[entry.path] == nil {
+            for entry in innerManifest.entries where entry.storedIn == nil && digests[PathKey(entry.path)] == nil {
                 report.problems.append(PathWarning(kind: .damaged, path: entry.displayPath, reason: "missing from the archive"))
             }
         } else if sawMarker {

@@ -14,15 +14,15 @@ public struct Manifest: Sendable {
     }
 
     /// Entries by archive path (a later duplicate wins, as in tar).
-    public func index() -> [[UInt8]: ManifestEntry] {
+    public func index() -> [PathKey: ManifestEntry] {
         Manifest.index(of: entries)
     }
 
     /// `entries` by archive path (a later duplicate wins).
-    public static func index(of entries: [ManifestEntry]) -> [[UInt8]: ManifestEntry] {
-        var result: [[UInt8]: ManifestEntry] = [:]
+    public static func index(of entries: [ManifestEntry]) -> [PathKey: ManifestEntry] {
+        var result: [PathKey: ManifestEntry] = [:]
         result.reserveCapacity(entries.count)
-        for entry in entries { result[entry.path] = entry }
+        for entry in entries { result[PathKey(entry.path)] = entry }
         return result
     }
 

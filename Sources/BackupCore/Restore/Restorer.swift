@@ -38,7 +38,7 @@ public final class Restorer {
     private let cancellation: CancellationFlag
     private var result = RestoreResult()
     private var pendings: [Pending] = []
-    private var pendingIndex: [[UInt8]: Int] = [:]
+    private var pendingIndex: [PathKey: Int] = [:]
     private var directoryFixes: [DirectoryFix] = []
     private var lastProgress = Date.distantPast
     private var targetPath = ""
@@ -46,7 +46,7 @@ public final class Restorer {
     public static let unverifiedSuffix = ".unverified"
     /// Hard-link targets left out by the selection → the first selected name of each: the
     /// content is restored under that name instead, and further names link to it.
-    private var redirects: [[UInt8]: [UInt8]] = [:]
+    private var redirects: [PathKey: [UInt8]] = [:]
 
     /// A restorer reporting to `events`.
     public init(events: EngineEventSink?, cancellation: CancellationFlag) {
@@ -76,10 +76,10 @@ public final class Restorer {
         redirects = [:]
         if let manifest, !selection.isEverything {
             for entry in manifest.entries where entry.type == .hardlink {
-                guard let linkTarget = entry.linkTarget, redirects[linkTarget] == nil,
+                guard let linkTarget = entry.linkTarget, redirects[PathKey(linkTarget)] == nil,
                       selection.matches(entry.path, isDirectory: false),
                       !selection.matches(linkTarget, isDirectory: false) else { continue }
-                redirects[linkTarget] = entry.path
+                redirects[PathKey(linkTarget)] = entry.path
             }
         }
         // With a selection, only the selected entries (and the files their hard links need)
@@ -87,7 +87,7 @@ public final class Restorer {
         var wanted: [ManifestEntry]?
         if let manifest, !selection.isEverything {
             wanted = manifest.entries.filter { entry in
-                redirects[entry.path] != nil || selection.matches(entry.path, isDirectory: entry.type == .directory)
+                redirects[PathKey(entry.path)] != nil || selection.matches(entry.path, isDirectory: entry.type == .directory)
             }
         }
         let expected = manifest.map { Manifest.index(of: wanted ?? $0.entries) }
@@ -97,16 +97,16 @@ public final class Restorer {
 
         do {
             // Phase 1: this backup's own archive.
-            var seen = Set<[UInt8]>()
+            var seen = Set<PathKey>()
             let ownEntries = wanted?.filter { $0.storedIn == nil }
             let inner = try readArchive(archive, name: archiveName, holder: nil, expected: expected, seen: &seen,
                                         context: context, onlyEntries: ownEntries)
             var final = manifest
             if let expected {
                 result.verifiedAgainstManifest = true
-                for (path, entry) in expected where entry.storedIn == nil && !seen.contains(path)
-                    && selection.matches(path, isDirectory: entry.type == .directory) {
-                    result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
+                for (key, entry) in expected where entry.storedIn == nil && !seen.contains(key)
+                    && selection.matches(key.bytes, isDirectory: entry.type == .directory) {
+                    result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(key.bytes),
                                                       reason: "missing from the archive"))
                 }
             } else if let inner {
@@ -164,8 +164,8 @@ public final class Restorer {
     /// A damaged archive ends the phase with `archiveProblem` set; target failures throw.
     /// With `onlyEntries`, only the frames holding those entries are read when the archive
     /// allows it (see `narrowed`).
-    private func readArchive(_ source: ByteSource, name: String, holder: BackupID?, expected: [[UInt8]: ManifestEntry]?,
-                             seen: inout Set<[UInt8]>, context: PhaseContext, onlyEntries: [ManifestEntry]? = nil) throws -> [UInt8]? {
+    private func readArchive(_ source: ByteSource, name: String, holder: BackupID?, expected: [PathKey: ManifestEntry]?,
+                             seen: inout Set<PathKey>, context: PhaseContext, onlyEntries: [ManifestEntry]? = nil) throws -> [UInt8]? {
         var innerManifest: [UInt8]?
         var sawMarker = false
         var sawManifest = false
@@ -230,10 +230,10 @@ public final class Restorer {
     /// of those archives once.
     private func restoreFromEarlierArchives(_ manifest: Manifest, locateArchive: ArchiveLocator?,
                                             context: PhaseContext) throws {
-        var groups: [BackupID: [[UInt8]: ManifestEntry]] = [:]
+        var groups: [BackupID: [PathKey: ManifestEntry]] = [:]
         for entry in manifest.entries where entry.type == .file {
             guard let holder = entry.storedIn, context.selection.matches(entry.path, isDirectory: false) else { continue }
-            groups[holder, default: [:]][entry.path] = entry
+            groups[holder, default: [:]][PathKey(entry.path)] = entry
         }
         for holder in groups.keys.sorted() {
             guard let files = groups[holder] else { continue }
@@ -244,8 +244,8 @@ public final class Restorer {
                 located = nil
             }
             guard let located else {
-                for path in files.keys {
-                    result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
+                for key in files.keys {
+                    result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(key.bytes),
                                                       reason: "its content is in the archive of backup \(holder), which is not available"))
                 }
                 noteArchiveProblem("backup \(manifest.summary.id) needs the archive of backup \(holder) "
@@ -253,11 +253,11 @@ public final class Restorer {
                 continue
             }
             defer { located.source.close() }
-            var seen = Set<[UInt8]>()
+            var seen = Set<PathKey>()
             _ = try readArchive(located.source, name: located.name, holder: holder, expected: files, seen: &seen,
                                 context: context, onlyEntries: context.selection.isEverything ? nil : Array(files.values))
-            for path in files.keys where !seen.contains(path) {
-                result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
+            for key in files.keys where !seen.contains(key) {
+                result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(key.bytes),
                                                   reason: "missing from the archive of backup \(holder)"))
             }
         }
@@ -288,7 +288,7 @@ public final class Restorer {
     // MARK: Entries
 
     private func restoreEntry(_ header: ArchiveEntryHeader, reader: ArchiveReader, holder: BackupID?,
-                              expected: [[UInt8]: ManifestEntry]?, seen: inout Set<[UInt8]>,
+                              expected: [PathKey: ManifestEntry]?, seen: inout Set<PathKey>,
                               context: PhaseContext) throws {
         let target = context.target
         let selection = context.selection
@@ -305,15 +305,16 @@ public final class Restorer {
         }
         var path = components.dropFirst().reduce(components[0]) { PathBytes.join($0, $1) }
         let archivePath = path
+        let archiveKey = PathKey(archivePath)
         if let holder {
             // An earlier backup's archive: only the files the restored backup takes from it,
             // with the restored backup's metadata.
-            guard header.type == .file, let entry = expected?[archivePath], entry.storedIn == holder else {
+            guard header.type == .file, let entry = expected?[archiveKey], entry.storedIn == holder else {
                 try reader.skipContent()
                 return
             }
             header = Restorer.header(header, describedBy: entry)
-        } else if let entry = expected?[archivePath] {
+        } else if let entry = expected?[archiveKey] {
             if entry.storedIn != nil {
                 try reader.skipContent()
                 return
@@ -323,23 +324,23 @@ public final class Restorer {
         }
         if !selection.matches(path, isDirectory: header.type == .directory) {
             // A file left out whose other (selected) name is a hard link: restore it there.
-            guard header.type == .file, let redirected = redirects[path],
+            guard header.type == .file, let redirected = redirects[PathKey(path)],
                   case .success(let parts) = RestoreTarget.components(of: redirected) else {
                 try reader.skipContent()
                 return
             }
             path = redirected
             components = parts
-        } else if header.type == .hardlink, let linkTarget = header.linkTarget, redirects[linkTarget] == path {
+        } else if header.type == .hardlink, let linkTarget = header.linkTarget, redirects[PathKey(linkTarget)] == path {
             // This name already holds the content (see above).
-            seen.insert(path)
+            seen.insert(PathKey(path))
             try reader.skipContent()
             return
         }
         var entry: ManifestEntry?
         if let expected {
-            seen.insert(archivePath)
-            entry = expected[archivePath]
+            seen.insert(archiveKey)
+            entry = expected[archiveKey]
             if let problem = ManifestCheck.mismatch(header, entry) {
                 result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path), reason: problem))
                 try reader.skipContent()
@@ -502,7 +503,7 @@ public final class Restorer {
             try place(temporary, as: components[components.count - 1], parentFD: parentFD, path: path)
             result.files += 1
         } else if !hasManifest {
-            pendingIndex[path] = pendings.count
+            pendingIndex[PathKey(path)] = pendings.count
             pendings.append(Pending(components: components, path: path, temporaryName: temporary, sha256: digest,
                                     linkOf: nil, size: header.size))
         }
@@ -515,12 +516,12 @@ public final class Restorer {
             return
         }
         let original = linkParts.dropFirst().reduce(linkParts[0]) { PathBytes.join($0, $1) }
-        let linkPath = redirects[original] ?? original
+        let linkPath = redirects[PathKey(original)] ?? original
         if linkPath != original, case .success(let redirected) = RestoreTarget.components(of: linkPath) {
             linkParts = redirected
         }
         var sourceParts = linkParts
-        if let index = pendingIndex[linkPath] {
+        if let index = pendingIndex[PathKey(linkPath)] {
             // The file it names is still waiting under its temporary name.
             sourceParts = pendings[index].components.dropLast() + [pendings[index].temporaryName]
         }
@@ -577,16 +578,16 @@ public final class Restorer {
 
     /// Places the files that waited for the archive's own manifest (`index`); with no
     /// manifest at all (a plain tarball), they are placed unverified.
-    private func commitPendings(target: RestoreTarget, index: [[UInt8]: ManifestEntry]?, hasManifest: Bool,
+    private func commitPendings(target: RestoreTarget, index: [PathKey: ManifestEntry]?, hasManifest: Bool,
                                 restoreSpecialFiles: Bool) {
-        var failed = Set<[UInt8]>()
+        var failed = Set<PathKey>()
         for pending in pendings {
             guard let parentFD = try? target.directory(pending.components.dropLast(), create: false) else { continue }
             var problem: String?
             if let linkOf = pending.linkOf {
-                if failed.contains(linkOf) { problem = "the file it links to was damaged" }
+                if failed.contains(PathKey(linkOf)) { problem = "the file it links to was damaged" }
             } else if let index {
-                if let entry = index[pending.path] {
+                if let entry = index[PathKey(pending.path)] {
                     if entry.sha256 != nil && entry.sha256 != pending.sha256 {
                         problem = "content does not match its SHA-256 in the manifest; not restored"
                     }
@@ -594,13 +595,13 @@ public final class Restorer {
                     problem = "not in the backup's manifest; not restored"
                 }
             }
-            if problem == nil, pending.linkOf == nil, let entry = index?[pending.path] {
+            if problem == nil, pending.linkOf == nil, let entry = index?[PathKey(pending.path)] {
                 // Mode and time from the manifest, in case the archive's header was damaged.
                 Restorer.applyRecordedModeAndTime(entry, name: pending.temporaryName, parentFD: parentFD,
                                                   keepSpecialBits: restoreSpecialFiles)
             }
             if let problem {
-                failed.insert(pending.path)
+                failed.insert(PathKey(pending.path))
                 RestoreTarget.remove(pending.temporaryName, in: parentFD)
                 result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(pending.path), reason: problem))
                 continue
