@@ -16,10 +16,13 @@ public final class ArchiveReader {
     /// Feeds libarchive from the source; keeps the first error the source threw.
     private final class SourceBox {
         let source: ByteSource
+        /// The source, when it can hand over its decompressed frames without a copy.
+        let lending: LendingSource?
         var buffer: UnsafeMutableRawBufferPointer
         var error: Error?
         init(source: ByteSource) {
             self.source = source
+            lending = source as? LendingSource
             buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
         }
         deinit { buffer.deallocate() }
@@ -53,6 +56,11 @@ public final class ArchiveReader {
             guard let client, let bufferOut else { return -1 }
             let box = Unmanaged<SourceBox>.fromOpaque(client).takeUnretainedValue()
             do {
+                if let lending = box.lending {
+                    let view = try lending.lend(scratch: box.buffer)
+                    bufferOut.pointee = view.baseAddress.map { UnsafeRawPointer($0) } ?? UnsafeRawPointer(box.buffer.baseAddress)
+                    return view.count
+                }
                 let count = try box.source.read(into: box.buffer)
                 bufferOut.pointee = UnsafeRawPointer(box.buffer.baseAddress)
                 return count

@@ -47,6 +47,11 @@ public final class Restorer {
     /// Hard-link targets left out by the selection → the first selected name of each: the
     /// content is restored under that name instead, and further names link to it.
     private var redirects: [PathKey: [UInt8]] = [:]
+    /// Hashes big files beside the restoring thread (see `BackgroundHasher`).
+    private let backgroundHasher = BackgroundHasher()
+    /// Files from this size on are hashed on the background thread; for smaller ones the
+    /// hand-over costs more than it saves.
+    private static let backgroundHashThreshold: Int64 = 256 * 1024
 
     /// A restorer reporting to `events`.
     public init(events: EngineEventSink?, cancellation: CancellationFlag) {
@@ -458,13 +463,19 @@ public final class Restorer {
         var closed = false
         defer { if !closed { close(fd) } }
         let hasher = SHA256Hasher()
+        let background = header.size >= Restorer.backgroundHashThreshold ? backgroundHasher : nil
         var end: Int64 = 0
         do {
             while let block = try reader.nextBlock() {
                 try cancellation.check()
                 guard let base = block.bytes.baseAddress, !block.bytes.isEmpty else { continue }
-                if block.offset > end { ManifestCheck.hashZeros(block.offset - end, into: hasher) }
-                hasher.update(block.bytes)
+                if let background {
+                    if block.offset > end { background.updateZeros(block.offset - end) }
+                    background.update(block.bytes)
+                } else {
+                    if block.offset > end { ManifestCheck.hashZeros(block.offset - end, into: hasher) }
+                    hasher.update(block.bytes)
+                }
                 var written = 0
                 while written < block.bytes.count {
                     let count = pwrite(fd, base + written, block.bytes.count - written,
@@ -478,17 +489,20 @@ public final class Restorer {
                 end = max(end, block.offset + Int64(block.bytes.count))
             }
         } catch {
+            _ = background?.finalizeHex() // the next file starts from a clean digest
             RestoreTarget.remove(temporary, in: parentFD)
             throw error
         }
-        if end < header.size { ManifestCheck.hashZeros(header.size - end, into: hasher) }
+        if end < header.size {
+            if let background { background.updateZeros(header.size - end) } else { ManifestCheck.hashZeros(header.size - end, into: hasher) }
+        }
         // Only a file that ends in a hole needs its length set.
+        let digest = background?.finalizeHex() ?? hasher.finalizeHex()
         if end < header.size, ftruncate(fd, off_t(header.size)) != 0 {
             let code = errno
             RestoreTarget.remove(temporary, in: parentFD)
             throw TargetFailure(error: Restorer.targetError(request.target, code, path: path))
         }
-        let digest = hasher.finalizeHex()
         applyMetadata(header, fd: fd, request: request, path: path)
         close(fd)
         closed = true

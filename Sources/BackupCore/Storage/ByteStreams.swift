@@ -6,6 +6,14 @@ public protocol ByteSource: AnyObject {
     func close()
 }
 
+/// A source that can lend its own memory instead of copying into the caller's: the bytes
+/// of a decompressed frame are handed to libarchive where they lie.
+protocol LendingSource: ByteSource {
+    /// The next bytes: a view valid until the next call (or, where nothing can be lent,
+    /// bytes read into `scratch`). Empty at the end.
+    func lend(scratch: UnsafeMutableRawBufferPointer) throws -> UnsafeRawBufferPointer
+}
+
 /// Something bytes can be written to, front to back.
 public protocol ByteSink: AnyObject {
     /// Writes all of `buffer` or throws.

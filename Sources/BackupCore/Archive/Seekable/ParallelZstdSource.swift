@@ -2,7 +2,7 @@
 /// declare their sizes (as Keepsake writes them) is decompressed several frames at once on
 /// worker threads; any other zstd stream (one long frame, as `zstd` or libarchive write
 /// it) falls back to ordinary streaming decompression from that point on.
-final class ParallelZstdSource: ByteSource {
+final class ParallelZstdSource: LendingSource {
     // MARK: Limits
 
     /// Frames declaring more than this are streamed instead (a hostile header cannot make
@@ -79,6 +79,36 @@ final class ParallelZstdSource: ByteSource {
                     continue
                 }
                 return 0
+            }
+            current = frame
+            currentPosition = 0
+        }
+    }
+
+    func lend(scratch: UnsafeMutableRawBufferPointer) throws -> UnsafeRawBufferPointer {
+        guard !closed else { throw StorageError.io(name: name, operation: "read", reason: "closed") }
+        while true {
+            if let current, currentPosition < current.count {
+                // The frame is recycled on the next call, once the caller is done with it.
+                let view = UnsafeRawBufferPointer(rebasing: current.bytes[currentPosition..<current.count])
+                currentPosition = current.count
+                return view
+            }
+            if let finished = current {
+                decoder.recycle(finished)
+                current = nil
+            }
+            if streaming != nil {
+                let count = try readStreaming(into: scratch)
+                return UnsafeRawBufferPointer(rebasing: scratch[0..<count])
+            }
+            try fillPipeline()
+            guard let frame = try decoder.next() else {
+                if streamingRequested {
+                    streaming = try decoder.streamingContext()
+                    continue
+                }
+                return UnsafeRawBufferPointer(rebasing: scratch[0..<0])
             }
             current = frame
             currentPosition = 0
