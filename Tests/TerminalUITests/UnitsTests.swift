@@ -11,6 +11,15 @@ final class UnitsTests: XCTestCase {
         XCTAssertEqual(Units.count(-12345), "-12,345")
     }
 
+    func testCountsWithTheirNoun() {
+        XCTAssertEqual(Units.count(0, "file"), "0 files")
+        XCTAssertEqual(Units.count(1, "file"), "1 file")
+        XCTAssertEqual(Units.count(2, "folder"), "2 folders")
+        XCTAssertEqual(Units.count(1204, "file"), "1,204 files")
+        XCTAssertEqual(Units.count(1, "copy", plural: "copies"), "1 copy")
+        XCTAssertEqual(Units.count(3, "copy", plural: "copies"), "3 copies")
+    }
+
     func testBytes() {
         XCTAssertEqual(Units.bytes(0), "0 B")
         XCTAssertEqual(Units.bytes(1023), "1023 B")

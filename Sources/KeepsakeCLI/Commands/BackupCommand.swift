@@ -182,7 +182,7 @@ struct BackupCommand: KeepsakeCommand {
 
     private func facts(_ result: BackupResult, destination: String) -> [KeyValueList.Item] {
         let summary = result.summary
-        var counts = "\(Units.count(Int(summary.fileCount))) files, \(Units.count(Int(summary.directoryCount))) folders"
+        var counts = "\(Units.count(Int(summary.fileCount), "file")), \(Units.count(Int(summary.directoryCount), "folder"))"
         if summary.symlinkCount > 0 { counts += ", \(Units.count(Int(summary.symlinkCount))) symlinks" }
         if summary.hardlinkCount > 0 { counts += ", \(Units.count(Int(summary.hardlinkCount))) hard links" }
         if summary.otherCount > 0 { counts += ", \(Units.count(Int(summary.otherCount))) other" }

@@ -133,7 +133,7 @@ struct RestoreCommand: KeepsakeCommand {
         let labels = items.map { item -> String in
             guard let summary = item.summary else { return item.id.rawValue }
             return "\(summary.id.rawValue)  \(Timestamp.localShort(summary.created))  "
-                + "\(Units.count(Int(summary.fileCount))) files  \(Units.bytes(summary.originalBytes))  "
+                + "\(Units.count(Int(summary.fileCount), "file"))  \(Units.bytes(summary.originalBytes))  "
                 + summary.sources.joined(separator: ", ")
         }
         do {
@@ -164,11 +164,11 @@ struct RestoreCommand: KeepsakeCommand {
         var items: [KeyValueList.Item] = [
             .init("From", source),
             .init(request.dryRun ? "Would restore into" : "Into", request.target),
-            .init("Restored", "\(Units.count(Int(result.files))) files, \(Units.count(Int(result.directories))) folders, "
+            .init("Restored", "\(Units.count(Int(result.files), "file")), \(Units.count(Int(result.directories), "folder")), "
                 + "\(Units.count(Int(result.symlinks + result.hardlinks + result.other))) links and others, \(Units.bytes(result.bytes))"),
         ]
         if result.skippedExisting > 0 {
-            items.append(.init("Kept", "\(Units.count(Int(result.skippedExisting))) existing files (use --overwrite to replace them)"))
+            items.append(.init("Kept", "\(Units.count(Int(result.skippedExisting), "existing file")) (use --overwrite to replace them)"))
         }
         if result.plainTarball {
             items.append(.init("Checked", "no manifest in this archive: contents could not be verified", valueRole: .warning))
@@ -176,7 +176,7 @@ struct RestoreCommand: KeepsakeCommand {
             items.append(.init("Checked", "the archive is damaged before its manifest: \(result.unverifiedFiles) files could not be checked "
                 + "and were restored as NAME\(Restorer.unverifiedSuffix); look at them before you trust them", valueRole: .warning))
         } else if result.unverifiedFiles > 0 {
-            items.append(.init("Checked", "\(result.unverifiedFiles) files restored without verification", valueRole: .warning))
+            items.append(.init("Checked", "\(Units.count(Int(result.unverifiedFiles), "file")) restored without verification", valueRole: .warning))
         } else if result.verifiedAgainstManifest {
             items.append(.init("Checked", "every file matched its SHA-256", valueRole: .success))
         }

@@ -196,7 +196,7 @@ struct RunCommand: KeepsakeCommand {
         if let result = state.backup {
             let summary = result.summary
             items.append(.init("Backup", summary.id.rawValue + (summary.isIncremental ? " (incremental)" : " (full)")))
-            items.append(.init("Contents", "\(Units.count(Int(summary.fileCount))) files, "
+            items.append(.init("Contents", "\(Units.count(Int(summary.fileCount), "file")), "
                 + "\(Units.count(Int(summary.directoryCount))) folders, \(Units.bytes(summary.originalBytes))"))
             if let archive = summary.archive {
                 items.append(.init("Stored", "\(Units.bytes(archive.size)) in \(archive.name)"))
@@ -216,7 +216,7 @@ struct RunCommand: KeepsakeCommand {
         }
         if let report = state.verify {
             items.append(.init("Verified", report.isIntact
-                ? "intact (\(Units.count(Int(report.filesChecked))) files, \(Units.bytes(report.bytesChecked)))" : "DAMAGED",
+                ? "intact (\(Units.count(Int(report.filesChecked), "file")), \(Units.bytes(report.bytesChecked)))" : "DAMAGED",
                 valueRole: report.isIntact ? .success : .danger))
         }
         if let outcome = state.after { items.append(.init("After", outcome.description)) }

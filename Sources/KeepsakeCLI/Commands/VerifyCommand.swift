@@ -84,7 +84,7 @@ struct VerifyCommand: KeepsakeCommand {
 
     private func show(_ report: VerifyReport, context: CommandContext) {
         let name = report.id?.rawValue ?? report.name
-        var details = "\(Units.count(Int(report.filesChecked))) files, \(Units.bytes(report.bytesChecked))"
+        var details = "\(Units.count(Int(report.filesChecked), "file")), \(Units.bytes(report.bytesChecked))"
         if report.filesInEarlierArchives > 0 {
             details += "; \(Units.count(Int(report.filesInEarlierArchives))) more in earlier backups"
         }

@@ -23,6 +23,12 @@ public enum Units {
         return value < 0 ? "-" + grouped : grouped
     }
 
+    /// A count with its noun: "1 file", "2 files", "1,204 files" (`plural` defaults to the
+    /// noun with "s").
+    public static func count(_ value: Int, _ noun: String, plural: String? = nil) -> String {
+        "\(count(value)) \(value == 1 ? noun : plural ?? noun + "s")"
+    }
+
     // MARK: Sizes
 
     /// A byte count in binary units: "512 B", "1.5 KiB", "12.3 MiB", "340 GiB".
