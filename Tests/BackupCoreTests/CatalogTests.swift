@@ -226,6 +226,17 @@ final class CatalogTests: XCTestCase {
         XCTAssertEqual(try catalog.manifest(of: listed).entries.count, 4)
     }
 
+    func testARestoreOfOneFileReadsOnlyItsEntry() throws {
+        let catalog = BackupCatalog(storage: storage)
+        let item = try catalog.resolve("latest")
+        let whole = try catalog.manifest(of: item)
+        let note = try XCTUnwrap(whole.entries.first { $0.displayPath.hasSuffix("/note.txt") })
+        let partial = try catalog.manifest(of: item, forRestoring: [note.displayPath])
+        XCTAssertEqual(partial.entries, [note])
+        XCTAssertEqual(partial.summary.id, whole.summary.id)
+        XCTAssertEqual(try catalog.manifest(of: item, forRestoring: []).entries, whole.entries, "no selection: everything")
+    }
+
     func testOtherObjectsAreIgnored() throws {
         try storeManifest(named: "notes.txt", "hello")
         try storeManifest(named: "vm_not-an-id.manifest.jsonl", "garbage")

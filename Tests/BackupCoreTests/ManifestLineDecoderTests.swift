@@ -122,4 +122,61 @@ final class ManifestLineDecoderTests: XCTestCase {
             XCTAssertEqual(error as? ManifestError, .invalidLine(line: count + 2, reason: "missing or unknown 'type'"))
         }
     }
+
+    // MARK: Keeping some entries
+
+    func testPeekReadsPathAndTypeOfLinesKeepsakeWrites() {
+        func peek(_ line: String) -> (String, EntryType)? {
+            let bytes = Array(line.utf8)
+            return bytes.withUnsafeBufferPointer { buffer in
+                ManifestLineDecoder.peek(buffer).map { (String(decoding: $0.path, as: UTF8.self), $0.type) }
+            }
+        }
+        var writer = JSONWriter()
+        ManifestEntry(path: Array("home/ann/é notes.txt".utf8), type: .file, size: 3).write(to: &writer)
+        let written = String(decoding: writer.bytes, as: UTF8.self)
+        XCTAssertEqual(peek(written)?.0, "home/ann/é notes.txt")
+        XCTAssertEqual(peek(written)?.1, .file)
+        XCTAssertEqual(peek(#"{"path":"a","type":"dir","size":0}"#)?.1, .directory)
+        // Anything else is left to the full decoder.
+        XCTAssertNil(peek(#"{"path":"a\"b","type":"file"}"#), "an escape in the path")
+        XCTAssertNil(peek(#"{"path_b64":"/w==","type":"file"}"#))
+        XCTAssertNil(peek(#"{"type":"file","path":"a"}"#), "another key order")
+        XCTAssertNil(peek(#"{"path":"a","type":"folder"}"#), "an unknown type")
+        XCTAssertNil(peek(#"{"path":"a"#), "cut short")
+        XCTAssertNil(peek(""))
+    }
+
+    func testParsingWithAFilterKeepsExactlyTheAcceptedEntries() throws {
+        let entries = [
+            ManifestEntry(path: Array("keep/a.txt".utf8), type: .file, size: 1),
+            ManifestEntry(path: Array("drop/b.txt".utf8), type: .file, size: 2),
+            ManifestEntry(path: Array("keep/quo\"te".utf8), type: .file, size: 3),
+            ManifestEntry(path: Array("drop/quo\"te".utf8), type: .file, size: 4),
+            ManifestEntry(path: [0x6B, 0x65, 0x65, 0x70, 0x2F, 0xFF], type: .file, size: 5),
+            ManifestEntry(path: Array("drop/link".utf8), type: .hardlink, linkTarget: Array("drop/b.txt".utf8)),
+        ]
+        var writer = JSONWriter()
+        writer.value(BackupSummary(id: BackupID("20261129T162535Z-73787fa1")!, created: Date(timeIntervalSince1970: 0),
+                                   host: "h", user: "u", sources: ["/"], tags: [], compression: .zstd, level: 3,
+                                   fileCount: 5, toolVersion: "test").json)
+        writer.endLine()
+        for entry in entries {
+            entry.write(to: &writer)
+            writer.endLine()
+        }
+        let kept = try Manifest.parse(writer.bytes) { path, type in
+            type == .hardlink || Array(path).starts(with: Array("keep/".utf8))
+        }
+        XCTAssertEqual(kept.entries.map(\.size), [1, 3, 5, 0])
+        XCTAssertEqual(try Manifest.parse(writer.bytes).entries.count, entries.count)
+
+        // Lines left out are not decoded: damage there does not stop the parse.
+        var damaged = writer.bytes
+        let text = String(decoding: damaged, as: UTF8.self)
+        let line = try XCTUnwrap(text.range(of: #"{"path":"drop/b.txt","type":"file","size":2"#))
+        damaged[text.utf8.distance(from: text.utf8.startIndex, to: line.upperBound) - 2] = UInt8(ascii: "#") // the ':' of "size"
+        XCTAssertThrowsError(try Manifest.parse(damaged))
+        XCTAssertEqual(try Manifest.parse(damaged) { path, _ in Array(path).starts(with: Array("keep/".utf8)) }.entries.count, 3)
+    }
 }

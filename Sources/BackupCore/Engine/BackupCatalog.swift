@@ -78,4 +78,33 @@ public final class BackupCatalog {
             throw EngineError.manifestUnreadable(name: item.manifestName, reason: error.description)
         }
     }
+
+    /// What a restore of `selections` (paths and patterns, as `restore` takes them) needs
+    /// of a backup's manifest: the selected entries, every hard link, and the files that
+    /// selected hard links name; the whole manifest when nothing is selected. Restoring one
+    /// file of a big backup then decodes a few lines, not all of them.
+    public func manifest(of item: Item, forRestoring selections: [String]) throws -> Manifest {
+        let selection = try RestoreSelection(selections)
+        guard !selection.isEverything else { return try manifest(of: item) }
+        do {
+            let bytes = try SidecarManifest.read(item.manifestName, from: storage)
+            let selected: Manifest.EntryFilter = { path, type in
+                type == .hardlink || selection.matches(Array(path), isDirectory: type == .directory)
+            }
+            let manifest = try Manifest.parse(bytes, keeping: selected)
+            let present = Set(manifest.entries.map { PathKey($0.path) })
+            let missing = Set(manifest.entries.compactMap { entry -> PathKey? in
+                guard entry.type == .hardlink, let target = entry.linkTarget, !present.contains(PathKey(target)),
+                      selection.matches(entry.path, isDirectory: false) else { return nil }
+                return PathKey(target)
+            })
+            guard !missing.isEmpty else { return manifest }
+            // Selected hard links name files outside the selection: read those too.
+            return try Manifest.parse(bytes) { path, type in
+                selected(path, type) || missing.contains(PathKey(Array(path)))
+            }
+        } catch let error as ManifestError {
+            throw EngineError.manifestUnreadable(name: item.manifestName, reason: error.description)
+        }
+    }
 }

@@ -28,8 +28,14 @@ public struct Manifest: Sendable {
 
     // MARK: Parsing
 
-    /// Parses JSON Lines; throws `ManifestError` naming the line and the problem.
-    public static func parse(_ bytes: [UInt8]) throws -> Manifest {
+    /// Which entries to keep, from an entry's path and type.
+    public typealias EntryFilter = @Sendable (_ path: UnsafeBufferPointer<UInt8>, _ type: EntryType) -> Bool
+
+    /// Parses JSON Lines; throws `ManifestError` naming the line and the problem. With
+    /// `keeping`, only the entries it accepts are decoded and kept: a line Keepsake wrote
+    /// is judged from its start alone (a partial restore of a big backup need not decode
+    /// every line), so damage in a line left out goes unnoticed.
+    public static func parse(_ bytes: [UInt8], keeping: EntryFilter? = nil) throws -> Manifest {
         try bytes.withUnsafeBufferPointer { buffer in
             let summaryEnd = buffer.firstIndex(of: UInt8(ascii: "\n")) ?? buffer.count
             // Blank lines before the summary are allowed; find the first line with content.
@@ -44,7 +50,7 @@ public struct Manifest: Sendable {
             guard start < buffer.count else { throw ManifestError.notAManifest(reason: "it is empty") }
             let summary = try parseSummary(Array(buffer[start..<end]))
             let entries = try parseEntries(UnsafeBufferPointer(rebasing: buffer[min(buffer.count, end + 1)...]),
-                                           firstLineNumber: lineNumber + 1)
+                                           firstLineNumber: lineNumber + 1, keeping: keeping)
             return Manifest(summary: summary, entries: entries)
         }
     }
@@ -53,9 +59,10 @@ public struct Manifest: Sendable {
     private static let parallelThreshold = 4 << 20
 
     /// Parses entry lines, the first of which is line `firstLineNumber` of the manifest.
-    private static func parseEntries(_ buffer: UnsafeBufferPointer<UInt8>, firstLineNumber: Int) throws -> [ManifestEntry] {
+    private static func parseEntries(_ buffer: UnsafeBufferPointer<UInt8>, firstLineNumber: Int,
+                                     keeping: EntryFilter?) throws -> [ManifestEntry] {
         let parts = buffer.count < parallelThreshold ? 1 : max(1, min(8, ProcessInfo.processInfo.activeProcessorCount))
-        guard parts > 1 else { return try parseEntryLines(buffer, firstLineNumber: firstLineNumber) }
+        guard parts > 1 else { return try parseEntryLines(buffer, firstLineNumber: firstLineNumber, keeping: keeping) }
         // Cut points just after a newline, so that every part holds whole lines.
         var cuts = [0]
         for part in 1..<parts {
@@ -75,7 +82,7 @@ public struct Manifest: Sendable {
         DispatchQueue.concurrentPerform(iterations: parts) { part in
             let start = UnsafePointer<UInt8>(bitPattern: address).map { $0 + bounds[part] }
             let slice = UnsafeBufferPointer(start: start, count: bounds[part + 1] - bounds[part])
-            results.store(Result { try parseEntryLines(slice, firstLineNumber: lines[part]) }, at: part)
+            results.store(Result { try parseEntryLines(slice, firstLineNumber: lines[part], keeping: keeping) }, at: part)
         }
         var entries: [ManifestEntry] = []
         for part in 0..<parts { entries += try results.take(part).get() }
@@ -93,7 +100,8 @@ public struct Manifest: Sendable {
         }
     }
 
-    private static func parseEntryLines(_ buffer: UnsafeBufferPointer<UInt8>, firstLineNumber: Int) throws -> [ManifestEntry] {
+    private static func parseEntryLines(_ buffer: UnsafeBufferPointer<UInt8>, firstLineNumber: Int,
+                                        keeping: EntryFilter?) throws -> [ManifestEntry] {
         var entries: [ManifestEntry] = []
         var lineNumber = firstLineNumber - 1
         var start = 0
@@ -103,7 +111,16 @@ public struct Manifest: Sendable {
             defer { start = end + 1 }
             let line = UnsafeBufferPointer(rebasing: buffer[start..<end])
             if line.isEmpty { continue }
-            entries.append(try parseEntryLine(line, lineNumber: lineNumber))
+            guard let keeping else {
+                entries.append(try parseEntryLine(line, lineNumber: lineNumber))
+                continue
+            }
+            if let start = ManifestLineDecoder.peek(line) {
+                if keeping(start.path, start.type) { entries.append(try parseEntryLine(line, lineNumber: lineNumber)) }
+                continue
+            }
+            let entry = try parseEntryLine(line, lineNumber: lineNumber)
+            if entry.path.withUnsafeBufferPointer({ keeping($0, entry.type) }) { entries.append(entry) }
         }
         return entries
     }

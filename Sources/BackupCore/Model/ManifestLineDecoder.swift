@@ -20,6 +20,26 @@ struct ManifestLineDecoder {
         return try decoder.entry(lineNumber: lineNumber)
     }
 
+    /// The path and type at the start of a line as Keepsake writes it
+    /// (`{"path":"…","type":"…",`), read without decoding the rest; nil when the line
+    /// starts any other way (an escape in the path, a `path_b64`), and it must be decoded.
+    static func peek(_ line: UnsafeBufferPointer<UInt8>) -> (path: UnsafeBufferPointer<UInt8>, type: EntryType)? {
+        let pathKey = Array(#"{"path":""#.utf8), typeKey = Array(#"","type":""#.utf8)
+        guard line.count > pathKey.count, line.starts(with: pathKey) else { return nil }
+        var index = pathKey.count
+        let pathStart = index
+        while index < line.count, line[index] != UInt8(ascii: "\""), line[index] != UInt8(ascii: "\\") { index += 1 }
+        guard index < line.count, line[index] == UInt8(ascii: "\"") else { return nil }
+        let path = UnsafeBufferPointer(rebasing: line[pathStart..<index])
+        guard line[index...].starts(with: typeKey) else { return nil }
+        index += typeKey.count
+        let typeStart = index
+        while index < line.count, line[index] != UInt8(ascii: "\"") { index += 1 }
+        guard index < line.count,
+              let type = EntryType(rawValue: String(decoding: line[typeStart..<index], as: UTF8.self)) else { return nil }
+        return (path, type)
+    }
+
     // MARK: Entry
 
     private mutating func entry(lineNumber: Int) throws -> ManifestEntry? {

@@ -87,7 +87,7 @@ struct RestoreCommand: KeepsakeCommand {
             let storage = context.destination(destinationOption)
             let catalog = BackupCatalog(storage: storage)
             let item = try catalog.resolve(reference)
-            let manifest = try catalog.manifest(of: item)
+            let manifest = try catalog.manifest(of: item, forRestoring: request.selections)
             guard let archiveName = manifest.summary.archive?.name else {
                 throw EngineError.manifestUnreadable(name: item.manifestName, reason: "it does not name its archive")
             }
