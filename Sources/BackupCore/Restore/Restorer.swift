@@ -51,7 +51,7 @@ public final class Restorer {
     private let backgroundHasher = BackgroundHasher()
     /// Files from this size on are hashed on the background thread; for smaller ones the
     /// hand-over costs more than it saves.
-    private static let backgroundHashThreshold: Int64 = 256 * 1024
+    private static let backgroundHashThreshold: Int64 = 64 * 1024
 
     /// A restorer reporting to `events`.
     public init(events: EngineEventSink?, cancellation: CancellationFlag) {
