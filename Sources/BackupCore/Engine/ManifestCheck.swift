@@ -58,24 +58,6 @@ enum ManifestCheck {
 
     // MARK: Whole manifests
 
-    /// True when the manifest beside an archive says exactly what the one inside says: the
-    /// same entry lines byte for byte, and the same summary line once the archive facts
-    /// (which only the copy beside can know) are left out.
-    static func sameManifest(inside: [UInt8], beside: [UInt8]) -> Bool {
-        guard let insideBreak = inside.firstIndex(of: UInt8(ascii: "\n")),
-              let besideBreak = beside.firstIndex(of: UInt8(ascii: "\n")) else { return false }
-        guard inside[(insideBreak + 1)...].elementsEqual(beside[(besideBreak + 1)...]) else { return false }
-        // Byte for byte: a damaged key that parses to a default value must not slip through.
-        let besideLine = Array(beside[..<besideBreak])
-        guard let facts = (try? Manifest.parseSummary(besideLine))?.archive,
-              inside[..<insideBreak].last == UInt8(ascii: "}") else { return false }
-        var expected = Array(inside[..<(insideBreak - 1)])
-        expected.append(contentsOf: Array(",\"archive\":".utf8))
-        expected.append(contentsOf: Array(facts.json.serialized().utf8))
-        expected.append(UInt8(ascii: "}"))
-        return besideLine == expected
-    }
-
     /// True when SHA256SUMS lists exactly the files (and hard links) the archive holds, with
     /// the manifest's SHA-256 for each.
     static func checksumsMatch(_ checksums: [UInt8], manifest: Manifest) -> Bool {

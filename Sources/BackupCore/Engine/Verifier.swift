@@ -63,10 +63,12 @@ public final class Verifier {
     private func verifyUncached(_ item: BackupCatalog.Item, in storage: StorageBackend) throws -> VerifyReport {
         var report = VerifyReport(id: item.id, name: item.manifestName)
         let manifest: Manifest
-        let raw: [UInt8]
+        var beside: ManifestFingerprint
         do {
-            raw = try SidecarManifest.read(item.manifestName, from: storage)
+            let raw = try SidecarManifest.read(item.manifestName, from: storage)
             manifest = try Manifest.parse(raw)
+            beside = ManifestFingerprint(of: raw)
+            beside.finish()
         } catch {
             report.archiveProblems.append(EngineError.manifestUnreadable(name: item.manifestName, reason: "\(error)").description)
             return report
@@ -85,7 +87,7 @@ public final class Verifier {
         }
         defer { source.close() }
         let hashing = HashingSource(source: source)
-        try check(hashing, name: facts.name, expected: manifest, expectedRaw: raw, report: &report)
+        try check(hashing, name: facts.name, expected: manifest, beside: beside, report: &report)
         compareWhole(hashing, facts: facts, name: facts.name, report: &report)
         try checkEarlierArchives(manifest, in: storage, report: &report)
         return report
@@ -144,9 +146,11 @@ public final class Verifier {
     /// beside it (`sidecar`, its raw bytes), including the archive's recorded size and SHA-256.
     public func verify(archive source: ByteSource, name: String, sidecar: [UInt8]?) throws -> VerifyReport {
         let manifest = sidecar.flatMap { try? Manifest.parse($0) }
+        var beside = manifest == nil ? nil : sidecar.map(ManifestFingerprint.init(of:))
+        beside?.finish()
         var report = VerifyReport(id: manifest?.summary.id, name: name)
         let hashing = HashingSource(source: source)
-        try check(hashing, name: name, expected: manifest, expectedRaw: manifest == nil ? nil : sidecar, report: &report)
+        try check(hashing, name: name, expected: manifest, beside: beside, report: &report)
         if let facts = manifest?.summary.archive {
             compareWhole(hashing, facts: facts, name: name, report: &report)
         }
@@ -158,13 +162,13 @@ public final class Verifier {
     /// Reads the archive front to back. With `expected` known, each file is checked as it
     /// comes; otherwise digests are collected and checked against the archive's own
     /// manifest at the end.
-    private func check(_ source: ByteSource, name: String, expected: Manifest?, expectedRaw: [UInt8]?,
+    private func check(_ source: ByteSource, name: String, expected: Manifest?, beside: ManifestFingerprint?,
                        report: inout VerifyReport) throws {
         let index = expected?.index()
         var digests: [PathKey: (sha256: String?, header: ArchiveEntryHeader)] = [:]
         var seen = Set<PathKey>()
         var innerManifest: Manifest?
-        var innerRaw: [UInt8]?
+        var inside: ManifestFingerprint?
         var checksums: [UInt8]?
         var sawMarker = false
         var current = "the start of the archive"
@@ -174,11 +178,21 @@ public final class Verifier {
                 try cancellation.check()
                 current = PathBytes.display(header.path)
                 if header.path == BackupNaming.manifestEntryPath {
+                    // With the manifest beside it known, the copy inside is compared with
+                    // it below through fingerprints, read a block at a time: holding and
+                    // parsing it too would only double the memory.
+                    if expected != nil {
+                        var fingerprint = ManifestFingerprint()
+                        while let block = try reader.nextBlock() {
+                            try cancellation.check()
+                            fingerprint.update(block.bytes)
+                        }
+                        fingerprint.finish()
+                        inside = fingerprint
+                        continue
+                    }
                     let bytes = try reader.readContent(limit: 1 << 31)
-                    innerRaw = bytes
-                    // With the manifest beside it known, the copy inside is compared byte
-                    // for byte below; parsing it too would only double the memory.
-                    guard expected == nil else { continue }
+                    inside = ManifestFingerprint(of: bytes)
                     do {
                         innerManifest = try Manifest.parse(bytes)
                     } catch {
@@ -226,9 +240,9 @@ public final class Verifier {
             for entry in expected.entries where entry.storedIn == nil && !seen.contains(PathKey(entry.path)) {
                 report.problems.append(PathWarning(kind: .damaged, path: entry.displayPath, reason: "missing from the archive"))
             }
-            if let innerRaw, let expectedRaw, !ManifestCheck.sameManifest(inside: innerRaw, beside: expectedRaw) {
+            if let inside, let beside, !beside.matches(inside: inside) {
                 report.archiveProblems.append("the manifest inside \(name) differs from the one beside it")
-            } else if innerRaw == nil && report.archiveProblems.isEmpty {
+            } else if inside == nil && report.archiveProblems.isEmpty {
                 report.archiveProblems.append("\(name) has no manifest inside; it is truncated")
             }
         } else if let innerManifest {
