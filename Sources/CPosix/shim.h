@@ -14,8 +14,14 @@ static const int KS_SEEK_HOLE = 4;
 static const long KS_UTIME_NOW = ((1l << 30) - 1l);
 
 extern int syncfs(int fd);
+extern int sync_file_range(int fd, long long offset, long long nbytes, unsigned int flags);
+static const unsigned int KS_SYNC_FILE_RANGE_WRITE = 2;
 
 static inline int ks_syncfs(int fd) { return syncfs(fd); }
+/// Starts writing back a range of a file without waiting for it.
+static inline int ks_start_writeback(int fd, long long offset, long long length) {
+    return sync_file_range(fd, offset, length, KS_SYNC_FILE_RANGE_WRITE);
+}
 static inline ssize_t ks_flistxattr(int fd, char *list, size_t size) { return flistxattr(fd, list, size); }
 static inline ssize_t ks_llistxattr(const char *path, char *list, size_t size) { return llistxattr(path, list, size); }
 static inline ssize_t ks_fgetxattr(int fd, const char *name, void *value, size_t size) { return fgetxattr(fd, name, value, size); }

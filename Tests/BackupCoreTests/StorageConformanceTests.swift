@@ -162,6 +162,24 @@ struct StorageConformanceSuite {
         }
     }
 
+    /// An object of many MiB written in pieces of every size (small ones buffered, big ones
+    /// written through, writeback started on the way) reads back whole after commit.
+    func checkBigObjectWrittenInPiecesOfEverySize(file: StaticString = #filePath, line: UInt = #line) throws {
+        let backend = try prepared()
+        let bytes = pattern(21 << 20, seed: 3)
+        let pending = try backend.create("big")
+        var offset = 0, piece = 1
+        while offset < bytes.count {
+            let end = min(bytes.count, offset + piece)
+            try bytes[offset..<end].withUnsafeBytes { try pending.write($0) }
+            offset = end
+            piece = piece < (3 << 20) ? piece * 5 + 3 : 1
+        }
+        try pending.commit()
+        XCTAssertEqual(try backend.list().first { $0.name == "big" }?.size, Int64(bytes.count), file: file, line: line)
+        XCTAssertEqual(try backend.readObject("big"), bytes, file: file, line: line)
+    }
+
     func checkDelete(file: StaticString = #filePath, line: UInt = #line) throws {
         let backend = try prepared()
         try store(pattern(4), as: "x", in: backend)
@@ -363,6 +381,7 @@ final class StorageConformanceTests: XCTestCase {
     func testAbortLeavesNothing() throws { try suite.checkAbortLeavesNothing() }
     func testListNeverShowsTemporariesOrTheLock() throws { try suite.checkListNeverShowsTemporariesOrTheLock() }
     func testOpenReadsTheBytesInChunks() throws { try suite.checkOpenReadsTheBytesInChunks() }
+    func testBigObjectWrittenInPiecesOfEverySize() throws { try suite.checkBigObjectWrittenInPiecesOfEverySize() }
     func testDelete() throws { try suite.checkDelete() }
     func testMoveRenamesAndReplaces() throws { try suite.checkMoveRenamesAndReplaces() }
     func testMissingObjectsAreNotFound() throws { try suite.checkMissingObjectsAreNotFound() }

@@ -1,3 +1,4 @@
+import CPosix
 import Foundation
 
 /// A destination that is a folder on a local (or mounted) file system.
@@ -216,6 +217,12 @@ final class LocalPendingObject: PendingObject {
     private let bufferCapacity = 1 << 20
     private(set) var bytesWritten: Int64 = 0
     private var finished = false
+    /// Bytes handed to the file so far, and up to where writing them back to the disk was
+    /// started: it starts every few MiB, so the fsync of `commit` has little left to wait
+    /// for (0.34 s of a 1 GiB backup's 4.5 s went to that fsync before).
+    private var fileOffset: Int64 = 0
+    private var writebackStarted: Int64 = 0
+    private static let writebackStep: Int64 = 8 << 20
 
     init(fd: Int32, folder: String, temporaryName: String, finalName: String) {
         self.fd = fd
@@ -233,9 +240,19 @@ final class LocalPendingObject: PendingObject {
         if buffer.count + bytes.count > bufferCapacity { try flush() }
         if bytes.count >= bufferCapacity {
             try check(FileDescriptorIO.writeAll(fd, bytes))
+            wrote(bytes.count)
         } else {
             buffer.append(contentsOf: bytes)
         }
+    }
+
+    /// Counts bytes written to the file, and starts their writeback every few MiB.
+    private func wrote(_ count: Int) {
+        fileOffset += Int64(count)
+        guard fileOffset - writebackStarted >= LocalPendingObject.writebackStep else { return }
+        // Only a hint: a failure here shows up in the fsync of `commit`.
+        _ = ks_start_writeback(fd, writebackStarted, fileOffset - writebackStarted)
+        writebackStarted = fileOffset
     }
 
     func commit() throws {
@@ -264,8 +281,10 @@ final class LocalPendingObject: PendingObject {
     private func flush() throws {
         guard !buffer.isEmpty else { return }
         let code = buffer.withUnsafeBytes { FileDescriptorIO.writeAll(fd, $0) }
+        let count = buffer.count
         buffer.removeAll(keepingCapacity: true)
         try check(code)
+        wrote(count)
     }
 
     private func check(_ code: Int32) throws {
