@@ -705,11 +705,17 @@ public final class Restorer {
 
     /// Directory modes and times last, deepest first.
     private func applyDirectoryFixes(target: RestoreTarget, request: RestoreRequest) {
-        for fix in directoryFixes.sorted(by: { $0.components.count > $1.components.count }) {
-            guard let fd = try? target.openDirectory(fix.components[...], create: false) else { continue }
+        // Deepest first (a folder's time is set after everything inside it changed), and
+        // siblings together, so the target's open folders on the way are reused: opening
+        // each folder from the top cost 55,000 openat calls for 5,000 folders.
+        let ordered = directoryFixes.sorted { first, second in
+            if first.components.count != second.components.count { return first.components.count > second.components.count }
+            return first.components.lexicographicallyPrecedes(second.components) { $0.lexicographicallyPrecedes($1) }
+        }
+        for fix in ordered {
+            guard let fd = try? target.directory(fix.components[...], create: false) else { continue }
             let path = fix.components.dropFirst().reduce(fix.components[0]) { PathBytes.join($0, $1) }
             applyMetadata(fix.header, fd: fd, request: request, path: path)
-            close(fd)
         }
         directoryFixes = []
     }
