@@ -308,7 +308,10 @@ public final class Restorer {
         case .success(let parts):
             components = parts
         }
-        var path = components.dropFirst().reduce(components[0]) { PathBytes.join($0, $1) }
+        // The archive's path as it is when it is already in normal form (the usual case):
+        // the joined components are that long only when they are the same bytes.
+        var path = components.reduce(components.count - 1) { $0 + $1.count } == header.path.count
+            ? header.path : components.dropFirst().reduce(components[0]) { PathBytes.join($0, $1) }
         let archivePath = path
         let archiveKey = PathKey(archivePath)
         if let holder {

@@ -62,9 +62,19 @@ public enum PathBytes {
 
     /// The components of a path, without empty and `.` components.
     public static func components(_ bytes: [UInt8]) -> [[UInt8]] {
-        bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true)
-            .map(Array.init)
-            .filter { $0 != [UInt8(ascii: ".")] }
+        // One pass, no intermediate arrays: restore splits every entry's path.
+        var parts: [[UInt8]] = []
+        bytes.withUnsafeBufferPointer { buffer in
+            var start = 0
+            for index in 0...buffer.count where index == buffer.count || buffer[index] == UInt8(ascii: "/") {
+                let length = index - start
+                if length > 0 && !(length == 1 && buffer[start] == UInt8(ascii: ".")) {
+                    parts.append(Array(buffer[start..<index]))
+                }
+                start = index + 1
+            }
+        }
+        return parts
     }
 
     /// The last component, or the whole path when it has no slash.
