@@ -10,10 +10,10 @@ import Foundation
 public enum SidecarManifest {
     // MARK: Settings
 
-    /// zstd level. Manifests are mostly paths, JSON keys and hex digests: level 3 takes
-    /// 25 MB of them (60k files) to about a sixth; higher levels gain little and cost time
-    /// at the end of every backup.
-    static let level = 3
+    /// zstd level. Manifests are mostly paths, JSON keys and hex digests; on those, level 1
+    /// came out both smaller and twice as fast as level 3 (60k files: 25.9 MB to 4.64 MB
+    /// in 0.09 s, against 4.93 MB in 0.16 s on one core), and every backup writes one.
+    static let level = 1
     /// The largest manifest read whole (plain bytes).
     static let readLimit = 1 << 31
     /// The longest summary line believed.
