@@ -59,56 +59,44 @@ final class ParallelZstdSource: LendingSource {
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         guard !closed else { throw StorageError.io(name: name, operation: "read", reason: "closed") }
         guard !buffer.isEmpty else { return 0 }
-        while true {
-            if let current, currentPosition < current.count, let destination = buffer.baseAddress,
-               let start = current.bytes.baseAddress {
-                let count = min(buffer.count, current.count - currentPosition)
-                destination.copyMemory(from: start + currentPosition, byteCount: count)
-                currentPosition += count
-                return count
-            }
-            if let finished = current {
-                decoder.recycle(finished)
-                current = nil
-            }
-            if streaming != nil { return try readStreaming(into: buffer) }
-            try fillPipeline()
-            guard let frame = try decoder.next() else {
-                if streamingRequested {
-                    streaming = try decoder.streamingContext()
-                    continue
-                }
-                return 0
-            }
-            current = frame
-            currentPosition = 0
+        guard try advanceFrame(), let current, let destination = buffer.baseAddress, let start = current.bytes.baseAddress else {
+            return streaming != nil ? try readStreaming(into: buffer) : 0
         }
+        let count = min(buffer.count, current.count - currentPosition)
+        destination.copyMemory(from: start + currentPosition, byteCount: count)
+        currentPosition += count
+        return count
     }
 
     func lend(scratch: UnsafeMutableRawBufferPointer) throws -> UnsafeRawBufferPointer {
         guard !closed else { throw StorageError.io(name: name, operation: "read", reason: "closed") }
+        guard try advanceFrame(), let current else {
+            let count = streaming != nil ? try readStreaming(into: scratch) : 0
+            return UnsafeRawBufferPointer(rebasing: scratch[0..<count])
+        }
+        // The frame is recycled on the next call, once the caller is done with it.
+        let view = UnsafeRawBufferPointer(rebasing: current.bytes[currentPosition..<current.count])
+        currentPosition = current.count
+        return view
+    }
+
+    /// Makes `current` a frame with bytes left to hand out, recycling the one that was
+    /// handed out; false when no frame is left (the stream ended, or it is streamed now).
+    private func advanceFrame() throws -> Bool {
         while true {
-            if let current, currentPosition < current.count {
-                // The frame is recycled on the next call, once the caller is done with it.
-                let view = UnsafeRawBufferPointer(rebasing: current.bytes[currentPosition..<current.count])
-                currentPosition = current.count
-                return view
-            }
+            if let current, currentPosition < current.count { return true }
             if let finished = current {
                 decoder.recycle(finished)
                 current = nil
             }
-            if streaming != nil {
-                let count = try readStreaming(into: scratch)
-                return UnsafeRawBufferPointer(rebasing: scratch[0..<count])
-            }
+            if streaming != nil { return false }
             try fillPipeline()
             guard let frame = try decoder.next() else {
                 if streamingRequested {
                     streaming = try decoder.streamingContext()
                     continue
                 }
-                return UnsafeRawBufferPointer(rebasing: scratch[0..<0])
+                return false
             }
             current = frame
             currentPosition = 0
