@@ -26,7 +26,7 @@ final class ManifestFingerprintTests: XCTestCase {
 
     /// The fingerprint of `bytes` fed in pieces of growing size.
     private func fedInPieces(_ bytes: [UInt8]) -> ManifestFingerprint {
-        var fingerprint = ManifestFingerprint()
+        let fingerprint = ManifestFingerprint()
         var offset = 0, piece = 1
         while offset < bytes.count {
             let end = min(bytes.count, offset + piece)
@@ -39,9 +39,7 @@ final class ManifestFingerprintTests: XCTestCase {
     }
 
     private func beside(_ bytes: [UInt8]) -> ManifestFingerprint {
-        var fingerprint = ManifestFingerprint(of: bytes)
-        fingerprint.finish()
-        return fingerprint
+        ManifestFingerprint(of: bytes)
     }
 
     // MARK: Tests

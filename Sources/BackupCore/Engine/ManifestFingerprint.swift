@@ -2,7 +2,7 @@
 /// either copy's bytes (25 MB each for 60,000 files): its summary line, and the length and
 /// SHA-256 of its entry lines. Built from the copy beside an archive, or fed the archive's
 /// own copy a block at a time as it is read.
-struct ManifestFingerprint {
+final class ManifestFingerprint {
     // MARK: State
 
     /// The first line, without its newline.
@@ -19,13 +19,15 @@ struct ManifestFingerprint {
     /// An empty fingerprint, to be fed with `update`.
     init() {}
 
-    /// The fingerprint of a whole manifest.
-    init(of bytes: [UInt8]) {
+    /// The finished fingerprint of a whole manifest.
+    convenience init(of bytes: [UInt8]) {
+        self.init()
         bytes.withUnsafeBytes { update($0) }
+        finish()
     }
 
     /// Feeds the next bytes of the manifest.
-    mutating func update(_ bytes: UnsafeRawBufferPointer) {
+    func update(_ bytes: UnsafeRawBufferPointer) {
         var rest = bytes
         if !summaryEnded {
             let newline = rest.firstIndex(of: UInt8(ascii: "\n"))
@@ -40,7 +42,7 @@ struct ManifestFingerprint {
     }
 
     /// Ends the feeding; the fingerprint can then be compared.
-    mutating func finish() {
+    func finish() {
         if entriesDigest == nil { entriesDigest = entries.finalizeHex() }
     }
 

@@ -39,7 +39,11 @@ public enum SidecarManifest {
 
     /// The manifest object `name` decompressed as it is read (plain ones as they are).
     static func open(_ name: String, in storage: StorageBackend, workers: Int = DecodedArchiveSource.workers) throws -> ByteSource {
-        let source = try storage.open(name)
+        try decompressing(try storage.open(name), name: name, workers: workers)
+    }
+
+    /// `source` decompressed as it is read; closes it when that cannot start.
+    private static func decompressing(_ source: ByteSource, name: String, workers: Int) throws -> ByteSource {
         do {
             return try DecodedArchiveSource.wrap(source, name: name, workers: workers)
         } catch {
@@ -70,14 +74,7 @@ public enum SidecarManifest {
 
     /// The whole manifest file at `path` (one beside a lone archive), decompressed.
     public static func read(path: String) throws -> [UInt8] {
-        let file = try FileByteSource(path: path)
-        let source: ByteSource
-        do {
-            source = try DecodedArchiveSource.wrap(file, name: path, workers: DecodedArchiveSource.workers)
-        } catch {
-            file.close()
-            throw error
-        }
+        let source = try decompressing(try FileByteSource(path: path), name: path, workers: DecodedArchiveSource.workers)
         defer { source.close() }
         return try decoding { try source.readAll(limit: readLimit) }
     }

@@ -63,12 +63,11 @@ public final class Verifier {
     private func verifyUncached(_ item: BackupCatalog.Item, in storage: StorageBackend) throws -> VerifyReport {
         var report = VerifyReport(id: item.id, name: item.manifestName)
         let manifest: Manifest
-        var beside: ManifestFingerprint
+        let beside: ManifestFingerprint
         do {
             let raw = try SidecarManifest.read(item.manifestName, from: storage)
             manifest = try Manifest.parse(raw)
             beside = ManifestFingerprint(of: raw)
-            beside.finish()
         } catch {
             report.archiveProblems.append(EngineError.manifestUnreadable(name: item.manifestName, reason: "\(error)").description)
             return report
@@ -146,8 +145,7 @@ public final class Verifier {
     /// beside it (`sidecar`, its raw bytes), including the archive's recorded size and SHA-256.
     public func verify(archive source: ByteSource, name: String, sidecar: [UInt8]?) throws -> VerifyReport {
         let manifest = sidecar.flatMap { try? Manifest.parse($0) }
-        var beside = manifest == nil ? nil : sidecar.map(ManifestFingerprint.init(of:))
-        beside?.finish()
+        let beside = manifest == nil ? nil : sidecar.map(ManifestFingerprint.init(of:))
         var report = VerifyReport(id: manifest?.summary.id, name: name)
         let hashing = HashingSource(source: source)
         try check(hashing, name: name, expected: manifest, beside: beside, report: &report)
@@ -182,7 +180,7 @@ public final class Verifier {
                     // it below through fingerprints, read a block at a time: holding and
                     // parsing it too would only double the memory.
                     if expected != nil {
-                        var fingerprint = ManifestFingerprint()
+                        let fingerprint = ManifestFingerprint()
                         while let block = try reader.nextBlock() {
                             try cancellation.check()
                             fingerprint.update(block.bytes)
