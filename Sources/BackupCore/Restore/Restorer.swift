@@ -465,20 +465,14 @@ public final class Restorer {
         }
         var closed = false
         defer { if !closed { close(fd) } }
-        let hasher = SHA256Hasher()
-        let background = header.size >= Restorer.backgroundHashThreshold ? backgroundHasher : nil
+        let hasher: ContentDigest = header.size >= Restorer.backgroundHashThreshold ? backgroundHasher : SHA256Hasher()
         var end: Int64 = 0
         do {
             while let block = try reader.nextBlock() {
                 try cancellation.check()
                 guard let base = block.bytes.baseAddress, !block.bytes.isEmpty else { continue }
-                if let background {
-                    if block.offset > end { background.updateZeros(block.offset - end) }
-                    background.update(block.bytes)
-                } else {
-                    if block.offset > end { ManifestCheck.hashZeros(block.offset - end, into: hasher) }
-                    hasher.update(block.bytes)
-                }
+                if block.offset > end { hasher.updateZeros(block.offset - end) }
+                hasher.update(block.bytes)
                 var written = 0
                 while written < block.bytes.count {
                     let count = pwrite(fd, base + written, block.bytes.count - written,
@@ -492,15 +486,13 @@ public final class Restorer {
                 end = max(end, block.offset + Int64(block.bytes.count))
             }
         } catch {
-            _ = background?.finalizeHex() // the next file starts from a clean digest
+            _ = hasher.finalizeHex() // the next file starts from a clean digest
             RestoreTarget.remove(temporary, in: parentFD)
             throw error
         }
-        if end < header.size {
-            if let background { background.updateZeros(header.size - end) } else { ManifestCheck.hashZeros(header.size - end, into: hasher) }
-        }
+        if end < header.size { hasher.updateZeros(header.size - end) }
+        let digest = hasher.finalizeHex()
         // Only a file that ends in a hole needs its length set.
-        let digest = background?.finalizeHex() ?? hasher.finalizeHex()
         if end < header.size, ftruncate(fd, off_t(header.size)) != 0 {
             let code = errno
             RestoreTarget.remove(temporary, in: parentFD)
