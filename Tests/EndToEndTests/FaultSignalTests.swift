@@ -122,7 +122,10 @@ final class FaultSignalTests: FaultTestCase {
                 let failuresBefore = testRun?.failureCount ?? 0
                 let context = "\(signal == SIGINT ? "SIGINT" : "SIGTERM") after \(removed) objects removed"
                 try copyDestination(template, to: dest)
-                let running = try keepsake.start(["prune", "--dest", dest, "--keep-last", "2"])
+                // A pause before each removal: the signal lands inside the prune however slow
+                // this test process is (under AddressSanitizer it polled too late at times).
+                let running = try keepsake.start(["prune", "--dest", dest, "--keep-last", "2"],
+                                                 environment: ["KEEPSAKE_TEST_REMOVAL_PAUSE_MS": "30"])
                 defer { running.kill() }
                 try waitUntil(interval: 20) {
                     try !running.isRunning || templateNames.subtracting(DestinationState(dest).names).count >= removed

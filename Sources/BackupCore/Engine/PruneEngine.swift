@@ -73,6 +73,7 @@ public final class PruneEngine {
         var removed: [BackupID] = []
         var freed: Int64 = 0
         for removal in plan.removals {
+            if request.removalPause > 0 { usleep(useconds_t(min(request.removalPause, 10) * 1_000_000)) }
             try cancellation.check()
             freed += try remove(removal)
             removed.append(removal.id)

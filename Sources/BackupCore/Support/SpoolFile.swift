@@ -16,6 +16,14 @@ final class SpoolFile: ByteSink {
     /// Creates the file in `TMPDIR` (or /tmp).
     init() throws {
         let directory = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        // A file with no name at all where the file system allows it (O_TMPFILE): with a
+        // name, a kill -9 between creating and unlinking it would leave it behind.
+        let unnamed = open(directory, SpoolFile.temporaryFileFlag | O_RDWR | O_CLOEXEC, 0o600)
+        if unnamed >= 0 {
+            fd = unnamed
+            buffer.reserveCapacity(bufferCapacity)
+            return
+        }
         var template = Array((directory + "/keepsake-spool-XXXXXX").utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { buffer -> Int32 in
             guard let base = buffer.baseAddress else { return -1 }
@@ -33,6 +41,9 @@ final class SpoolFile: ByteSink {
     }
 
     deinit { close(fd) }
+
+    /// Linux's O_TMPFILE (`__O_TMPFILE | O_DIRECTORY`; Swift's Glibc does not export it).
+    private static let temporaryFileFlag: Int32 = 0o20000000 | O_DIRECTORY
 
     // MARK: Writing
 

@@ -99,7 +99,12 @@ struct PruneCommand: KeepsakeCommand {
         let storage = context.destination(destinationOption)
         let presenter = EventPresenter(context: context, progress: false)
         let engine = PruneEngine(storage: storage, events: presenter, cancellation: context.cancellation)
-        let result = try engine.run(PruneRequest(policy: policy, dryRun: dryRun))
+        var request = PruneRequest(policy: policy, dryRun: dryRun)
+        // Fault-injection tests slow removals down to signal a prune between two (see README).
+        if let pause = context.environment["KEEPSAKE_TEST_REMOVAL_PAUSE_MS"].flatMap(Double.init), pause > 0 {
+            request.removalPause = pause / 1000
+        }
+        let result = try engine.run(request)
         presenter.finish()
         if context.json {
             context.printJSON(json(result, destination: storage.location))
