@@ -224,4 +224,24 @@ final class BackupRestoreTests: EndToEndTestCase {
         assertExit(try run(["restore", "latest", "--dest", dest, "--target", target]), 0)
         try assertTreesEqual(expected: source, actual: restored(source, into: target))
     }
+
+    /// Thousands of folders with one file each, restored with only 128 descriptors allowed:
+    /// the file writer holds a bounded number of folders open however far ahead the reading
+    /// gets, so the restore completes.
+    func testManyFoldersRestoreWithFewDescriptors() throws {
+        let source = path("wide")
+        var files: [String: String] = [:]
+        for index in 0..<3000 {
+            files["group-\(index % 30)/folder-\(index)/file.txt"] = "file \(index)\n"
+        }
+        try Fixtures.makeTree(at: source, files: files)
+        let dest = path("dest")
+        try backup([source], dest: dest)
+        let target = path("target")
+        let outcome = try ProcessRunner.run("prlimit", ["--nofile=128", keepsake.executable, "restore", "latest",
+                                                        "--dest", dest, "--target", target],
+                                            environment: keepsake.environment([:]))
+        assertExit(outcome, 0)
+        try assertTreesEqual(expected: source, actual: restored(source, into: target))
+    }
 }

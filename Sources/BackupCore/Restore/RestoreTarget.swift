@@ -93,7 +93,7 @@ final class RestoreTarget {
         releaseChain(keeping: common)
         var fd = chain.last?.fd ?? rootFD
         for component in components.dropFirst(common) {
-            let next = try openComponent(component, in: fd, create: create)
+            let next = try RestoreTarget.openComponent(component, in: fd, create: create)
             if chain.count < RestoreTarget.maximumChainDepth {
                 chain.append((component, next))
             } else {
@@ -115,6 +115,12 @@ final class RestoreTarget {
     /// Like `directory`, but the caller owns (and closes) the descriptor; for a second
     /// directory needed at the same time (a hard link's target).
     func openDirectory(_ components: ArraySlice<[UInt8]>, create: Bool) throws -> Int32 {
+        try RestoreTarget.openDirectory(components, in: rootFD, create: create)
+    }
+
+    /// Opens the folder `components` below the folder `root` (which stays open); the caller
+    /// owns the result. Touches no target state, so any thread may call it.
+    static func openDirectory(_ components: ArraySlice<[UInt8]>, in rootFD: Int32, create: Bool) throws -> Int32 {
         var fd = rootFD
         for component in components {
             let next: Int32
@@ -132,7 +138,7 @@ final class RestoreTarget {
 
     /// Opens folder `component` inside `parent` without following a symlink, making it
     /// first when `create` is set and it is missing.
-    private func openComponent(_ component: [UInt8], in parent: Int32, create: Bool) throws -> Int32 {
+    private static func openComponent(_ component: [UInt8], in parent: Int32, create: Bool) throws -> Int32 {
         var next = PathBytes.withCString(component) { openat(parent, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         if next < 0 && errno == ENOENT && create {
             if PathBytes.withCString(component, { mkdirat(parent, $0, 0o755) }) != 0 && errno != EEXIST {

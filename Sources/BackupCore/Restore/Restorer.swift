@@ -9,17 +9,6 @@ import Foundation
 public final class Restorer {
     // MARK: Types
 
-    /// A file (or hard link) written under a temporary name, waiting for the manifest.
-    private struct Pending {
-        let components: [[UInt8]]
-        let path: [UInt8]
-        let temporaryName: [UInt8]
-        let sha256: String?
-        /// For a hard link: the path of the file it names.
-        let linkOf: [UInt8]?
-        let size: Int64
-    }
-
     /// Metadata for a directory, applied at the end (deepest first) so that read-only
     /// directories can still be filled and their times are not disturbed.
     private struct DirectoryFix {
@@ -37,8 +26,10 @@ public final class Restorer {
     private weak var events: EngineEventSink?
     private let cancellation: CancellationFlag
     private var result = RestoreResult()
-    private var pendings: [Pending] = []
-    private var pendingIndex: [PathKey: Int] = [:]
+    /// Writes files and hard links beside the restoring thread (nil in a dry run).
+    private var writer: RestoreFileWriter?
+    /// The writer's handle on the folder the last file went into, and that folder's path.
+    private var lastDirectory: (components: ArraySlice<[UInt8]>, handle: DirectoryHandle)?
     private var directoryFixes: [DirectoryFix] = []
     private var lastProgress = Date.distantPast
     private var targetPath = ""
@@ -47,11 +38,6 @@ public final class Restorer {
     /// Hard-link targets left out by the selection → the first selected name of each: the
     /// content is restored under that name instead, and further names link to it.
     private var redirects: [PathKey: [UInt8]] = [:]
-    /// Hashes big files beside the restoring thread (see `BackgroundHasher`).
-    private let backgroundHasher = BackgroundHasher()
-    /// Files from this size on are hashed on the background thread; for smaller ones the
-    /// hand-over costs more than it saves.
-    private static let backgroundHashThreshold: Int64 = 64 * 1024
 
     /// A restorer reporting to `events`.
     public init(events: EngineEventSink?, cancellation: CancellationFlag) {
@@ -73,9 +59,8 @@ public final class Restorer {
                         locateArchive: ArchiveLocator? = nil) throws -> RestoreResult {
         let started = Date()
         result = RestoreResult()
-        pendings = []
-        pendingIndex = [:]
         directoryFixes = []
+        lastDirectory = nil
         targetPath = request.target
         let selection = try RestoreSelection(request.selections)
         redirects = [:]
@@ -98,6 +83,15 @@ public final class Restorer {
         let expected = manifest.map { Manifest.index(of: wanted ?? $0.entries) }
         result.backupID = manifest?.summary.id
         let target = request.dryRun ? nil : try RestoreTarget(path: request.target)
+        writer = nil
+        if let target {
+            writer = RestoreFileWriter(rootFD: target.rootFD, request: request)
+            if writer == nil { throw EngineError.targetUnusable(path: request.target, reason: FileDescriptorIO.message(errno)) }
+        }
+        defer {
+            writer = nil
+            lastDirectory = nil
+        }
         let context = PhaseContext(target: target, selection: selection, request: request)
 
         do {
@@ -133,7 +127,7 @@ public final class Restorer {
             // Phase 2: unchanged files, from the earlier archives that hold them.
             if let final {
                 try restoreFromEarlierArchives(final, locateArchive: locateArchive, context: context)
-                if let target { restoreRecordedLinks(final, target: target, context: context) }
+                if let target { try restoreRecordedLinks(final, target: target, context: context) }
             }
         } catch let failure as TargetFailure {
             discardPendings(target)
@@ -204,6 +198,7 @@ public final class Restorer {
         } catch let failure as StorageError {
             noteArchiveProblem(failure.description)
         }
+        try finishWrites()
         return innerManifest
     }
 
@@ -270,7 +265,7 @@ public final class Restorer {
 
     /// Hard links recorded only in the manifest (their first name's content is in an earlier
     /// archive): made last, once every file is in place.
-    private func restoreRecordedLinks(_ manifest: Manifest, target: RestoreTarget, context: PhaseContext) {
+    private func restoreRecordedLinks(_ manifest: Manifest, target: RestoreTarget, context: PhaseContext) throws {
         for entry in manifest.entries where entry.type == .hardlink && entry.storedIn != nil {
             guard context.selection.matches(entry.path, isDirectory: false),
                   case .success(let components) = RestoreTarget.components(of: entry.path) else { continue }
@@ -282,12 +277,12 @@ public final class Restorer {
                     result.skippedExisting += 1
                     continue
                 }
-                try restoreHardLink(header, components: components, path: entry.path, parentFD: parentFD,
-                                    deferred: false, target: target)
+                try restoreHardLink(header, components: components, path: entry.path, parentFD: parentFD, deferred: false)
             } catch {
                 result.warnings.append(PathWarning(kind: .skipped, path: entry.displayPath, reason: "\(error)"))
             }
         }
+        try finishWrites()
     }
 
     // MARK: Entries
@@ -417,19 +412,19 @@ public final class Restorer {
             result.directories += 1
         case .file:
             try restoreFile(header, reader: reader, components: components, path: path, parentFD: parentFD,
-                            expected: entry, hasManifest: expected != nil, request: request)
+                            expected: entry, hasManifest: expected != nil)
         case .symlink:
             let temporary = RestoreTarget.temporaryName()
             let status = PathBytes.withCString(header.linkTarget ?? []) { link in
                 PathBytes.withCString(temporary) { symlinkat(link, parentFD, $0) }
             }
             guard status == 0 else { try targetProblem(path, errno); return }
-            applyLinkMetadata(header, name: temporary, parentFD: parentFD, request: request, path: path)
+            RestoredMetadata.applyToLink(header, name: temporary, parentFD: parentFD, request: request, path: path,
+                                         warnings: &result.warnings)
             try place(temporary, as: name, parentFD: parentFD, path: path)
             result.symlinks += 1
         case .hardlink:
-            try restoreHardLink(header, components: components, path: path, parentFD: parentFD,
-                                deferred: expected == nil, target: target)
+            try restoreHardLink(header, components: components, path: path, parentFD: parentFD, deferred: expected == nil)
         case .fifo, .characterDevice, .blockDevice:
             guard header.type == .fifo || request.restoreSpecialFiles else {
                 result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path),
@@ -442,7 +437,8 @@ public final class Restorer {
                 mknodat(parentFD, $0, kind | mode_t(header.permissions & 0o777), dev_t(header.rdev))
             }
             guard status == 0 else { try targetProblem(path, errno); return }
-            applyLinkMetadata(header, name: temporary, parentFD: parentFD, request: request, path: path)
+            RestoredMetadata.applyToLink(header, name: temporary, parentFD: parentFD, request: request, path: path,
+                                         warnings: &result.warnings)
             try place(temporary, as: name, parentFD: parentFD, path: path)
             result.other += 1
         case .socket:
@@ -450,76 +446,37 @@ public final class Restorer {
         }
     }
 
-    /// Writes a file's content under a temporary name, hashing it, then places it (or
-    /// leaves it pending until the archive's own manifest is read).
+    /// Queues a file's content for the writer, which writes it under a temporary name,
+    /// hashing it, then places it (or leaves it pending until the archive's own manifest is
+    /// read).
     private func restoreFile(_ header: ArchiveEntryHeader, reader: ArchiveReader, components: [[UInt8]], path: [UInt8],
-                             parentFD: Int32, expected: ManifestEntry?, hasManifest: Bool, request: RestoreRequest) throws {
-        let temporary = RestoreTarget.temporaryName()
-        let fd = PathBytes.withCString(temporary) {
-            openat(parentFD, $0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        }
-        guard fd >= 0 else {
+                             parentFD: Int32, expected: ManifestEntry?, hasManifest: Bool) throws {
+        guard let writer else { return try reader.skipContent() }
+        try stopIfTargetFailed()
+        guard let (directory, isNew) = directoryHandle(components.dropLast(), fd: parentFD) else {
             try targetProblem(path, errno)
             try reader.skipContent()
             return
         }
-        var closed = false
-        defer { if !closed { close(fd) } }
-        let hasher: ContentDigest = header.size >= Restorer.backgroundHashThreshold ? backgroundHasher : SHA256Hasher()
-        var end: Int64 = 0
+        let check: RestoreFileWriter.Check = hasManifest ? .verify(sha256: expected?.sha256) : .wait
+        writer.beginFile(RestoreFileWriter.FileJob(directory: directory, components: components, path: path, header: header,
+                                                   check: check), newDirectory: isNew)
         do {
             while let block = try reader.nextBlock() {
                 try cancellation.check()
-                guard let base = block.bytes.baseAddress, !block.bytes.isEmpty else { continue }
-                if block.offset > end { hasher.updateZeros(block.offset - end) }
-                hasher.update(block.bytes)
-                var written = 0
-                while written < block.bytes.count {
-                    let count = pwrite(fd, base + written, block.bytes.count - written,
-                                       off_t(block.offset) + off_t(written))
-                    if count < 0 {
-                        if errno == EINTR { continue }
-                        throw TargetFailure(error: Restorer.targetError(request.target, errno, path: path))
-                    }
-                    written += count
-                }
-                end = max(end, block.offset + Int64(block.bytes.count))
+                try stopIfTargetFailed()
+                writer.write(block.bytes, at: block.offset)
             }
         } catch {
-            _ = hasher.finalizeHex() // the next file starts from a clean digest
-            RestoreTarget.remove(temporary, in: parentFD)
+            writer.abortFile()
             throw error
         }
-        if end < header.size { hasher.updateZeros(header.size - end) }
-        let digest = hasher.finalizeHex()
-        // Only a file that ends in a hole needs its length set.
-        if end < header.size, ftruncate(fd, off_t(header.size)) != 0 {
-            let code = errno
-            RestoreTarget.remove(temporary, in: parentFD)
-            throw TargetFailure(error: Restorer.targetError(request.target, code, path: path))
-        }
-        applyMetadata(header, fd: fd, request: request, path: path)
-        close(fd)
-        closed = true
-        result.bytes += header.size
-        if let expected {
-            guard expected.sha256 == nil || expected.sha256 == digest else {
-                RestoreTarget.remove(temporary, in: parentFD)
-                result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
-                                                  reason: "content does not match its SHA-256 in the manifest; not restored"))
-                return
-            }
-            try place(temporary, as: components[components.count - 1], parentFD: parentFD, path: path)
-            result.files += 1
-        } else if !hasManifest {
-            pendingIndex[PathKey(path)] = pendings.count
-            pendings.append(Pending(components: components, path: path, temporaryName: temporary, sha256: digest,
-                                    linkOf: nil, size: header.size))
-        }
+        writer.endFile()
     }
 
     private func restoreHardLink(_ header: ArchiveEntryHeader, components: [[UInt8]], path: [UInt8], parentFD: Int32,
-                                 deferred: Bool, target: RestoreTarget) throws {
+                                 deferred: Bool) throws {
+        guard let writer else { return }
         guard case .success(var linkParts) = RestoreTarget.components(of: header.linkTarget ?? []) else {
             refuse(path, "hard link to an unsafe path")
             return
@@ -529,36 +486,49 @@ public final class Restorer {
         if linkPath != original, case .success(let redirected) = RestoreTarget.components(of: linkPath) {
             linkParts = redirected
         }
-        var sourceParts = linkParts
-        if let index = pendingIndex[PathKey(linkPath)] {
-            // The file it names is still waiting under its temporary name.
-            sourceParts = pendings[index].components.dropLast() + [pendings[index].temporaryName]
-        }
-        let sourceFD: Int32
-        do {
-            sourceFD = try target.openDirectory(sourceParts.dropLast(), create: false)
-        } catch {
-            result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path),
-                                               reason: "the file it links to (\(PathBytes.display(linkPath))) was not restored"))
+        try stopIfTargetFailed()
+        guard let (directory, isNew) = directoryHandle(components.dropLast(), fd: parentFD) else {
+            try targetProblem(path, errno)
             return
         }
-        defer { close(sourceFD) }
-        let temporary = RestoreTarget.temporaryName()
-        let status = PathBytes.withCString(sourceParts[sourceParts.count - 1]) { source in
-            PathBytes.withCString(temporary) { linkat(sourceFD, source, parentFD, $0, 0) }
-        }
-        guard status == 0 else {
-            result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path),
-                                               reason: "the file it links to (\(PathBytes.display(linkPath))) was not restored"))
-            return
-        }
-        if deferred {
-            pendings.append(Pending(components: components, path: path, temporaryName: temporary, sha256: nil,
-                                    linkOf: linkPath, size: 0))
-        } else {
-            try place(temporary, as: components[components.count - 1], parentFD: parentFD, path: path)
-            result.hardlinks += 1
-        }
+        writer.link(RestoreFileWriter.LinkJob(directory: directory, components: components, path: path, linkPath: linkPath,
+                                              linkParts: linkParts, deferred: deferred), newDirectory: isNew)
+    }
+
+    /// The writer's handle on folder `components` (open here as `fd`), and whether it is
+    /// new; the last one is reused while files keep going into the same folder.
+    private func directoryHandle(_ components: ArraySlice<[UInt8]>, fd: Int32) -> (DirectoryHandle, Bool)? {
+        if let last = lastDirectory, last.components == components { return (last.handle, false) }
+        lastDirectory = nil
+        guard let handle = DirectoryHandle(copying: fd) else { return nil }
+        lastDirectory = (components, handle)
+        return (handle, true)
+    }
+
+    // MARK: The writer
+
+    /// Throws the target's failure (a full disk) once the writer has met it.
+    private func stopIfTargetFailed() throws {
+        guard let writer, writer.hasFailed else { return }
+        try finishWrites()
+    }
+
+    /// Waits for the writer, and takes in what it did; throws when the target failed.
+    private func finishWrites() throws {
+        if let failure = takeWriterOutcome() { throw TargetFailure(error: failure) }
+    }
+
+    /// Waits for the writer and adds what it did to the result; returns the target's
+    /// failure, if it met one.
+    private func takeWriterOutcome() -> EngineError? {
+        guard let writer else { return nil }
+        let done = writer.drain()
+        result.files += done.files
+        result.hardlinks += done.hardlinks
+        result.bytes += done.bytes
+        result.damaged += done.damaged
+        result.warnings += done.warnings
+        return done.failure
     }
 
     /// The archive header with the metadata the manifest records for the restored backup
@@ -590,7 +560,7 @@ public final class Restorer {
     private func commitPendings(target: RestoreTarget, index: [PathKey: ManifestEntry]?, hasManifest: Bool,
                                 restoreSpecialFiles: Bool) {
         var failed = Set<PathKey>()
-        for pending in pendings {
+        for pending in writer?.takePendings() ?? [] {
             guard let parentFD = try? target.directory(pending.components.dropLast(), create: false) else { continue }
             var problem: String?
             if let linkOf = pending.linkOf {
@@ -606,8 +576,8 @@ public final class Restorer {
             }
             if problem == nil, pending.linkOf == nil, let entry = index?[PathKey(pending.path)] {
                 // Mode and time from the manifest, in case the archive's header was damaged.
-                Restorer.applyRecordedModeAndTime(entry, name: pending.temporaryName, parentFD: parentFD,
-                                                  keepSpecialBits: restoreSpecialFiles)
+                RestoredMetadata.applyRecordedModeAndTime(entry, name: pending.temporaryName, parentFD: parentFD,
+                                                          keepSpecialBits: restoreSpecialFiles)
             }
             if let problem {
                 failed.insert(PathKey(pending.path))
@@ -631,72 +601,20 @@ public final class Restorer {
             if !hasManifest && pending.linkOf == nil { result.unverifiedFiles += 1 }
         }
         if !hasManifest { result.plainTarball = result.archiveProblem == nil }
-        pendings = []
-        pendingIndex = [:]
-    }
-
-    /// Applies a manifest entry's mode and modification time to a file by name.
-    private static func applyRecordedModeAndTime(_ entry: ManifestEntry, name: [UInt8], parentFD: Int32,
-                                                 keepSpecialBits: Bool) {
-        let (seconds, nanoseconds) = entry.mtimeParts
-        var times = [timespec(tv_sec: 0, tv_nsec: KS_UTIME_NOW), timespec(tv_sec: time_t(seconds), tv_nsec: Int(nanoseconds))]
-        PathBytes.withCString(name) { cName in
-            _ = fchmodat(parentFD, cName, mode_t(keepSpecialBits ? entry.mode : entry.mode & 0o1777), 0)
-            _ = utimensat(parentFD, cName, &times, AT_SYMLINK_NOFOLLOW)
-        }
     }
 
     /// Removes every temporary file still waiting (after a fatal error).
     private func discardPendings(_ target: RestoreTarget?) {
-        guard let target else { return }
-        for pending in pendings {
+        guard let target, let writer else { return }
+        _ = takeWriterOutcome()
+        for pending in writer.takePendings() {
             if let parentFD = try? target.directory(pending.components.dropLast(), create: false) {
                 RestoreTarget.remove(pending.temporaryName, in: parentFD)
             }
         }
-        pendings = []
     }
 
-    // MARK: Metadata
-
-    private func applyMetadata(_ header: ArchiveEntryHeader, fd: Int32, request: RestoreRequest, path: [UInt8]) {
-        if request.preserveOwnership {
-            let uid = header.userName.flatMap(UserNames.shared.userID(named:)) ?? header.uid
-            let gid = header.groupName.flatMap(UserNames.shared.groupID(named:)) ?? header.gid
-            if fchown(fd, uid, gid) != 0 { metadataProblem(path, "owner", errno) }
-        }
-        // setuid/setgid only when asked for (as root): a backup must not plant privileged programs.
-        let mode = request.restoreSpecialFiles ? header.permissions : header.permissions & 0o1777
-        if mode != header.permissions {
-            result.warnings.append(PathWarning(kind: .metadata, path: PathBytes.display(path),
-                                               reason: "setuid/setgid bits dropped (restore with --same-owner as root to keep them)"))
-        }
-        if fchmod(fd, mode_t(mode)) != 0 { metadataProblem(path, "permissions", errno) }
-        for attribute in header.xattrs {
-            let status = attribute.value.withUnsafeBytes { ks_fsetxattr(fd, attribute.name, $0.baseAddress, $0.count, 0) }
-            if status != 0 { metadataProblem(path, "extended attribute \(attribute.name)", errno) }
-        }
-        var times = [timespec(tv_sec: 0, tv_nsec: KS_UTIME_NOW),
-                     timespec(tv_sec: time_t(header.mtimeSeconds), tv_nsec: Int(header.mtimeNanoseconds))]
-        if futimens(fd, &times) != 0 { metadataProblem(path, "modification time", errno) }
-    }
-
-    private func applyLinkMetadata(_ header: ArchiveEntryHeader, name: [UInt8], parentFD: Int32, request: RestoreRequest,
-                                   path: [UInt8]) {
-        PathBytes.withCString(name) { cName in
-            if request.preserveOwnership {
-                let uid = header.userName.flatMap(UserNames.shared.userID(named:)) ?? header.uid
-                let gid = header.groupName.flatMap(UserNames.shared.groupID(named:)) ?? header.gid
-                if fchownat(parentFD, cName, uid, gid, AT_SYMLINK_NOFOLLOW) != 0 { metadataProblem(path, "owner", errno) }
-            }
-            if header.type != .symlink, fchmodat(parentFD, cName, mode_t(header.permissions & 0o1777), 0) != 0 {
-                metadataProblem(path, "permissions", errno)
-            }
-            var times = [timespec(tv_sec: 0, tv_nsec: KS_UTIME_NOW),
-                         timespec(tv_sec: time_t(header.mtimeSeconds), tv_nsec: Int(header.mtimeNanoseconds))]
-            if utimensat(parentFD, cName, &times, AT_SYMLINK_NOFOLLOW) != 0 { metadataProblem(path, "modification time", errno) }
-        }
-    }
+    // MARK: Folders
 
     /// Directory modes and times last, deepest first.
     private func applyDirectoryFixes(target: RestoreTarget, request: RestoreRequest) {
@@ -710,7 +628,7 @@ public final class Restorer {
         for fix in ordered {
             guard let fd = try? target.directory(fix.components[...], create: false) else { continue }
             let path = fix.components.dropFirst().reduce(fix.components[0]) { PathBytes.join($0, $1) }
-            applyMetadata(fix.header, fd: fd, request: request, path: path)
+            RestoredMetadata.apply(fix.header, fd: fd, request: request, path: path, warnings: &result.warnings)
         }
         directoryFixes = []
     }
@@ -721,21 +639,22 @@ public final class Restorer {
         result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path), reason: "unsafe entry refused: \(reason)"))
     }
 
-    private func metadataProblem(_ path: [UInt8], _ what: String, _ code: Int32) {
-        result.warnings.append(PathWarning(kind: .metadata, path: PathBytes.display(path),
-                                           reason: "cannot set \(what): \(FileDescriptorIO.message(code))"))
-    }
-
     /// A failure to create something in the target: fatal when the disk is full,
     /// otherwise a warning for that path.
     private func targetProblem(_ path: [UInt8], _ code: Int32) throws {
-        if code == ENOSPC || code == EDQUOT || code == EROFS {
+        if Restorer.stopsRestore(code) {
             throw TargetFailure(error: Restorer.targetError(targetPath, code, path: path))
         }
         result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path), reason: FileDescriptorIO.message(code)))
     }
 
-    private static func targetError(_ target: String, _ code: Int32, path: [UInt8]) -> EngineError {
+    /// Whether a failure to create something in the target stops the restore (nothing
+    /// more can be written) rather than skipping one path.
+    static func stopsRestore(_ code: Int32) -> Bool {
+        code == ENOSPC || code == EDQUOT || code == EROFS
+    }
+
+    static func targetError(_ target: String, _ code: Int32, path: [UInt8]) -> EngineError {
         .targetUnusable(path: target,
                         reason: "\(FileDescriptorIO.message(code)) while writing \(PathBytes.display(path)); the unfinished file was removed")
     }
@@ -758,7 +677,9 @@ public final class Restorer {
         let now = Date()
         guard now.timeIntervalSince(lastProgress) >= 0.1 else { return }
         lastProgress = now
-        events.handle(.progress(ProgressSnapshot(entriesDone: result.entryCount, bytesDone: result.bytes, totalBytes: nil,
+        let written = writer?.progress ?? (files: 0, bytes: 0)
+        events.handle(.progress(ProgressSnapshot(entriesDone: result.entryCount + written.files,
+                                                 bytesDone: result.bytes + written.bytes, totalBytes: nil,
                                                  currentPath: PathBytes.display(path))))
     }
 }

@@ -1,0 +1,399 @@
+import CPosix
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Writes restored files and hard links on a thread of its own, so that the restoring
+/// thread only reads the archive and copies bytes: with everything on one thread, the
+/// file system's work (open, write, rename) and the hashing made that thread the
+/// bottleneck of a full restore.
+///
+/// The restoring thread queues operations, in order, into batches that each carry up to
+/// `batchSize` bytes of content; a few batches are reused, so memory stays bounded however
+/// far ahead the reading gets. `drain` waits for everything queued and hands back what
+/// happened. Only one thread queues. The state marked "queue" is touched only by the
+/// operations on `queue`, or by the caller after `drain` (which orders the two).
+final class RestoreFileWriter: @unchecked Sendable {
+    // MARK: Types
+
+    /// How a written file is judged before it gets its final name.
+    enum Check: Sendable {
+        /// Against the manifest's SHA-256 (nil when the manifest records none), then placed.
+        case verify(sha256: String?)
+        /// Left under its temporary name until the archive's own manifest has been read.
+        case wait
+    }
+
+    /// A regular file to write.
+    struct FileJob: Sendable {
+        /// The folder the file goes into.
+        let directory: DirectoryHandle
+        let components: [[UInt8]]
+        let path: [UInt8]
+        let header: ArchiveEntryHeader
+        let check: Check
+    }
+
+    /// A hard link to make.
+    struct LinkJob: Sendable {
+        /// The folder the link goes into.
+        let directory: DirectoryHandle
+        let components: [[UInt8]]
+        let path: [UInt8]
+        /// The path of the file it names (where that file was restored) and its components.
+        let linkPath: [UInt8]
+        let linkParts: [[UInt8]]
+        /// Waits with the files for the archive's own manifest.
+        let deferred: Bool
+    }
+
+    /// A file (or hard link) under a temporary name, waiting for the archive's manifest.
+    struct Pending {
+        let components: [[UInt8]]
+        let path: [UInt8]
+        let temporaryName: [UInt8]
+        let sha256: String?
+        /// For a hard link: the path of the file it names.
+        let linkOf: [UInt8]?
+        let size: Int64
+    }
+
+    /// What the writer did since the last `drain`.
+    struct Outcome: Sendable {
+        var files: Int64 = 0
+        var hardlinks: Int64 = 0
+        var bytes: Int64 = 0
+        var damaged: [PathWarning] = []
+        var warnings: [PathWarning] = []
+        /// A failure of the target itself (a full disk): the restore must stop.
+        var failure: EngineError?
+    }
+
+    private enum Operation {
+        case begin(FileJob)
+        case data(offset: Int64, start: Int, count: Int)
+        case end
+        case abort
+        case link(LinkJob)
+    }
+
+    /// Content bytes and the operations that use them, handed to the queue as one piece.
+    private final class Batch: @unchecked Sendable {
+        let buffer: FrameBuffer
+        var operations: [Operation] = []
+        /// Folder handles this batch introduced (each holds a descriptor while queued).
+        var directories = 0
+        init(capacity: Int) { buffer = FrameBuffer(capacity: capacity) }
+    }
+
+    /// The file being written, on the queue.
+    private struct OpenFile {
+        let job: FileJob
+        let fd: Int32
+        let temporary: [UInt8]
+        var end: Int64 = 0
+    }
+
+    // MARK: Settings
+
+    /// Content bytes per batch: large enough that a batch of small files is one hand-over.
+    static let batchSize = 1 << 20
+    /// Batches queued at most besides the one being filled.
+    private static let queuedBatches = 4
+    /// Operations per batch at most (empty files carry no bytes to fill a batch).
+    private static let maximumOperations = 4096
+    /// New folder handles per batch at most: a tree of one small file per folder must not
+    /// hold thousands of descriptors while its batches wait.
+    static let maximumDirectoriesPerBatch = 16
+    /// Descriptors the writer holds at most: the folders of every batch queued or being
+    /// filled, and its copy of the target's.
+    static let maximumDescriptors = (queuedBatches + 1) * maximumDirectoriesPerBatch + 1
+
+    private let request: RestoreRequest
+    private let rootFD: DirectoryHandle
+
+    // MARK: State (caller)
+
+    private let queue = DispatchQueue(label: "keepsake.restore.write")
+    private let slots = DispatchSemaphore(value: RestoreFileWriter.queuedBatches)
+    private let spare = Mutex<[Batch]>([])
+    private var filling = Batch(capacity: RestoreFileWriter.batchSize)
+
+    // MARK: State (shared)
+
+    private let failed = Atomic<Bool>(false)
+    private let liveFiles = Atomic<Int64>(0)
+    private let liveBytes = Atomic<Int64>(0)
+
+    // MARK: State (queue)
+
+    private var outcome = Outcome()
+    private var open: OpenFile?
+    /// Hashes on this thread, from the batch: handing big files to a hashing thread of
+    /// their own (another copy) measured 0.3 s slower on the 1 GiB set.
+    private let hasher = SHA256Hasher()
+    /// Files and links waiting for the archive's manifest, and where each path is in it.
+    private(set) var pendings: [Pending] = []
+    private var pendingIndex: [PathKey: Int] = [:]
+
+    // MARK: Life cycle
+
+    /// A writer into the target whose folder is `rootFD`, applying `request`'s policy on
+    /// owners and special bits; nil when no descriptor is left for it.
+    init?(rootFD: Int32, request: RestoreRequest) {
+        guard let root = DirectoryHandle(copying: rootFD) else { return nil }
+        self.rootFD = root
+        self.request = request
+    }
+
+    // MARK: Queueing (caller)
+
+    /// Starts a file; its content follows with `write`, then `endFile` or `abortFile`.
+    /// `newDirectory` says the job's folder handle was made for it (see
+    /// `maximumDirectoriesPerBatch`).
+    func beginFile(_ job: FileJob, newDirectory: Bool) {
+        if newDirectory { noteDirectory() }
+        append(.begin(job))
+    }
+
+    /// Queues a copy of `bytes`, which belong at `offset` of the file begun last.
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
+        var rest = bytes
+        var position = offset
+        while !rest.isEmpty {
+            if filling.buffer.count == filling.buffer.capacity { submit() }
+            let start = filling.buffer.count
+            let taken = filling.buffer.append(rest)
+            filling.operations.append(.data(offset: position, start: start, count: taken))
+            rest = UnsafeRawBufferPointer(rebasing: rest[taken...])
+            position += Int64(taken)
+        }
+    }
+
+    /// The file begun last is complete: check it and place it (or leave it waiting).
+    func endFile() { append(.end) }
+
+    /// The file begun last cannot be completed (the archive broke off): remove it.
+    func abortFile() { append(.abort) }
+
+    /// Queues a hard link, made after every file queued before it.
+    func link(_ job: LinkJob, newDirectory: Bool) {
+        if newDirectory { noteDirectory() }
+        append(.link(job))
+    }
+
+    /// True once the target failed (a full disk): the caller should stop and `drain`.
+    var hasFailed: Bool { failed.load(ordering: .relaxed) }
+
+    /// Files and bytes written since the last `drain`, for progress.
+    var progress: (files: Int64, bytes: Int64) {
+        (liveFiles.load(ordering: .relaxed), liveBytes.load(ordering: .relaxed))
+    }
+
+    /// Waits until everything queued is done, and returns what happened since the last drain.
+    func drain() -> Outcome {
+        submit()
+        return queue.sync {
+            let done = outcome
+            outcome = Outcome()
+            liveFiles.store(0, ordering: .relaxed)
+            liveBytes.store(0, ordering: .relaxed)
+            return done
+        }
+    }
+
+    /// Hands over the waiting files and links (after `drain`), and forgets them.
+    func takePendings() -> [Pending] {
+        queue.sync {
+            let taken = pendings
+            pendings = []
+            pendingIndex = [:]
+            return taken
+        }
+    }
+
+    private func append(_ operation: Operation) {
+        filling.operations.append(operation)
+        if filling.operations.count >= RestoreFileWriter.maximumOperations { submit() }
+    }
+
+    private func noteDirectory() {
+        if filling.directories >= RestoreFileWriter.maximumDirectoriesPerBatch { submit() }
+        filling.directories += 1
+    }
+
+    /// Hands the batch being filled to the queue and takes an empty one (waiting while
+    /// `queuedBatches` are queued).
+    private func submit() {
+        guard !filling.operations.isEmpty else { return }
+        let batch = filling
+        slots.wait()
+        queue.async { [self] in
+            run(batch)
+            batch.buffer.count = 0
+            batch.operations.removeAll(keepingCapacity: true)
+            batch.directories = 0
+            spare.withLock { $0.append(batch) }
+            slots.signal()
+        }
+        filling = spare.withLock { $0.popLast() } ?? Batch(capacity: RestoreFileWriter.batchSize)
+    }
+
+    // MARK: Writing (queue)
+
+    private func run(_ batch: Batch) {
+        for operation in batch.operations {
+            switch operation {
+            case .begin(let job):
+                begin(job)
+            case .data(let offset, let start, let count):
+                writeNow(UnsafeRawBufferPointer(rebasing: batch.buffer.bytes[start..<(start + count)]), at: offset)
+            case .end:
+                finish()
+            case .abort:
+                abandon()
+            case .link(let job):
+                makeLink(job)
+            }
+        }
+    }
+
+    private func begin(_ job: FileJob) {
+        open = nil
+        guard outcome.failure == nil else { return }
+        let temporary = RestoreTarget.temporaryName()
+        let fd = PathBytes.withCString(temporary) {
+            openat(job.directory.fd, $0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        }
+        guard fd >= 0 else {
+            problem(job.path, errno)
+            return
+        }
+        open = OpenFile(job: job, fd: fd, temporary: temporary)
+    }
+
+    private func writeNow(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
+        guard var file = open, let base = bytes.baseAddress else { return }
+        if offset > file.end { ManifestCheck.hashZeros(offset - file.end, into: hasher) }
+        hasher.update(bytes)
+        var written = 0
+        while written < bytes.count {
+            let count = pwrite(file.fd, base + written, bytes.count - written, off_t(offset) + off_t(written))
+            if count < 0 {
+                if errno == EINTR { continue }
+                let code = errno
+                abandon()
+                fail(Restorer.targetError(request.target, code, path: file.job.path))
+                return
+            }
+            written += count
+        }
+        file.end = max(file.end, offset + Int64(bytes.count))
+        open = file
+    }
+
+    private func finish() {
+        guard let file = open else { return }
+        open = nil
+        let job = file.job
+        let size = job.header.size
+        if file.end < size { ManifestCheck.hashZeros(size - file.end, into: hasher) }
+        let sha256 = hasher.finalizeHex()
+        // Only a file that ends in a hole needs its length set.
+        if file.end < size, ftruncate(file.fd, off_t(size)) != 0 {
+            let code = errno
+            close(file.fd)
+            RestoreTarget.remove(file.temporary, in: job.directory.fd)
+            fail(Restorer.targetError(request.target, code, path: job.path))
+            return
+        }
+        RestoredMetadata.apply(job.header, fd: file.fd, request: request, path: job.path, warnings: &outcome.warnings)
+        close(file.fd)
+        outcome.bytes += size
+        liveBytes.add(size, ordering: .relaxed)
+        switch job.check {
+        case .verify(let expected):
+            guard expected == nil || expected == sha256 else {
+                RestoreTarget.remove(file.temporary, in: job.directory.fd)
+                outcome.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(job.path),
+                                                   reason: "content does not match its SHA-256 in the manifest; not restored"))
+                return
+            }
+            if place(file.temporary, as: job.components[job.components.count - 1], in: job.directory.fd, path: job.path) {
+                outcome.files += 1
+                liveFiles.add(1, ordering: .relaxed)
+            }
+        case .wait:
+            pendingIndex[PathKey(job.path)] = pendings.count
+            pendings.append(Pending(components: job.components, path: job.path, temporaryName: file.temporary,
+                                    sha256: sha256, linkOf: nil, size: size))
+        }
+    }
+
+    /// Removes the file being written, and starts the digest over.
+    private func abandon() {
+        guard let file = open else { return }
+        open = nil
+        _ = hasher.finalizeHex()
+        close(file.fd)
+        RestoreTarget.remove(file.temporary, in: file.job.directory.fd)
+    }
+
+    private func makeLink(_ job: LinkJob) {
+        guard outcome.failure == nil else { return }
+        var sourceParts = job.linkParts
+        if let index = pendingIndex[PathKey(job.linkPath)] {
+            // The file it names is still waiting under its temporary name.
+            sourceParts = pendings[index].components.dropLast() + [pendings[index].temporaryName]
+        }
+        let notRestored = "the file it links to (\(PathBytes.display(job.linkPath))) was not restored"
+        guard let sourceFD = try? RestoreTarget.openDirectory(sourceParts.dropLast()[...], in: rootFD.fd, create: false) else {
+            outcome.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(job.path), reason: notRestored))
+            return
+        }
+        defer { close(sourceFD) }
+        let temporary = RestoreTarget.temporaryName()
+        let status = PathBytes.withCString(sourceParts[sourceParts.count - 1]) { source in
+            PathBytes.withCString(temporary) { linkat(sourceFD, source, job.directory.fd, $0, 0) }
+        }
+        guard status == 0 else {
+            outcome.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(job.path), reason: notRestored))
+            return
+        }
+        if job.deferred {
+            pendings.append(Pending(components: job.components, path: job.path, temporaryName: temporary, sha256: nil,
+                                    linkOf: job.linkPath, size: 0))
+        } else if place(temporary, as: job.components[job.components.count - 1], in: job.directory.fd, path: job.path) {
+            outcome.hardlinks += 1
+            liveFiles.add(1, ordering: .relaxed)
+        }
+    }
+
+    // MARK: Placing and problems (queue)
+
+    /// Renames a finished temporary name into place; false (with the problem noted) when
+    /// that failed.
+    private func place(_ temporary: [UInt8], as name: [UInt8], in directoryFD: Int32, path: [UInt8]) -> Bool {
+        let code = RestoreTarget.rename(temporary, to: name, in: directoryFD)
+        guard code != 0 else { return true }
+        RestoreTarget.remove(temporary, in: directoryFD)
+        problem(path, code)
+        return false
+    }
+
+    /// A failure to create something: fatal when the target is full or read-only,
+    /// otherwise a warning for that path.
+    private func problem(_ path: [UInt8], _ code: Int32) {
+        if Restorer.stopsRestore(code) {
+            fail(Restorer.targetError(request.target, code, path: path))
+        } else {
+            outcome.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path),
+                                                reason: FileDescriptorIO.message(code)))
+        }
+    }
+
+    private func fail(_ error: EngineError) {
+        if outcome.failure == nil { outcome.failure = error }
+        failed.store(true, ordering: .relaxed)
+    }
+}
