@@ -6,7 +6,8 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     case failure = 1
     /// The command line was wrong.
     case usage = 2
-    /// The backup finished and is committed, but some files could not be read.
+    /// The backup finished and is committed, but some files could not be read; or the
+    /// restore finished, but some paths could not be written.
     case partial = 3
     /// Verify or restore found damaged, missing or unsafe content.
     case integrity = 4
@@ -21,7 +22,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .success: return "success"
         case .failure: return "failure (the message says what and what to do)"
         case .usage: return "usage error (unknown option, bad value, missing argument)"
-        case .partial: return "backup committed, but some files could not be read"
+        case .partial: return "backup committed, but some files could not be read; or restore finished, but some paths could not be written"
         case .integrity: return "integrity failure: damaged, missing or unsafe content found by verify or restore"
         case .locked: return "the destination is locked by another run"
         case .interrupted: return "interrupted (Ctrl-C or SIGTERM); nothing half-done is left"

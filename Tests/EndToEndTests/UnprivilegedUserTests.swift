@@ -92,4 +92,40 @@ final class UnprivilegedUserTests: EndToEndTestCase {
                        "without ownership the setuid bit must not be restored")
         XCTAssertEqual(RawFileSystem.lstat(root + "/tool")?.st_uid, 65534, "files belong to the restoring user")
     }
+
+    /// A restore that cannot write some paths (a folder in the target that the restoring
+    /// user may not write to) restores everything else, names each path it could not
+    /// write, and exits 3 — not 0, so a script notices the restore is incomplete.
+    func testPathsTheTargetRefusesGiveExit3AndAreNamed() throws {
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["open/a.txt": "a\n", "locked/b.txt": "b\n", "locked/c.txt": "c\n"])
+        let dest = shared + "/dest"
+        try backup([source], dest: dest)
+        try toolSucceeds("chmod", ["-R", "a+rwX", dest])
+        // The target already holds the restored tree's folders, open to everyone but one.
+        let target = shared + "/target"
+        let root = restored(source, into: target)
+        try FileManager.default.createDirectory(atPath: root + "/open", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: root + "/locked", withIntermediateDirectories: true)
+        try toolSucceeds("chmod", ["-R", "a+rwx", target])
+        try RawFileSystem.setMode(RawFileSystem.bytes(root + "/locked"), 0o555)
+
+        let outcome = try run(["restore", "latest", "--dest", dest, "--target", target, "--json"],
+                              environment: environment, asNobody: true, executable: binary)
+        assertExit(outcome, 3, "paths the target refused make the restore partial")
+        let object = try json(outcome)
+        XCTAssertEqual(object["exit_code"] as? Int, 3)
+        let unwritable = (object["warnings"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "unwritable" }
+        XCTAssertEqual(Set(unwritable.compactMap { $0["path"] as? String }),
+                       [String(source.dropFirst()) + "/locked/b.txt", String(source.dropFirst()) + "/locked/c.txt"],
+                       "each refused path is named: \(object)")
+        XCTAssertEqual(try String(contentsOfFile: root + "/open/a.txt", encoding: .utf8), "a\n", "the rest is restored")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: root + "/locked"), [], "nothing half-written is left")
+
+        let text = try run(["restore", "latest", "--dest", dest, "--target", target, "--overwrite", "always"],
+                           environment: environment, asNobody: true, executable: binary)
+        assertExit(text, 3)
+        XCTAssertTrue(text.stderrText.contains("locked/b.txt") && text.stderrText.lowercased().contains("permission denied"),
+                      "the warning names the path and the reason:\n\(text)")
+    }
 }

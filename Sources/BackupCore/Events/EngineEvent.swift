@@ -26,6 +26,9 @@ public struct PathWarning: Sendable, Equatable {
         case damaged
         /// Metadata (owner, xattrs, times) could not be applied.
         case metadata
+        /// A restore could not write the path into its target (permission, no descriptor
+        /// left, a name the file system refuses): it is missing from the restore.
+        case unwritable
     }
 
     public var kind: Kind

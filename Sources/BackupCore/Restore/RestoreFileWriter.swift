@@ -348,7 +348,7 @@ final class RestoreFileWriter: @unchecked Sendable {
         }
         let notRestored = "the file it links to (\(PathBytes.display(job.linkPath))) was not restored"
         guard let sourceFD = try? RestoreTarget.openDirectory(sourceParts.dropLast()[...], in: rootFD.fd, create: false) else {
-            outcome.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(job.path), reason: notRestored))
+            outcome.warnings.append(PathWarning(kind: .unwritable, path: PathBytes.display(job.path), reason: notRestored))
             return
         }
         defer { close(sourceFD) }
@@ -357,7 +357,7 @@ final class RestoreFileWriter: @unchecked Sendable {
             PathBytes.withCString(temporary) { linkat(sourceFD, source, job.directory.fd, $0, 0) }
         }
         guard status == 0 else {
-            outcome.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(job.path), reason: notRestored))
+            outcome.warnings.append(PathWarning(kind: .unwritable, path: PathBytes.display(job.path), reason: notRestored))
             return
         }
         if job.deferred {
@@ -387,7 +387,7 @@ final class RestoreFileWriter: @unchecked Sendable {
         if Restorer.stopsRestore(code) {
             fail(Restorer.targetError(request.target, code, path: path))
         } else {
-            outcome.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path),
+            outcome.warnings.append(PathWarning(kind: .unwritable, path: PathBytes.display(path),
                                                 reason: FileDescriptorIO.message(code)))
         }
     }

@@ -75,6 +75,9 @@ public struct RestoreResult: Sendable {
 
     /// True when something was damaged, unsafe or missing: exit code 4.
     public var hasIntegrityFailure: Bool { !damaged.isEmpty || archiveProblem != nil }
+    /// True when some paths could not be written into the target (each named in a
+    /// warning): exit code 3.
+    public var hasUnwrittenPaths: Bool { warnings.contains { $0.kind == .unwritable } }
     /// Entries restored (or, in a dry run, that would be).
     public var entryCount: Int64 { files + directories + symlinks + hardlinks + other }
 }

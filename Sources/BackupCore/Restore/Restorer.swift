@@ -279,7 +279,7 @@ public final class Restorer {
                 }
                 try restoreHardLink(header, components: components, path: entry.path, parentFD: parentFD, deferred: false)
             } catch {
-                result.warnings.append(PathWarning(kind: .skipped, path: entry.displayPath, reason: "\(error)"))
+                result.warnings.append(PathWarning(kind: .unwritable, path: entry.displayPath, reason: "\(error)"))
             }
         }
         try finishWrites()
@@ -593,7 +593,7 @@ public final class Restorer {
             }
             if RestoreTarget.rename(pending.temporaryName, to: finalName, in: parentFD) != 0 {
                 RestoreTarget.remove(pending.temporaryName, in: parentFD)
-                result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(pending.path),
+                result.warnings.append(PathWarning(kind: .unwritable, path: PathBytes.display(pending.path),
                                                    reason: FileDescriptorIO.message(errno)))
                 continue
             }
@@ -645,7 +645,7 @@ public final class Restorer {
         if Restorer.stopsRestore(code) {
             throw TargetFailure(error: Restorer.targetError(targetPath, code, path: path))
         }
-        result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path), reason: FileDescriptorIO.message(code)))
+        result.warnings.append(PathWarning(kind: .unwritable, path: PathBytes.display(path), reason: FileDescriptorIO.message(code)))
     }
 
     /// Whether a failure to create something in the target stops the restore (nothing

@@ -111,7 +111,7 @@ struct RestoreCommand: KeepsakeCommand {
         if result.entryCount == 0 && result.skippedExisting == 0 && !request.selections.isEmpty && !result.hasIntegrityFailure {
             throw EngineError.invalidRequest("Nothing in \(source) matches \(request.selections.map { "'\($0)'" }.joined(separator: ", ")); run 'keepsake list \(source)' to see its paths.")
         }
-        let code: ExitCode = result.hasIntegrityFailure ? .integrity : .success
+        let code: ExitCode = result.hasIntegrityFailure ? .integrity : result.hasUnwrittenPaths ? .partial : .success
         if context.json {
             context.printJSON(json(result, source: source, code: code))
         } else {
