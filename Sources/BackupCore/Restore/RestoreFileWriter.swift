@@ -133,7 +133,7 @@ final class RestoreFileWriter: @unchecked Sendable {
     /// their own (another copy) measured 0.3 s slower on the 1 GiB set.
     private let hasher = SHA256Hasher()
     /// Files and links waiting for the archive's manifest, and where each path is in it.
-    private(set) var pendings: [Pending] = []
+    private var pendings: [Pending] = []
     private var pendingIndex: [PathKey: Int] = [:]
 
     // MARK: Life cycle
@@ -259,7 +259,7 @@ final class RestoreFileWriter: @unchecked Sendable {
     }
 
     private func begin(_ job: FileJob) {
-        open = nil
+        abandon() // a file never ended (not expected): its temporary must not stay
         guard outcome.failure == nil else { return }
         let temporary = RestoreTarget.temporaryName()
         let fd = PathBytes.withCString(temporary) {
