@@ -44,15 +44,20 @@ final class FaultTests: FaultTestCase {
         }
         _ = try commitSmall(0)
 
-        // How long an uninterrupted full backup of the big source takes, and its size.
+        // How long an uninterrupted full backup of the big source takes (the shorter of two
+        // runs: one slowed by a busy machine would put the timed kills after the end), and
+        // its size.
         let measureDest = path("measure")
         var stored = 0
-        let duration = try seconds {
-            let outcome = try run(["backup", big, "--dest", measureDest, "--json", "--full"], environment: environment)
-            assertExit(outcome, 0, "the measuring backup")
-            stored = try XCTUnwrap(try json(outcome)["stored_bytes"] as? Int, "no stored_bytes:\n\(outcome)")
+        var duration = Double.infinity
+        for _ in 0..<2 {
+            duration = min(duration, try seconds {
+                let outcome = try run(["backup", big, "--dest", measureDest, "--json", "--full"], environment: environment)
+                assertExit(outcome, 0, "the measuring backup")
+                stored = try XCTUnwrap(try json(outcome)["stored_bytes"] as? Int, "no stored_bytes:\n\(outcome)")
+            })
+            _ = try tool("rm", ["-rf", measureDest])
         }
-        _ = try tool("rm", ["-rf", measureDest])
 
         var points = (0..<16).map { index in
             KillPoint(label: "after \(Int(duration * Double(index) / 16 * 1000)) ms", delay: duration * Double(index) / 16)

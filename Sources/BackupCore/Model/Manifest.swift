@@ -14,16 +14,8 @@ public struct Manifest: Sendable {
     }
 
     /// Entries by archive path (a later duplicate wins, as in tar).
-    public func index() -> [PathKey: ManifestEntry] {
-        Manifest.index(of: entries)
-    }
-
-    /// `entries` by archive path (a later duplicate wins).
-    public static func index(of entries: [ManifestEntry]) -> [PathKey: ManifestEntry] {
-        var result: [PathKey: ManifestEntry] = [:]
-        result.reserveCapacity(entries.count)
-        for entry in entries { result[PathKey(entry.path)] = entry }
-        return result
+    public func index() -> ManifestIndex {
+        ManifestIndex(entries)
     }
 
     // MARK: Parsing

@@ -80,7 +80,7 @@ public final class Restorer {
                 redirects[PathKey(entry.path)] != nil || selection.matches(entry.path, isDirectory: entry.type == .directory)
             }
         }
-        let expected = manifest.map { Manifest.index(of: wanted ?? $0.entries) }
+        let expected = manifest.map { ManifestIndex(wanted ?? $0.entries) }
         result.backupID = manifest?.summary.id
         let target = request.dryRun ? nil : try RestoreTarget(path: request.target)
         writer = nil
@@ -163,7 +163,7 @@ public final class Restorer {
     /// A damaged archive ends the phase with `archiveProblem` set; target failures throw.
     /// With `onlyEntries`, only the frames holding those entries are read when the archive
     /// allows it (see `narrowed`).
-    private func readArchive(_ source: ByteSource, name: String, holder: BackupID?, expected: [PathKey: ManifestEntry]?,
+    private func readArchive(_ source: ByteSource, name: String, holder: BackupID?, expected: ManifestIndex?,
                              seen: inout Set<PathKey>, context: PhaseContext, onlyEntries: [ManifestEntry]? = nil) throws -> [UInt8]? {
         var innerManifest: [UInt8]?
         var sawMarker = false
@@ -230,13 +230,14 @@ public final class Restorer {
     /// of those archives once.
     private func restoreFromEarlierArchives(_ manifest: Manifest, locateArchive: ArchiveLocator?,
                                             context: PhaseContext) throws {
-        var groups: [BackupID: [PathKey: ManifestEntry]] = [:]
+        var groups: [BackupID: [ManifestEntry]] = [:]
         for entry in manifest.entries where entry.type == .file {
             guard let holder = entry.storedIn, context.selection.matches(entry.path, isDirectory: false) else { continue }
-            groups[holder, default: [:]][PathKey(entry.path)] = entry
+            groups[holder, default: []].append(entry)
         }
         for holder in groups.keys.sorted() {
-            guard let files = groups[holder] else { continue }
+            guard let group = groups.removeValue(forKey: holder) else { continue }
+            let files = ManifestIndex(group)
             let located: (source: ByteSource, name: String)?
             do {
                 located = try locateArchive?(holder)
@@ -244,7 +245,7 @@ public final class Restorer {
                 located = nil
             }
             guard let located else {
-                for key in files.keys {
+                for (key, _) in files {
                     result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(key.bytes),
                                                       reason: "its content is in the archive of backup \(holder), which is not available"))
                 }
@@ -255,8 +256,8 @@ public final class Restorer {
             defer { located.source.close() }
             var seen = Set<PathKey>()
             _ = try readArchive(located.source, name: located.name, holder: holder, expected: files, seen: &seen,
-                                context: context, onlyEntries: context.selection.isEverything ? nil : Array(files.values))
-            for key in files.keys where !seen.contains(key) {
+                                context: context, onlyEntries: context.selection.isEverything ? nil : files.entries)
+            for (key, _) in files where !seen.contains(key) {
                 result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(key.bytes),
                                                   reason: "missing from the archive of backup \(holder)"))
             }
@@ -288,7 +289,7 @@ public final class Restorer {
     // MARK: Entries
 
     private func restoreEntry(_ header: ArchiveEntryHeader, reader: ArchiveReader, holder: BackupID?,
-                              expected: [PathKey: ManifestEntry]?, seen: inout Set<PathKey>,
+                              expected: ManifestIndex?, seen: inout Set<PathKey>,
                               context: PhaseContext) throws {
         let target = context.target
         let selection = context.selection
@@ -557,7 +558,7 @@ public final class Restorer {
 
     /// Places the files that waited for the archive's own manifest (`index`); with no
     /// manifest at all (a plain tarball), they are placed unverified.
-    private func commitPendings(target: RestoreTarget, index: [PathKey: ManifestEntry]?, hasManifest: Bool,
+    private func commitPendings(target: RestoreTarget, index: ManifestIndex?, hasManifest: Bool,
                                 restoreSpecialFiles: Bool) {
         var failed = Set<PathKey>()
         for pending in writer?.takePendings() ?? [] {
