@@ -279,6 +279,8 @@ public final class Restorer {
                     continue
                 }
                 try restoreHardLink(header, components: components, path: entry.path, parentFD: parentFD, deferred: false)
+            } catch let failure as TargetFailure {
+                throw failure
             } catch {
                 result.warnings.append(PathWarning(kind: .unwritable, path: entry.displayPath, reason: "\(error)"))
             }
@@ -592,10 +594,11 @@ public final class Restorer {
             if !hasManifest && result.archiveProblem != nil {
                 finalName += Array(Restorer.unverifiedSuffix.utf8)
             }
-            if RestoreTarget.rename(pending.temporaryName, to: finalName, in: parentFD) != 0 {
+            let code = RestoreTarget.rename(pending.temporaryName, to: finalName, in: parentFD)
+            if code != 0 {
                 RestoreTarget.remove(pending.temporaryName, in: parentFD)
                 result.warnings.append(PathWarning(kind: .unwritable, path: PathBytes.display(pending.path),
-                                                   reason: FileDescriptorIO.message(errno)))
+                                                   reason: FileDescriptorIO.message(code)))
                 continue
             }
             if pending.linkOf != nil { result.hardlinks += 1 } else { result.files += 1 }
