@@ -127,5 +127,6 @@ final class UnprivilegedUserTests: EndToEndTestCase {
         assertExit(text, 3)
         XCTAssertTrue(text.stderrText.contains("locked/b.txt") && text.stderrText.lowercased().contains("permission denied"),
                       "the warning names the path and the reason:\n\(text)")
+        XCTAssertTrue(text.stdoutText.contains("2 paths the target refused"), "the summary says what is missing:\n\(text)")
     }
 }

@@ -77,7 +77,9 @@ public struct RestoreResult: Sendable {
     public var hasIntegrityFailure: Bool { !damaged.isEmpty || archiveProblem != nil }
     /// True when some paths could not be written into the target (each named in a
     /// warning): exit code 3.
-    public var hasUnwrittenPaths: Bool { warnings.contains { $0.kind == .unwritable } }
+    public var hasUnwrittenPaths: Bool { unwrittenPaths > 0 }
+    /// How many paths the target refused.
+    public var unwrittenPaths: Int { warnings.count { $0.kind == .unwritable } }
     /// Entries restored (or, in a dry run, that would be).
     public var entryCount: Int64 { files + directories + symlinks + hardlinks + other }
 }

@@ -112,14 +112,9 @@ final class RestoreTarget {
         while chain.count > count { close(chain.removeLast().fd) }
     }
 
-    /// Like `directory`, but the caller owns (and closes) the descriptor; for a second
-    /// directory needed at the same time (a hard link's target).
-    func openDirectory(_ components: ArraySlice<[UInt8]>, create: Bool) throws -> Int32 {
-        try RestoreTarget.openDirectory(components, in: rootFD, create: create)
-    }
-
-    /// Opens the folder `components` below the folder `root` (which stays open); the caller
-    /// owns the result. Touches no target state, so any thread may call it.
+    /// Like `directory`, but from any folder `rootFD` (which stays open), and the caller owns
+    /// (and closes) the descriptor: for a second folder needed at the same time (a hard
+    /// link's target). Touches no target state, so any thread may call it.
     static func openDirectory(_ components: ArraySlice<[UInt8]>, in rootFD: Int32, create: Bool) throws -> Int32 {
         var fd = rootFD
         for component in components {

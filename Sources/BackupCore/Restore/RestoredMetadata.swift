@@ -11,8 +11,7 @@ enum RestoredMetadata {
     static func apply(_ header: ArchiveEntryHeader, fd: Int32, request: RestoreRequest, path: [UInt8],
                       warnings: inout [PathWarning]) {
         if request.preserveOwnership {
-            let uid = header.userName.flatMap(UserNames.shared.userID(named:)) ?? header.uid
-            let gid = header.groupName.flatMap(UserNames.shared.groupID(named:)) ?? header.gid
+            let (uid, gid) = owner(of: header)
             if fchown(fd, uid, gid) != 0 { problem(path, "owner", errno, &warnings) }
         }
         // setuid/setgid only when asked for (as root): a backup must not plant privileged programs.
@@ -39,8 +38,7 @@ enum RestoredMetadata {
                             path: [UInt8], warnings: inout [PathWarning]) {
         PathBytes.withCString(name) { cName in
             if request.preserveOwnership {
-                let uid = header.userName.flatMap(UserNames.shared.userID(named:)) ?? header.uid
-                let gid = header.groupName.flatMap(UserNames.shared.groupID(named:)) ?? header.gid
+                let (uid, gid) = owner(of: header)
                 if fchownat(parentFD, cName, uid, gid, AT_SYMLINK_NOFOLLOW) != 0 { problem(path, "owner", errno, &warnings) }
             }
             if header.type != .symlink, fchmodat(parentFD, cName, mode_t(header.permissions & 0o1777), 0) != 0 {
@@ -64,7 +62,14 @@ enum RestoredMetadata {
         }
     }
 
-    // MARK: Problems
+    // MARK: Helpers
+
+    /// The owner to give: by name when this system knows the name, else by the recorded id.
+    private static func owner(of header: ArchiveEntryHeader) -> (uid: UInt32, gid: UInt32) {
+        (header.userName.flatMap(UserNames.shared.userID(named:)) ?? header.uid,
+         header.groupName.flatMap(UserNames.shared.groupID(named:)) ?? header.gid)
+    }
+
 
     private static func problem(_ path: [UInt8], _ what: String, _ code: Int32, _ warnings: inout [PathWarning]) {
         warnings.append(PathWarning(kind: .metadata, path: PathBytes.display(path),

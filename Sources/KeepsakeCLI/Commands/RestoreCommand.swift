@@ -167,6 +167,10 @@ struct RestoreCommand: KeepsakeCommand {
             .init("Restored", "\(Units.count(Int(result.files), "file")), \(Units.count(Int(result.directories), "folder")), "
                 + "\(Units.count(Int(result.symlinks + result.hardlinks + result.other))) links and others, \(Units.bytes(result.bytes))"),
         ]
+        if result.hasUnwrittenPaths {
+            items.append(.init("Not written", "\(Units.count(result.unwrittenPaths, "path")) the target refused (see the warnings above)",
+                               valueRole: .warning))
+        }
         if result.skippedExisting > 0 {
             items.append(.init("Kept", "\(Units.count(Int(result.skippedExisting), "existing file")) (use --overwrite to replace them)"))
         }
