@@ -55,7 +55,6 @@ final class RestoreFileWriter: @unchecked Sendable {
         let sha256: String?
         /// For a hard link: the path of the file it names.
         let linkOf: [UInt8]?
-        let size: Int64
     }
 
     /// What the writer did since the last `drain`.
@@ -326,7 +325,7 @@ final class RestoreFileWriter: @unchecked Sendable {
         case .wait:
             pendingIndex[PathKey(job.path)] = pendings.count
             pendings.append(Pending(components: job.components, path: job.path, temporaryName: file.temporary,
-                                    sha256: sha256, linkOf: nil, size: size))
+                                    sha256: sha256, linkOf: nil))
         }
     }
 
@@ -362,7 +361,7 @@ final class RestoreFileWriter: @unchecked Sendable {
         }
         if job.deferred {
             pendings.append(Pending(components: job.components, path: job.path, temporaryName: temporary, sha256: nil,
-                                    linkOf: job.linkPath, size: 0))
+                                    linkOf: job.linkPath))
         } else if place(temporary, as: job.components[job.components.count - 1], in: job.directory.fd, path: job.path) {
             outcome.hardlinks += 1
             liveFiles.add(1, ordering: .relaxed)
