@@ -8,9 +8,7 @@ final class RestoreTarget {
     // MARK: Errors
 
     /// A path that cannot be written safely.
-    struct Refusal: Error {
-        let reason: String
-    }
+    typealias Refusal = ArchivePath.Refusal
 
     // MARK: State
 
@@ -72,13 +70,10 @@ final class RestoreTarget {
 
     // MARK: Paths
 
-    /// Splits an archive path into safe components, or explains why it is unsafe.
-    static func components(of path: [UInt8]) -> Result<[[UInt8]], Refusal> {
-        if path.first == UInt8(ascii: "/") { return .failure(Refusal(reason: "absolute path")) }
-        let parts = PathBytes.components(path)
-        if parts.contains([46, 46]) { return .failure(Refusal(reason: "path contains '..'")) }
-        if parts.isEmpty { return .failure(Refusal(reason: "empty path")) }
-        return .success(parts)
+    /// Splits an archive path into safe components, or explains why it is unsafe (see
+    /// `ArchivePath`, the one place that decides).
+    static func components(of path: [UInt8]) -> Result<[[UInt8]], ArchivePath.Refusal> {
+        ArchivePath.components(of: path)
     }
 
     /// An open descriptor of the directory `components` (relative to the target), made
