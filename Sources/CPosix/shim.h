@@ -12,6 +12,10 @@ static const int KS_O_NOATIME = 01000000;
 static const int KS_SEEK_DATA = 3;
 static const int KS_SEEK_HOLE = 4;
 static const long KS_UTIME_NOW = ((1l << 30) - 1l);
+/// open(2): a descriptor that only names a file (no read or write), to act on it by descriptor.
+static const int KS_O_PATH = 010000000;
+/// *at(2) calls: act on the descriptor itself when the name is empty.
+static const int KS_AT_EMPTY_PATH = 0x1000;
 
 extern int syncfs(int fd);
 extern int sync_file_range(int fd, long long offset, long long nbytes, unsigned int flags);

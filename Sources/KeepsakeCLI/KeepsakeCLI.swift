@@ -79,7 +79,8 @@ public enum KeepsakeCLI {
             code = .interrupted
         case is LockError:
             code = .locked
-        case EngineError.archiveMissing:
+        case EngineError.archiveMissing, EngineError.manifestUnreadable:
+            // A backup found damaged (its archive gone, its manifest unreadable or hostile).
             code = .integrity
         case let failure as ExcludePatternError:
             code = .usage

@@ -52,7 +52,7 @@ func createFile(named name: [UInt8], in directory: String, contents: [UInt8] = [
 
 /// Creates a file at a raw-byte path (not necessarily UTF-8).
 func createFile(at full: [UInt8], contents: [UInt8] = []) throws {
-    let fd = PathBytes.withCString(full) { open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
+    let fd = PathBytes.syscall(full) { open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
     guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
     defer { close(fd) }
     let code = contents.withUnsafeBytes { FileDescriptorIO.writeAll(fd, $0) }
@@ -61,7 +61,7 @@ func createFile(at full: [UInt8], contents: [UInt8] = []) throws {
 
 /// The raw bytes of the file at `path` (which may hold non-UTF-8 bytes).
 func readFileBytes(_ path: [UInt8]) throws -> [UInt8] {
-    let fd = PathBytes.withCString(path) { open($0, O_RDONLY | O_CLOEXEC) }
+    let fd = PathBytes.syscall(path) { open($0, O_RDONLY | O_CLOEXEC) }
     guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
     let source = FileByteSource(fd: fd, name: PathBytes.display(path))
     defer { source.close() }

@@ -333,6 +333,28 @@ final class ManifestTests: XCTestCase {
         assertInvalidLine("{\"path\":\"l\",\"type\":\"symlink\",\"link_b64\":\"%%\"}", at: 2, naming: ["'link_b64'"])
     }
 
+    func testANULByteInAPathOrLinkIsADamagedManifest() {
+        // `..\u0000` passes a check for `..` and becomes `..` in a C string.
+        let nul = Data("..\u{0}/outside".utf8).base64EncodedString()
+        assertInvalidLine(#"{"path":"..\u0000/outside/victim","type":"hardlink","link":"a"}"#, naming: ["'path'", "NUL"])
+        assertInvalidLine(#"{"path_b64":"\#(nul)","type":"file"}"#, naming: ["'path'", "NUL"])
+        assertInvalidLine(#"{"path":"l","type":"symlink","link":"a\u0000b"}"#, naming: ["'link'", "NUL"])
+        assertInvalidLine(#"{"path":"h","type":"hardlink","link_b64":"\#(nul)"}"#, naming: ["'link'", "NUL"])
+        // A raw NUL byte is not JSON at all.
+        var bytes = Array((summaryLine + "\n").utf8)
+        bytes += Array(#"{"path":".."#.utf8) + [0] + Array(#"/x","type":"file"}"#.utf8) + [10]
+        guard let error = manifestError(bytes: bytes) else { return }
+        guard case .invalidLine(2, _) = error else { return XCTFail("\(error)") }
+    }
+
+    func testANULByteIsRefusedWhenOnlySomeEntriesAreKept() {
+        // A partial restore judges lines from their start; a NUL in a kept line is still found.
+        let text = summaryLine + "\n" + #"{"path":"sel/..\u0000/..\u0000/outside/victim","type":"hardlink","link":"b"}"# + "\n"
+        XCTAssertThrowsError(try Manifest.parse(Array(text.utf8), keeping: { path, _ in path.starts(with: Array("sel".utf8)) })) { error in
+            XCTAssertTrue("\(error)".contains("NUL"), "\(error)")
+        }
+    }
+
     func testInvalidUTF8InALineIsRefused() {
         var bytes = Array((summaryLine + "\n").utf8)
         bytes += Array("{\"path\":\"".utf8) + [0xff, 0xfe] + Array("\",\"type\":\"file\"}\n".utf8)

@@ -59,11 +59,55 @@ final class PathBytesTests: XCTestCase {
         XCTAssertEqual(PathBytes.from("a/é"), [0x61, 0x2f, 0xc3, 0xa9])
     }
 
-    func testCStringRoundTrip() {
+    func testCStringRoundTrip() throws {
         let raw: [UInt8] = [0x61, 0xff, 0x2f, 0x80]
-        let back = PathBytes.withCString(raw) { PathBytes.fromCString($0) }
+        let back = try PathBytes.withCString(raw) { PathBytes.fromCString($0) }
         XCTAssertEqual(back, raw)
         XCTAssertNil(PathBytes.fromCString(nil))
+    }
+
+    func testTheCStringBridgeRefusesAnEmbeddedNUL() {
+        // `..\0/outside` would reach the kernel as `..`: the body must never run.
+        var called = false
+        XCTAssertThrowsError(try PathBytes.withCString(bytes("..") + [0] + bytes("/outside")) { _ in called = true }) { error in
+            XCTAssertTrue(error is PathBytes.EmbeddedNUL, "\(error)")
+            XCTAssertTrue("\(error)".contains("NUL"), "\(error)")
+        }
+        XCTAssertFalse(called)
+        errno = 0
+        let status = PathBytes.syscall(bytes("..") + [0]) { path -> Int32 in
+            called = true
+            return mkdir(path, 0o755)
+        }
+        XCTAssertEqual(status, -1)
+        XCTAssertEqual(errno, EINVAL)
+        XCTAssertFalse(called, "the system call ran with a truncated path")
+    }
+
+    // MARK: Archive paths
+
+    func testArchivePathRefusesNULAbsoluteParentAndEmpty() {
+        func refusal(_ path: [UInt8]) -> String? {
+            if case .failure(let refusal) = ArchivePath.components(of: path) { return refusal.reason }
+            return nil
+        }
+        XCTAssertEqual(refusal(bytes("..") + [0] + bytes("/outside/victim")), "path contains a NUL byte")
+        XCTAssertEqual(refusal(bytes("sel/..") + [0] + bytes("/..") + [0] + bytes("/x")), "path contains a NUL byte")
+        XCTAssertEqual(refusal(bytes("a") + [0]), "path contains a NUL byte")
+        XCTAssertEqual(refusal(bytes("a/../b")), "path contains '..'")
+        XCTAssertEqual(refusal(bytes("..")), "path contains '..'")
+        XCTAssertEqual(refusal(bytes("/etc/passwd")), "absolute path")
+        XCTAssertEqual(refusal([]), "empty path")
+        XCTAssertEqual(refusal(bytes("././/")), "empty path")
+        XCTAssertNil(refusal(bytes("a/..b/...")), "names that only start with dots are fine")
+        XCTAssertNil(refusal([0x61, 0xff, 0x2f, 0x0a]), "any byte but NUL is a valid name")
+        if case .success(let parts) = ArchivePath.components(of: bytes("./a//b/./c/")) {
+            XCTAssertEqual(parts, [bytes("a"), bytes("b"), bytes("c")])
+        } else {
+            XCTFail("a harmless path was refused")
+        }
+        XCTAssertTrue(ArchivePath.isStorable([0x61, 0xff]))
+        XCTAssertFalse(ArchivePath.isStorable([0x61, 0]))
     }
 
     // MARK: Composition

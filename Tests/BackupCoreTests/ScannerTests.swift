@@ -201,7 +201,7 @@ final class ScannerTests: XCTestCase {
         let oddDirectory: [UInt8] = [0x80, 0xfe]
         try createFile(named: oddFile, in: source, contents: [1, 2, 3])
         let directory = PathBytes.join(bytes(source), oddDirectory)
-        XCTAssertEqual(PathBytes.withCString(directory) { mkdir($0, 0o755) }, 0)
+        XCTAssertEqual(PathBytes.syscall(directory) { mkdir($0, 0o755) }, 0)
         try createFile(at: PathBytes.join(directory, [0xff]), contents: [4])
         let visited = try scan(source)
         let src = bytes("src/")

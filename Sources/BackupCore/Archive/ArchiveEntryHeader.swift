@@ -77,9 +77,10 @@ public struct ArchiveEntryHeader: Sendable, Equatable {
 
     // MARK: libarchive bridging
 
-    /// Fills a (cleared) libarchive entry from the header.
-    func fill(_ entry: OpaquePointer) {
-        PathBytes.withCString(path) { archive_entry_copy_pathname(entry, $0) }
+    /// Fills a (cleared) libarchive entry from the header; throws `PathBytes.EmbeddedNUL`
+    /// for a path or link target no tar header can carry.
+    func fill(_ entry: OpaquePointer) throws {
+        try PathBytes.withCString(path) { archive_entry_copy_pathname(entry, $0) }
         archive_entry_set_size(entry, type == .file ? size : 0)
         archive_entry_set_perm(entry, mode_t(permissions & 0o7777))
         archive_entry_set_uid(entry, la_int64_t(uid))
@@ -98,10 +99,10 @@ public struct ArchiveEntryHeader: Sendable, Equatable {
         case .directory: archive_entry_set_filetype(entry, KS_AE_IFDIR)
         case .symlink:
             archive_entry_set_filetype(entry, KS_AE_IFLNK)
-            PathBytes.withCString(linkTarget ?? []) { archive_entry_copy_symlink(entry, $0) }
+            try PathBytes.withCString(linkTarget ?? []) { archive_entry_copy_symlink(entry, $0) }
         case .hardlink:
             archive_entry_set_filetype(entry, KS_AE_IFREG)
-            PathBytes.withCString(linkTarget ?? []) { archive_entry_copy_hardlink(entry, $0) }
+            try PathBytes.withCString(linkTarget ?? []) { archive_entry_copy_hardlink(entry, $0) }
         case .fifo: archive_entry_set_filetype(entry, KS_AE_IFIFO)
         case .characterDevice:
             archive_entry_set_filetype(entry, KS_AE_IFCHR)

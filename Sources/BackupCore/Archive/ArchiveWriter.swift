@@ -100,7 +100,11 @@ public final class ArchiveWriter {
     /// the header's size in bytes (a sparse file's holes included, as zeros).
     public func writeHeader(_ header: ArchiveEntryHeader) throws {
         archive_entry_clear(entry)
-        header.fill(entry)
+        do {
+            try header.fill(entry)
+        } catch {
+            throw ArchiveError.write(path: PathBytes.display(header.path), reason: "\(error)")
+        }
         let status = archive_write_header(archive, entry)
         if status < ARCHIVE_WARN { throw failure(for: header.path) }
     }

@@ -185,7 +185,7 @@ final class ArchiveSession {
 
     /// Reads a whole file to hash it (for `--reread`); nil when it cannot be read.
     private func contentHash(_ item: ScannedItem) -> String? {
-        let fd = PathBytes.withCString(item.name) { openat(item.parentFD, $0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
+        let fd = PathBytes.syscall(item.name) { openat(item.parentFD, $0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         let hasher = SHA256Hasher()
@@ -201,10 +201,10 @@ final class ArchiveSession {
     private func addFile(_ item: ScannedItem, header: ArchiveEntryHeader) throws -> (size: Int64, sha256: String, mtime: Int64)? {
         let path = PathBytes.display(item.absolutePath)
         pauseForTests()
-        var fd = PathBytes.withCString(item.name) { openat(item.parentFD, $0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | KS_O_NOATIME) }
+        var fd = PathBytes.syscall(item.name) { openat(item.parentFD, $0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | KS_O_NOATIME) }
         if fd < 0 && errno == EPERM {
             // KS_O_NOATIME is only allowed on one's own files.
-            fd = PathBytes.withCString(item.name) { openat(item.parentFD, $0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
+            fd = PathBytes.syscall(item.name) { openat(item.parentFD, $0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         }
         guard fd >= 0 else {
             let reason = errno == ELOOP ? "it was replaced by a symlink while the backup ran" : FileDescriptorIO.message(errno)
@@ -422,7 +422,7 @@ final class ArchiveSession {
 
     private func readLink(_ item: ScannedItem) -> [UInt8]? {
         var target = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = PathBytes.withCString(item.name) { name in
+        let count = PathBytes.syscall(item.name) { name in
             target.withUnsafeMutableBufferPointer { buffer in
                 buffer.withMemoryRebound(to: CChar.self) { chars -> Int in
                     guard let base = chars.baseAddress else { return -1 }
@@ -440,7 +440,7 @@ final class ArchiveSession {
     /// User, trusted and security attributes (ACLs live in system.* and are not kept).
     private func extendedAttributes(fd: Int32, path: [UInt8]) -> [ArchiveEntryHeader.XAttribute] {
         func list(_ buffer: UnsafeMutablePointer<CChar>?, _ size: Int) -> Int {
-            fd >= 0 ? ks_flistxattr(fd, buffer, size) : PathBytes.withCString(path) { ks_llistxattr($0, buffer, size) }
+            fd >= 0 ? ks_flistxattr(fd, buffer, size) : PathBytes.syscall(path) { ks_llistxattr($0, buffer, size) }
         }
         let needed = list(nil, 0)
         guard needed > 0 else { return [] }
@@ -452,7 +452,7 @@ final class ArchiveSession {
             let nameBytes = rawName.map { UInt8(bitPattern: $0) }
             guard let name = PathBytes.validString(nameBytes), !name.hasPrefix("system.") else { continue }
             func get(_ buffer: UnsafeMutableRawPointer?, _ size: Int) -> Int {
-                fd >= 0 ? ks_fgetxattr(fd, name, buffer, size) : PathBytes.withCString(path) { ks_lgetxattr($0, name, buffer, size) }
+                fd >= 0 ? ks_fgetxattr(fd, name, buffer, size) : PathBytes.syscall(path) { ks_lgetxattr($0, name, buffer, size) }
             }
             let size = get(nil, 0)
             guard size >= 0 else { continue }

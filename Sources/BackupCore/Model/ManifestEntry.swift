@@ -122,15 +122,22 @@ public struct ManifestEntry: Sendable, Equatable {
         }
         func field(_ key: String) -> JSONValue? { object[key] }
         func bytes(_ key: String, required: Bool) throws -> [UInt8]? {
-            if let text = field(key)?.stringValue { return PathBytes.from(text) }
-            if let encoded = field(key + "_b64")?.stringValue {
+            var decoded: [UInt8]?
+            if let text = field(key)?.stringValue {
+                decoded = PathBytes.from(text)
+            } else if let encoded = field(key + "_b64")?.stringValue {
                 guard let data = Data(base64Encoded: encoded) else {
                     throw ManifestError.invalidLine(line: line, reason: "'\(key)_b64' is not valid base64")
                 }
-                return Array(data)
+                decoded = Array(data)
             }
-            if required { throw ManifestError.invalidLine(line: line, reason: "missing '\(key)'") }
-            return nil
+            // Judged after decoding (`\u0000` and base64 both make a NUL): no tar header can
+            // hold one, and a C string would end there, so the system would see another path.
+            if let decoded, !ArchivePath.isStorable(decoded) {
+                throw ManifestError.invalidLine(line: line, reason: "'\(key)' holds a NUL byte, which no archive can store")
+            }
+            if decoded == nil && required { throw ManifestError.invalidLine(line: line, reason: "missing '\(key)'") }
+            return decoded
         }
         func integer(_ key: String, default value: Int64? = nil) throws -> Int64 {
             guard let raw = field(key) else {

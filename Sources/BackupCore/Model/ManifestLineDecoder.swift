@@ -186,7 +186,8 @@ struct ManifestLineDecoder {
                 return range
             }
             if byte >= 0x80 { ascii = false }
-            // Escapes and control characters: the general parser knows what they mean.
+            // Escapes and control characters (a NUL among them): the general parser knows what
+            // they mean, and refuses a NUL in a path or link (see ManifestEntry.init(json:line:)).
             if byte == UInt8(ascii: "\\") || byte < 0x20 { return nil }
             position += 1
         }

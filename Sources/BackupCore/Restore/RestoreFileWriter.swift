@@ -55,6 +55,9 @@ final class RestoreFileWriter: @unchecked Sendable {
         let sha256: String?
         /// For a hard link: the path of the file it names.
         let linkOf: [UInt8]?
+        /// For a file: which file was written, so that it is found again by descriptor, not
+        /// by its name alone (nil for a hard link, or when it could not be read).
+        let identity: RestoredMetadata.Identity?
     }
 
     /// What the writer did since the last `drain`.
@@ -261,7 +264,7 @@ final class RestoreFileWriter: @unchecked Sendable {
         abandon() // a file never ended (not expected): its temporary must not stay
         guard outcome.failure == nil else { return }
         let temporary = RestoreTarget.temporaryName()
-        let fd = PathBytes.withCString(temporary) {
+        let fd = PathBytes.syscall(temporary) {
             openat(job.directory.fd, $0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         }
         guard fd >= 0 else {
@@ -307,6 +310,7 @@ final class RestoreFileWriter: @unchecked Sendable {
             return
         }
         RestoredMetadata.apply(job.header, fd: file.fd, request: request, path: job.path, warnings: &outcome.warnings)
+        let identity = RestoredMetadata.Identity(fd: file.fd)
         close(file.fd)
         outcome.bytes += size
         liveBytes.add(size, ordering: .relaxed)
@@ -325,7 +329,7 @@ final class RestoreFileWriter: @unchecked Sendable {
         case .wait:
             pendingIndex[PathKey(job.path)] = pendings.count
             pendings.append(Pending(components: job.components, path: job.path, temporaryName: file.temporary,
-                                    sha256: sha256, linkOf: nil))
+                                    sha256: sha256, linkOf: nil, identity: identity))
         }
     }
 
@@ -352,8 +356,8 @@ final class RestoreFileWriter: @unchecked Sendable {
         }
         defer { close(sourceFD) }
         let temporary = RestoreTarget.temporaryName()
-        let status = PathBytes.withCString(sourceParts[sourceParts.count - 1]) { source in
-            PathBytes.withCString(temporary) { linkat(sourceFD, source, job.directory.fd, $0, 0) }
+        let status = PathBytes.syscall(sourceParts[sourceParts.count - 1]) { source in
+            PathBytes.syscall(temporary) { linkat(sourceFD, source, job.directory.fd, $0, 0) }
         }
         guard status == 0 else {
             outcome.warnings.append(PathWarning(kind: .unwritable, path: PathBytes.display(job.path), reason: notRestored))
@@ -361,7 +365,7 @@ final class RestoreFileWriter: @unchecked Sendable {
         }
         if job.deferred {
             pendings.append(Pending(components: job.components, path: job.path, temporaryName: temporary, sha256: nil,
-                                    linkOf: job.linkPath))
+                                    linkOf: job.linkPath, identity: nil))
         } else if place(temporary, as: job.components[job.components.count - 1], in: job.directory.fd, path: job.path) {
             outcome.hardlinks += 1
             liveFiles.add(1, ordering: .relaxed)

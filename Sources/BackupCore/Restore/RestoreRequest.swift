@@ -24,16 +24,35 @@ public struct RestoreRequest: Sendable {
     /// Also restore setuid/setgid bits and device files (`--same-owner`; root only). Off by
     /// default: an archive should not be able to plant a setuid program or a raw disk node.
     public var restoreSpecialFiles: Bool
+    /// Give entries exactly their recorded permission bits (`--same-permissions`; the
+    /// default for root, as with GNU tar); otherwise `umask` is applied to them.
+    public var samePermissions: Bool
+    /// The process's umask when the request was made (applied unless `samePermissions`).
+    public var umask: UInt32
 
     /// Creates a request.
     public init(target: String, selections: [String] = [], overwrite: OverwritePolicy = .never, dryRun: Bool = false,
-                preserveOwnership: Bool = geteuid() == 0, restoreSpecialFiles: Bool = false) {
+                preserveOwnership: Bool = geteuid() == 0, restoreSpecialFiles: Bool = false,
+                samePermissions: Bool = geteuid() == 0, umask: UInt32 = RestoreRequest.currentUmask()) {
         self.target = target
         self.selections = selections
         self.overwrite = overwrite
         self.dryRun = dryRun
         self.preserveOwnership = preserveOwnership
         self.restoreSpecialFiles = restoreSpecialFiles && preserveOwnership
+        self.samePermissions = samePermissions
+        self.umask = umask & 0o7777
+    }
+
+    /// The process's umask, read from `/proc/self/status` (setting it to read it back would
+    /// change it for every thread for a moment); 022 when that cannot be read.
+    public static func currentUmask() -> UInt32 {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Umask:") }),
+              let value = UInt32(line.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces), radix: 8) else {
+            return 0o022
+        }
+        return value
     }
 }
 

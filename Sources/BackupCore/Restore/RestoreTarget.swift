@@ -129,12 +129,12 @@ final class RestoreTarget {
     /// Opens folder `component` inside `parent` without following a symlink, making it
     /// first when `create` is set and it is missing.
     private static func openComponent(_ component: [UInt8], in parent: Int32, create: Bool) throws -> Int32 {
-        var next = PathBytes.withCString(component) { openat(parent, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        var next = PathBytes.syscall(component) { openat(parent, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         if next < 0 && errno == ENOENT && create {
-            if PathBytes.withCString(component, { mkdirat(parent, $0, 0o755) }) != 0 && errno != EEXIST {
+            if PathBytes.syscall(component, { mkdirat(parent, $0, 0o755) }) != 0 && errno != EEXIST {
                 throw Refusal(reason: "cannot create a folder (\(FileDescriptorIO.message(errno)))")
             }
-            next = PathBytes.withCString(component) { openat(parent, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+            next = PathBytes.syscall(component) { openat(parent, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         }
         guard next >= 0 else {
             let code = errno
@@ -162,18 +162,18 @@ final class RestoreTarget {
     /// `lstat` of a name in a directory, or nil.
     static func existing(_ name: [UInt8], in directoryFD: Int32) -> stat? {
         var info = stat()
-        return PathBytes.withCString(name, { fstatat(directoryFD, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0 ? info : nil
+        return PathBytes.syscall(name, { fstatat(directoryFD, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0 ? info : nil
     }
 
     /// Renames within one directory, replacing what is there.
     static func rename(_ from: [UInt8], to: [UInt8], in directoryFD: Int32) -> Int32 {
-        PathBytes.withCString(from) { source in
-            PathBytes.withCString(to) { renameat(directoryFD, source, directoryFD, $0) }
+        PathBytes.syscall(from) { source in
+            PathBytes.syscall(to) { renameat(directoryFD, source, directoryFD, $0) }
         } == 0 ? 0 : errno
     }
 
     /// Removes a name (not a directory) from a directory.
     static func remove(_ name: [UInt8], in directoryFD: Int32) {
-        _ = PathBytes.withCString(name) { unlinkat(directoryFD, $0, 0) }
+        _ = PathBytes.syscall(name) { unlinkat(directoryFD, $0, 0) }
     }
 }

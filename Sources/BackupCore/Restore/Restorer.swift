@@ -66,7 +66,10 @@ public final class Restorer {
         redirects = [:]
         if let manifest, !selection.isEverything {
             for entry in manifest.entries where entry.type == .hardlink {
+                // Both names must be safe to write: an unsafe one is refused where it is met.
                 guard let linkTarget = entry.linkTarget, redirects[PathKey(linkTarget)] == nil,
+                      case .success = ArchivePath.components(of: entry.path),
+                      case .success = ArchivePath.components(of: linkTarget),
                       selection.matches(entry.path, isDirectory: false),
                       !selection.matches(linkTarget, isDirectory: false) else { continue }
                 redirects[PathKey(linkTarget)] = entry.path
@@ -119,7 +122,7 @@ public final class Restorer {
             if let final { result.backupID = final.summary.id }
             if let target {
                 commitPendings(target: target, index: manifest == nil ? final?.index() : nil, hasManifest: final != nil,
-                               restoreSpecialFiles: request.restoreSpecialFiles)
+                               request: request)
             } else if manifest == nil {
                 result.plainTarball = inner == nil && result.archiveProblem == nil
             }
@@ -268,8 +271,14 @@ public final class Restorer {
     /// archive): made last, once every file is in place.
     private func restoreRecordedLinks(_ manifest: Manifest, target: RestoreTarget, context: PhaseContext) throws {
         for entry in manifest.entries where entry.type == .hardlink && entry.storedIn != nil {
-            guard context.selection.matches(entry.path, isDirectory: false),
-                  case .success(let components) = RestoreTarget.components(of: entry.path) else { continue }
+            guard context.selection.matches(entry.path, isDirectory: false) else { continue }
+            let components: [[UInt8]]
+            switch RestoreTarget.components(of: entry.path) {
+            case .success(let parts): components = parts
+            case .failure(let refusal):
+                refuse(entry.path, refusal.reason)
+                continue
+            }
             let header = ArchiveEntryHeader(path: entry.path, type: .hardlink, linkTarget: entry.linkTarget)
             do {
                 let parentFD = try target.directory(components.dropLast(), create: true)
@@ -407,7 +416,7 @@ public final class Restorer {
 
         switch header.type {
         case .directory:
-            if PathBytes.withCString(name, { mkdirat(parentFD, $0, 0o700) }) != 0 {
+            if PathBytes.syscall(name, { mkdirat(parentFD, $0, 0o700) }) != 0 {
                 try targetProblem(path, errno)
                 return
             }
@@ -418,12 +427,12 @@ public final class Restorer {
                             expected: entry, hasManifest: expected != nil)
         case .symlink:
             let temporary = RestoreTarget.temporaryName()
-            let status = PathBytes.withCString(header.linkTarget ?? []) { link in
-                PathBytes.withCString(temporary) { symlinkat(link, parentFD, $0) }
+            let status = PathBytes.syscall(header.linkTarget ?? []) { link in
+                PathBytes.syscall(temporary) { symlinkat(link, parentFD, $0) }
             }
             guard status == 0 else { try targetProblem(path, errno); return }
-            RestoredMetadata.applyToLink(header, name: temporary, parentFD: parentFD, request: request, path: path,
-                                         warnings: &result.warnings)
+            guard RestoredMetadata.applyToNode(header, name: temporary, parentFD: parentFD, request: request, path: path,
+                                               warnings: &result.warnings) else { return swapped(temporary, parentFD: parentFD, path: path) }
             try place(temporary, as: name, parentFD: parentFD, path: path)
             result.symlinks += 1
         case .hardlink:
@@ -436,12 +445,12 @@ public final class Restorer {
             }
             let temporary = RestoreTarget.temporaryName()
             let kind: mode_t = header.type == .fifo ? S_IFIFO : header.type == .characterDevice ? S_IFCHR : S_IFBLK
-            let status = PathBytes.withCString(temporary) {
+            let status = PathBytes.syscall(temporary) {
                 mknodat(parentFD, $0, kind | mode_t(header.permissions & 0o777), dev_t(header.rdev))
             }
             guard status == 0 else { try targetProblem(path, errno); return }
-            RestoredMetadata.applyToLink(header, name: temporary, parentFD: parentFD, request: request, path: path,
-                                         warnings: &result.warnings)
+            guard RestoredMetadata.applyToNode(header, name: temporary, parentFD: parentFD, request: request, path: path,
+                                               warnings: &result.warnings) else { return swapped(temporary, parentFD: parentFD, path: path) }
             try place(temporary, as: name, parentFD: parentFD, path: path)
             result.other += 1
         case .socket:
@@ -486,7 +495,11 @@ public final class Restorer {
         }
         let original = linkParts.dropFirst().reduce(linkParts[0]) { PathBytes.join($0, $1) }
         let linkPath = redirects[PathKey(original)] ?? original
-        if linkPath != original, case .success(let redirected) = RestoreTarget.components(of: linkPath) {
+        if linkPath != original {
+            guard case .success(let redirected) = RestoreTarget.components(of: linkPath) else {
+                refuse(path, "hard link to an unsafe path")
+                return
+            }
             linkParts = redirected
         }
         try stopIfTargetFailed()
@@ -558,10 +571,20 @@ public final class Restorer {
         }
     }
 
+    /// Why a node this restore made is not placed: its temporary name no longer holds it.
+    static let swappedReason = "its temporary name was replaced by something else while it was restored "
+        + "(someone else can write this folder); not placed"
+
+    /// A node whose temporary name was swapped (see `RestoredMetadata.applyToNode`): the name
+    /// is removed (which never follows a symlink), and the path is named in a warning.
+    private func swapped(_ temporary: [UInt8], parentFD: Int32, path: [UInt8]) {
+        RestoreTarget.remove(temporary, in: parentFD)
+        result.warnings.append(PathWarning(kind: .unwritable, path: PathBytes.display(path), reason: Restorer.swappedReason))
+    }
+
     /// Places the files that waited for the archive's own manifest (`index`); with no
     /// manifest at all (a plain tarball), they are placed unverified.
-    private func commitPendings(target: RestoreTarget, index: ManifestIndex?, hasManifest: Bool,
-                                restoreSpecialFiles: Bool) {
+    private func commitPendings(target: RestoreTarget, index: ManifestIndex?, hasManifest: Bool, request: RestoreRequest) {
         var failed = Set<PathKey>()
         for pending in writer?.takePendings() ?? [] {
             guard let parentFD = try? target.directory(pending.components.dropLast(), create: false) else { continue }
@@ -578,9 +601,15 @@ public final class Restorer {
                 }
             }
             if problem == nil, pending.linkOf == nil, let entry = index?[PathKey(pending.path)] {
-                // Mode and time from the manifest, in case the archive's header was damaged.
-                RestoredMetadata.applyRecordedModeAndTime(entry, name: pending.temporaryName, parentFD: parentFD,
-                                                          keepSpecialBits: restoreSpecialFiles)
+                // Mode and time from the manifest, in case the archive's header was damaged;
+                // through a descriptor of the very file written (see RestoredMetadata).
+                guard let identity = pending.identity,
+                      RestoredMetadata.applyRecordedModeAndTime(entry, name: pending.temporaryName, parentFD: parentFD,
+                                                                identity: identity, request: request) else {
+                    failed.insert(PathKey(pending.path))
+                    swapped(pending.temporaryName, parentFD: parentFD, path: pending.path)
+                    continue
+                }
             }
             if let problem {
                 failed.insert(PathKey(pending.path))

@@ -52,7 +52,7 @@ public final class Scanner {
         let resolveWhole = bytes == [UInt8(ascii: "/")] || last == Array("..".utf8) || last == Array(".".utf8)
             || !bytes.contains(UInt8(ascii: "/")) && (last == Array(".".utf8))
         func real(_ target: [UInt8]) throws -> [UInt8] {
-            guard let resolved = PathBytes.withCString(target, { realpath($0, nil) }) else {
+            guard let resolved = try PathBytes.withCString(target, { realpath($0, nil) }) else {
                 throw EngineError.sourceUnusable(path: path, reason: FileDescriptorIO.message(errno))
             }
             defer { free(resolved) }
@@ -68,7 +68,7 @@ public final class Scanner {
         let resolvedParent = try real(parent)
         let absolute = PathBytes.join(resolvedParent, last)
         var info = stat()
-        guard PathBytes.withCString(absolute, { lstat($0, &info) }) == 0 else {
+        guard PathBytes.syscall(absolute, { lstat($0, &info) }) == 0 else {
             throw EngineError.sourceUnusable(path: path, reason: FileDescriptorIO.message(errno))
         }
         return absolute
@@ -100,7 +100,7 @@ public final class Scanner {
             parentPath = slash == 0 ? [UInt8(ascii: "/")] : Array(source[..<slash])
             name = Array(source[(slash + 1)...])
         }
-        let parentFD = PathBytes.withCString(parentPath) { open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        let parentFD = PathBytes.syscall(parentPath) { open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard parentFD >= 0 else {
             throw EngineError.sourceUnusable(path: PathBytes.display(source), reason: FileDescriptorIO.message(errno))
         }
@@ -113,14 +113,14 @@ public final class Scanner {
             try walk(directoryFD: parentFD, absolutePath: source, rootDevice: info.st_dev, visit: visit, ownsFD: false)
             return
         }
-        guard PathBytes.withCString(name, { fstatat(parentFD, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0 else {
+        guard PathBytes.syscall(name, { fstatat(parentFD, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0 else {
             throw EngineError.sourceUnusable(path: PathBytes.display(source), reason: FileDescriptorIO.message(errno))
         }
         let item = ScannedItem(parentFD: parentFD, name: name, absolutePath: source,
                                archivePath: Array(source.drop(while: { $0 == UInt8(ascii: "/") })), info: info)
         try visit(item)
         guard item.type == .directory else { return }
-        let fd = PathBytes.withCString(name) { openat(parentFD, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        let fd = PathBytes.syscall(name) { openat(parentFD, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0 else {
             warn(PathWarning(kind: .unreadable, path: PathBytes.display(source), reason: FileDescriptorIO.message(errno)))
             return
@@ -156,7 +156,7 @@ public final class Scanner {
             let absolute = PathBytes.join(frame.absolutePath, name)
             let relative = PathBytes.join(frame.relativePath, name)
             var info = stat()
-            guard PathBytes.withCString(name, { fstatat(frame.fd, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0 else {
+            guard PathBytes.syscall(name, { fstatat(frame.fd, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0 else {
                 // Vanished between listing and stat: nothing to back up, but say so.
                 warn(PathWarning(kind: .unreadable, path: PathBytes.display(absolute), reason: FileDescriptorIO.message(errno)))
                 continue
@@ -171,7 +171,7 @@ public final class Scanner {
             try visit(item)
             guard isDirectory else { continue }
             if options.oneFileSystem && info.st_dev != rootDevice { continue }
-            let fd = PathBytes.withCString(name) { openat(frame.fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+            let fd = PathBytes.syscall(name) { openat(frame.fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
             guard fd >= 0 else {
                 warn(PathWarning(kind: .unreadable, path: PathBytes.display(absolute), reason: FileDescriptorIO.message(errno)))
                 continue

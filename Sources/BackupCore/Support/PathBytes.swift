@@ -90,12 +90,37 @@ public enum PathBytes {
         return path.count == trimmed.count || path[trimmed.count] == UInt8(ascii: "/")
     }
 
-    /// Calls `body` with a NUL-terminated C string of the bytes.
-    public static func withCString<R>(_ bytes: [UInt8], _ body: (UnsafePointer<CChar>) throws -> R) rethrows -> R {
+    /// A path holding a NUL byte: a C string would end there, so the system would be handed
+    /// another path than the one checked. No such path is ever passed on.
+    public struct EmbeddedNUL: Error, Sendable, CustomStringConvertible {
+        /// The offending bytes.
+        public let path: [UInt8]
+
+        public var description: String { "the path \(PathBytes.display(path)) holds a NUL byte" }
+    }
+
+    /// Calls `body` with a NUL-terminated C string of the bytes; throws `EmbeddedNUL`
+    /// (without calling it) when the bytes hold a NUL.
+    public static func withCString<R>(_ bytes: [UInt8], _ body: (UnsafePointer<CChar>) throws -> R) throws -> R {
+        guard !bytes.contains(0) else { throw EmbeddedNUL(path: bytes) }
         var terminated = bytes
         terminated.append(0)
         return try terminated.withUnsafeBufferPointer { buffer in
-            try buffer.withMemoryRebound(to: CChar.self) { try body($0.baseAddress!) }
+            try buffer.withMemoryRebound(to: CChar.self) { buffer in
+                guard let base = buffer.baseAddress else { throw EmbeddedNUL(path: bytes) }
+                return try body(base)
+            }
+        }
+    }
+
+    /// Calls a system call that takes a path and returns -1 with `errno` set on failure:
+    /// for bytes holding a NUL, it is not called and the result is -1 with `errno` EINVAL.
+    public static func syscall<R: SignedInteger>(_ bytes: [UInt8], _ body: (UnsafePointer<CChar>) -> R) -> R {
+        do {
+            return try withCString(bytes, body)
+        } catch {
+            errno = EINVAL
+            return -1
         }
     }
 

@@ -24,7 +24,8 @@ struct RestoreCommand: KeepsakeCommand {
                        allowedValues: OverwritePolicy.allCases.map(\.rawValue), defaultDescription: "never",
                        help: "Replace existing files: never, if-newer (the backup's copy is newer), or always."),
             OptionSpec(long: "dry-run", short: "n", help: "Read and check the archive, list what would be restored, write nothing."),
-            OptionSpec(long: "same-owner", help: "As root: also restore setuid/setgid bits and device files (owners are restored as root anyway)."),
+            OptionSpec(long: "same-owner", help: "As root: also restore setuid/setgid bits, device files and extended attributes outside user.* (security.capability and the like; owners are restored as root anyway)."),
+            OptionSpec(long: "same-permissions", short: "p", help: "Give entries exactly their recorded permissions; without it, users other than root get them less the umask (as with tar)."),
             CommonOptions.progress,
         ] + CommonOptions.global,
         examples: [
@@ -51,7 +52,8 @@ struct RestoreCommand: KeepsakeCommand {
         let target = DestinationResolver.absolute(arguments.value("target") ?? ".")
         request = RestoreRequest(target: target, selections: Array(arguments.positionals.dropFirst()),
                                  overwrite: arguments.value("overwrite").flatMap(OverwritePolicy.init(rawValue:)) ?? .never,
-                                 dryRun: arguments.flag("dry-run"), restoreSpecialFiles: arguments.flag("same-owner"))
+                                 dryRun: arguments.flag("dry-run"), restoreSpecialFiles: arguments.flag("same-owner"),
+                                 samePermissions: geteuid() == 0 || arguments.flag("same-permissions"))
         if arguments.flag("same-owner") && geteuid() != 0 {
             throw UsageError.custom("The option '--same-owner' needs root: only root can give files to other owners or restore setuid bits and device files.", command: Self.spec)
         }
