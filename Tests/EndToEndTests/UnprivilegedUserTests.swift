@@ -93,6 +93,42 @@ final class UnprivilegedUserTests: EndToEndTestCase {
         XCTAssertEqual(RawFileSystem.lstat(root + "/tool")?.st_uid, 65534, "files belong to the restoring user")
     }
 
+    /// As GNU tar: users other than root get the recorded modes less their umask, unless
+    /// `--same-permissions` asks for them exactly (a 0777 entry must not land 0777 for a
+    /// user whose umask says 027).
+    func testNonRootRestoresApplyTheUmaskUnlessSamePermissions() throws {
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["open/all.txt": "everyone\n"])
+        try RawFileSystem.setMode(RawFileSystem.bytes(source + "/open/all.txt"), 0o777)
+        try RawFileSystem.setMode(RawFileSystem.bytes(source + "/open"), 0o777)
+        try RawFileSystem.makeFifo(RawFileSystem.bytes(source + "/open/pipe"), mode: 0o666)
+        try RawFileSystem.setMode(RawFileSystem.bytes(source + "/open/pipe"), 0o666)
+        let dest = shared + "/dest"
+        try backup([source], dest: dest)
+        try toolSucceeds("chmod", ["-R", "a+rwX", dest])
+
+        let previous = umask(0o027)
+        defer { umask(previous) }
+        func modes(_ target: String) -> [mode_t?] {
+            let root = restored(source, into: target)
+            return [root + "/open", root + "/open/all.txt", root + "/open/pipe"].map { RawFileSystem.lstat($0).map { $0.st_mode & 0o7777 } }
+        }
+        let masked = shared + "/masked"
+        assertExit(try run(["restore", "latest", "--dest", dest, "--target", masked],
+                           environment: environment, asNobody: true, executable: binary), 0)
+        XCTAssertEqual(modes(masked), [0o750, 0o750, 0o640], "the umask 027 applies to folders, files and FIFOs")
+
+        let exact = shared + "/exact"
+        assertExit(try run(["restore", "latest", "--dest", dest, "--target", exact, "--same-permissions"],
+                           environment: environment, asNobody: true, executable: binary), 0)
+        XCTAssertEqual(modes(exact), [0o777, 0o777, 0o666], "--same-permissions keeps the recorded modes")
+
+        // Root keeps exact modes by default, as tar does.
+        let asRoot = shared + "/root"
+        assertExit(try run(["restore", "latest", "--dest", dest, "--target", asRoot]), 0)
+        XCTAssertEqual(modes(asRoot), [0o777, 0o777, 0o666])
+    }
+
     /// A restore that cannot write some paths (a folder in the target that the restoring
     /// user may not write to) restores everything else, names each path it could not
     /// write, and exits 3 — not 0, so a script notices the restore is incomplete.
