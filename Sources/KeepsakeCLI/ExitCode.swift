@@ -23,7 +23,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .failure: return "failure (the message says what and what to do)"
         case .usage: return "usage error (unknown option, bad value, missing argument)"
         case .partial: return "backup committed, but some files could not be read; or restore finished, but some paths could not be written"
-        case .integrity: return "integrity failure: damaged, missing or unsafe content found by verify or restore"
+        case .integrity: return "integrity failure: damaged, missing or unsafe content, or a damaged manifest, found by verify, restore or another command"
         case .locked: return "the destination is locked by another run"
         case .interrupted: return "interrupted (Ctrl-C or SIGTERM); nothing half-done is left"
         }
