@@ -208,6 +208,19 @@ final class ManifestTests: XCTestCase {
         }
     }
 
+    func testSummaryNamingAnArchiveOutsideTheDestinationIsRefused() throws {
+        for name in ["../../etc/shadow", "/etc/shadow", "sub/a.tar.zst", "..", ".", "", "a\u{0}.tar"] {
+            var value = summary().json
+            guard case .object(var object) = value else { return XCTFail("summary is not an object") }
+            object["archive"] = .object(JSONObject([("name", .string(name)), ("size", .int(1)), ("sha256", .string(sha))]))
+            value = .object(object)
+            XCTAssertThrowsError(try BackupSummary(json: value), name) { error in
+                guard case ManifestError.invalidLine(1, let reason)? = error as? ManifestError else { return XCTFail("\(error)") }
+                XCTAssertTrue(reason.contains("archive"), reason)
+            }
+        }
+    }
+
     // MARK: Whole manifests
 
     func testParseMultiLineManifest() throws {

@@ -87,6 +87,25 @@ final class HostileManifestTests: EndToEndTestCase {
         XCTAssertEqual(try names(in: jail), ["target"])
     }
 
+    // MARK: The archive a manifest names
+
+    func testAManifestNamingAnArchiveOutsideTheDestinationIsDamaged() throws {
+        try backup([source], dest: dest)
+        let manifest = try sidecarPath(in: dest)
+        let archiveName = URL(fileURLWithPath: try onlyArchive(in: dest)).lastPathComponent
+        // A copy of the archive outside the destination, and a summary line that names it.
+        try FileManager.default.copyItem(atPath: dest + "/" + archiveName, toPath: path("outside.tar.zst"))
+        let text = try sidecarText(manifest)
+        XCTAssertTrue(text.contains(#""name":"\#(archiveName)""#), text)
+        try writeSidecar(manifest, text.replacingOccurrences(of: #""name":"\#(archiveName)""#, with: #""name":"../outside.tar.zst""#))
+        for arguments in [["restore", "latest", "--target", target], ["verify", "latest"]] {
+            let outcome = try run(arguments + ["--dest", dest])
+            assertExit(outcome, 4, "\(arguments[0]): the manifest names a path, not an archive in the destination")
+            XCTAssertTrue(outcome.combinedText.contains("not a path"), "\(outcome)")
+        }
+        XCTAssertEqual(try names(in: target), [], "nothing was restored from outside the destination")
+    }
+
     // MARK: Helpers
 
     /// A copy of a Keepsake `.tar.zst` whose own manifest has `line` appended (written by

@@ -175,6 +175,10 @@ public struct BackupSummary: Sendable, Equatable {
                   let sha = archive["sha256"]?.stringValue, HexEncoding.isHex(sha, length: 64) else {
                 throw fail("'archive' must hold name, size and sha256")
             }
+            // A name in the destination, never a path: the archive is opened by it.
+            guard !name.isEmpty, name != ".", name != "..", !name.contains("/"), !name.utf8.contains(0) else {
+                throw fail("'archive' must name a file in the destination, not a path like '\(PathBytes.display(Array(name.utf8)))'")
+            }
             facts = ArchiveFacts(name: name, size: size, sha256: sha)
         }
         var parent: BackupID?
