@@ -67,13 +67,16 @@ struct RestoreCommand: KeepsakeCommand {
     // MARK: Running
 
     func run(context: CommandContext) throws -> ExitCode {
-        let reference = try self.reference ?? pickBackup(context: context)
+        // A backup picked from the list is a backup, never a file of the same name.
+        let chosen = try self.reference.map { try BackupReference.resolve($0, explicitDestination: destinationOption != nil, context: context) }
+            ?? .backup(pickBackup(context: context))
         let presenter = EventPresenter(context: context, progress: progress)
         defer { presenter.finish() }
         let restorer = Restorer(events: presenter, cancellation: context.cancellation)
         let result: RestoreResult
         let source: String
-        if ArchiveFileInspector.isArchiveFile(reference) {
+        switch chosen {
+        case .archiveFile(let reference):
             source = reference
             let archive = try FileByteSource(path: reference)
             defer { archive.close() }
@@ -83,7 +86,7 @@ struct RestoreCommand: KeepsakeCommand {
                 guard let path = ArchiveFileInspector.siblingArchive(of: reference, for: id) else { return nil }
                 return (try FileByteSource(path: path), path)
             }
-        } else {
+        case .backup(let reference):
             let storage = context.destination(destinationOption)
             let catalog = BackupCatalog(storage: storage)
             let item = try catalog.resolve(reference)
