@@ -13,12 +13,22 @@ public enum KeepsakeCLI {
 
     // MARK: Entry point
 
+    /// Runs `keepsake` with the process's own arguments, read as bytes from `argv` (so a
+    /// path that is not UTF-8 arrives intact), and returns the exit code.
+    public static func main() -> Int32 {
+        main(CommandLineArgument.processArguments())
+    }
+
     /// Runs `keepsake` with `arguments` (without the program name) and returns the exit code.
     public static func main(_ arguments: [String]) -> Int32 {
+        main(arguments.map { CommandLineArgument($0) })
+    }
+
+    static func main(_ arguments: [CommandLineArgument]) -> Int32 {
         setlocale(LC_ALL, "C.UTF-8")
         SignalHandling.install()
         let environment = ProcessInfo.processInfo.environment
-        guard let first = arguments.first else {
+        guard let first = arguments.first?.text else {
             HelpCommand.printTopLevel(environment: environment)
             return ExitCode.success.rawValue
         }
@@ -44,7 +54,7 @@ public enum KeepsakeCLI {
 
     // MARK: Running a command
 
-    private static func run(_ command: any KeepsakeCommand.Type, arguments: [String],
+    private static func run(_ command: any KeepsakeCommand.Type, arguments: [CommandLineArgument],
                             environment: [String: String]) -> ExitCode {
         let parsed: ParsedArguments
         do {

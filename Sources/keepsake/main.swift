@@ -1,4 +1,4 @@
 import Glibc
 import KeepsakeCLI
 
-exit(KeepsakeCLI.main(Array(CommandLine.arguments.dropFirst())))
+exit(KeepsakeCLI.main())

@@ -293,8 +293,8 @@ final class ArchiveSession {
     // MARK: Standard input
 
     /// A stdin name as an archive path: relative, no `..`, no empty name.
-    static func safeStdinPath(_ name: String) -> [UInt8]? {
-        let components = PathBytes.components(PathBytes.from(name))
+    static func safeStdinPath(_ name: [UInt8]) -> [UInt8]? {
+        let components = PathBytes.components(name)
         guard !components.isEmpty, !components.contains([46, 46]) else { return nil }
         let path = components.dropFirst().reduce(components[0]) { PathBytes.join($0, $1) }
         return BackupNaming.isMetadataEntry(path) ? nil : path
@@ -302,9 +302,9 @@ final class ArchiveSession {
 
     /// Stores standard input as one file. Its size is unknown until the end, and a tar
     /// header needs it first, so the stream is spooled to a temporary file while hashed.
-    func addStandardInput(name: String, now: Date) throws {
+    func addStandardInput(name: [UInt8], now: Date) throws {
         guard let path = ArchiveSession.safeStdinPath(name) else {
-            throw EngineError.invalidRequest("The stdin name '\(name)' must be a relative path without '..'.")
+            throw EngineError.invalidRequest("The stdin name '\(PathBytes.display(name))' must be a relative path without '..'.")
         }
         let spool = try SpoolFile()
         while true {

@@ -84,6 +84,11 @@ public final class BackupCatalog {
     /// selected hard links name; the whole manifest when nothing is selected. Restoring one
     /// file of a big backup then decodes a few lines, not all of them.
     public func manifest(of item: Item, forRestoring selections: [String]) throws -> Manifest {
+        try manifest(of: item, forRestoringPaths: selections.map(PathBytes.from))
+    }
+
+    /// `manifest(of:forRestoring:)` for selections given as bytes (they need not be UTF-8).
+    public func manifest(of item: Item, forRestoringPaths selections: [[UInt8]]) throws -> Manifest {
         let selection = try RestoreSelection(selections)
         guard !selection.isEverything else { return try manifest(of: item) }
         do {

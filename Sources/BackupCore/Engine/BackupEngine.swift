@@ -79,8 +79,8 @@ public final class BackupEngine {
                                              parent: parentCursor, chain: request.chain, warn: warn)
             session.readPause = request.readPause
             try session.writeMarker(now: request.now)
-            if let stdinName = request.stdinName {
-                try session.addStandardInput(name: stdinName, now: request.now)
+            if let stdinPath = request.stdinPath {
+                try session.addStandardInput(name: stdinPath, now: request.now)
             } else {
                 let scanner = Scanner(options: request.scan, cancellation: cancellation, warn: warn)
                 for source in sources {
@@ -124,14 +124,14 @@ public final class BackupEngine {
     // MARK: Steps
 
     private func resolvedSources(_ request: BackupRequest) throws -> [[UInt8]] {
-        if let name = request.stdinName {
-            guard ArchiveSession.safeStdinPath(name) != nil else {
+        if let name = request.stdinName, let path = request.stdinPath {
+            guard ArchiveSession.safeStdinPath(path) != nil else {
                 throw EngineError.invalidRequest("The stdin name '\(name)' must be a relative path without '..' (and not Keepsake's own .keepsake/manifest.jsonl or .keepsake/SHA256SUMS).")
             }
             return []
         }
-        guard !request.sources.isEmpty else { throw EngineError.invalidRequest("Give at least one path to back up.") }
-        return Scanner.withoutNestedSources(try request.sources.map(Scanner.absoluteSourcePath))
+        guard !request.sourcePaths.isEmpty else { throw EngineError.invalidRequest("Give at least one path to back up.") }
+        return Scanner.withoutNestedSources(try request.sourcePaths.map { try Scanner.absoluteSourcePath($0) })
     }
 
     /// The backup to be incremental on: the newest of this host with the same sources, unless

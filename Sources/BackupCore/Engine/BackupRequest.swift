@@ -37,10 +37,21 @@ public struct ChainPolicy: Sendable, Equatable {
 
 /// What to back up and how.
 public struct BackupRequest: Sendable {
-    /// Paths to back up (ignored when `stdinName` is set).
-    public var sources: [String]
-    /// Back up standard input as one file of this name instead of paths.
-    public var stdinName: String?
+    /// Paths to back up, as bytes: a Linux path need not be UTF-8 (ignored when
+    /// `stdinPath` is set).
+    public var sourcePaths: [[UInt8]]
+    /// `sourcePaths` as text (shown with `PathBytes.display`).
+    public var sources: [String] {
+        get { sourcePaths.map(PathBytes.display) }
+        set { sourcePaths = newValue.map(PathBytes.from) }
+    }
+    /// Back up standard input as one file of this name (bytes) instead of paths.
+    public var stdinPath: [UInt8]?
+    /// `stdinPath` as text (shown with `PathBytes.display`).
+    public var stdinName: String? {
+        get { stdinPath.map(PathBytes.display) }
+        set { stdinPath = newValue.map(PathBytes.from) }
+    }
     public var compression: Compression
     /// Compression level; nil for the codec's default.
     public var level: Int?
@@ -65,8 +76,8 @@ public struct BackupRequest: Sendable {
                 threads: Int = 1, tags: [String] = [], scan: ScanOptions, chain: ChainPolicy = ChainPolicy(),
                 dryRun: Bool = false,
                 toolVersion: String, now: Date = Date()) {
-        self.sources = sources
-        self.stdinName = stdinName
+        sourcePaths = sources.map(PathBytes.from)
+        stdinPath = stdinName.map(PathBytes.from)
         self.compression = compression
         self.level = level
         self.threads = threads

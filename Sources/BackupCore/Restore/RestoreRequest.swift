@@ -12,10 +12,21 @@ public enum OverwritePolicy: String, Sendable, CaseIterable {
 
 /// Where and what to restore.
 public struct RestoreRequest: Sendable {
-    /// The folder to restore into (created when missing).
-    public var target: String
-    /// Paths or patterns to restore; empty for everything.
-    public var selections: [String]
+    /// The folder to restore into (created when missing), as bytes: a Linux path need not
+    /// be UTF-8.
+    public var targetPath: [UInt8]
+    /// `targetPath` as text, for messages (shown with `PathBytes.display`).
+    public var target: String {
+        get { PathBytes.display(targetPath) }
+        set { targetPath = PathBytes.from(newValue) }
+    }
+    /// Paths or patterns to restore, as bytes; empty for everything.
+    public var selectionPaths: [[UInt8]]
+    /// `selectionPaths` as text, for messages (shown with `PathBytes.display`).
+    public var selections: [String] {
+        get { selectionPaths.map(PathBytes.display) }
+        set { selectionPaths = newValue.map(PathBytes.from) }
+    }
     public var overwrite: OverwritePolicy
     /// Read and check the archive, write nothing.
     public var dryRun: Bool
@@ -34,8 +45,8 @@ public struct RestoreRequest: Sendable {
     public init(target: String, selections: [String] = [], overwrite: OverwritePolicy = .never, dryRun: Bool = false,
                 preserveOwnership: Bool = geteuid() == 0, restoreSpecialFiles: Bool = false,
                 samePermissions: Bool = geteuid() == 0, umask: UInt32 = RestoreRequest.currentUmask()) {
-        self.target = target
-        self.selections = selections
+        targetPath = PathBytes.from(target)
+        selectionPaths = selections.map(PathBytes.from)
         self.overwrite = overwrite
         self.dryRun = dryRun
         self.preserveOwnership = preserveOwnership

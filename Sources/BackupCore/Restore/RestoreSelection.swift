@@ -6,10 +6,17 @@ struct RestoreSelection {
 
     /// Builds a selection; paths may be given with or without the leading `/`.
     init(_ selections: [String]) throws {
+        try self.init(selections.map(PathBytes.from))
+    }
+
+    /// Builds a selection from paths given as bytes (a path need not be UTF-8; a pattern
+    /// is matched as text).
+    init(_ selectionPaths: [[UInt8]]) throws {
         var exact: [[UInt8]] = []
         var globs: [String] = []
-        for selection in selections {
-            let trimmed = PathBytes.components(PathBytes.from(selection))
+        for bytes in selectionPaths {
+            let selection = String(decoding: bytes, as: UTF8.self)
+            let trimmed = PathBytes.components(bytes)
             guard !trimmed.isEmpty else { continue }
             let normalized = trimmed.dropFirst().reduce(trimmed[0]) { PathBytes.join($0, $1) }
             if selection.contains(where: { "*?[".contains($0) }) {

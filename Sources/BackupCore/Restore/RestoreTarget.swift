@@ -28,21 +28,31 @@ final class RestoreTarget {
 
     // MARK: Life cycle
 
-    /// Opens (creating when missing) the target folder.
-    init(path: String) throws {
-        self.path = path
+    /// Opens (creating when missing) the target folder, given as bytes: its path need not
+    /// be UTF-8.
+    init(path bytes: [UInt8]) throws {
+        path = PathBytes.display(bytes)
         var info = stat()
-        if stat(path, &info) != 0 {
-            do {
-                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-            } catch {
-                throw EngineError.targetUnusable(path: path, reason: "it cannot be created (\(error.localizedDescription))")
+        if PathBytes.syscall(bytes, { stat($0, &info) }) != 0 {
+            let code = RestoreTarget.makeDirectories(bytes)
+            if code != 0 {
+                throw EngineError.targetUnusable(path: path, reason: "it cannot be created (\(FileDescriptorIO.message(code)))")
             }
         }
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let fd = PathBytes.syscall(bytes) { open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard fd >= 0 else { throw EngineError.targetUnusable(path: path, reason: FileDescriptorIO.message(errno)) }
         rootFD = fd
         startedEmpty = RestoreTarget.isEmptyDirectory(fd)
+    }
+
+    /// `mkdir -p` on bytes; 0, or the errno of the folder that could not be made.
+    private static func makeDirectories(_ path: [UInt8]) -> Int32 {
+        var prefix: [UInt8] = path.first == UInt8(ascii: "/") ? [UInt8(ascii: "/")] : []
+        for component in PathBytes.components(path) {
+            prefix = PathBytes.join(prefix, component)
+            if PathBytes.syscall(prefix, { mkdir($0, 0o777) }) != 0 && errno != EEXIST { return errno }
+        }
+        return 0
     }
 
     deinit {

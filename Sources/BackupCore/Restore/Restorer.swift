@@ -62,7 +62,7 @@ public final class Restorer {
         directoryFixes = []
         lastDirectory = nil
         targetPath = request.target
-        let selection = try RestoreSelection(request.selections)
+        let selection = try RestoreSelection(request.selectionPaths)
         redirects = [:]
         if let manifest, !selection.isEverything {
             for entry in manifest.entries where entry.type == .hardlink {
@@ -85,7 +85,7 @@ public final class Restorer {
         }
         let expected = manifest.map { ManifestIndex(wanted ?? $0.entries) }
         result.backupID = manifest?.summary.id
-        let target = request.dryRun ? nil : try RestoreTarget(path: request.target)
+        let target = request.dryRun ? nil : try RestoreTarget(path: request.targetPath)
         writer = nil
         if let target {
             writer = RestoreFileWriter(rootFD: target.rootFD, request: request)

@@ -45,8 +45,14 @@ public final class Scanner {
     /// Makes a source path absolute without resolving its last component (a symlink given
     /// as a source is stored as a symlink, as tar does).
     public static func absoluteSourcePath(_ path: String) throws -> [UInt8] {
-        guard !path.isEmpty else { throw EngineError.sourceUnusable(path: path, reason: "the path is empty") }
-        var bytes = PathBytes.from(path)
+        try absoluteSourcePath(PathBytes.from(path))
+    }
+
+    /// `absoluteSourcePath` for a path given as bytes (it need not be UTF-8).
+    public static func absoluteSourcePath(_ given: [UInt8]) throws -> [UInt8] {
+        let path = PathBytes.display(given)
+        guard !given.isEmpty else { throw EngineError.sourceUnusable(path: path, reason: "the path is empty") }
+        var bytes = given
         while bytes.count > 1 && bytes.last == UInt8(ascii: "/") { bytes.removeLast() }
         let last = PathBytes.lastComponent(bytes)
         let resolveWhole = bytes == [UInt8(ascii: "/")] || last == Array("..".utf8) || last == Array(".".utf8)

@@ -18,12 +18,20 @@
 ///
 /// If the spec declares a `help` option and `--help` (or its short form) appears before
 /// `--`, parsing stops and the result holds only that flag, so help wins over errors.
+///
+/// Arguments are bytes (`CommandLineArgument`): options and positionals marked
+/// `takesPath` keep any bytes; every other value, and every option name, must be UTF-8.
 enum ArgumentParser {
 
     // MARK: Parse
 
-    /// Parses `arguments` for `spec`, or throws the first problem found.
+    /// Parses `arguments` given as text for `spec`, or throws the first problem found.
     static func parse(_ arguments: [String], for spec: CommandSpec) throws(UsageError) -> ParsedArguments {
+        try parse(arguments.map { CommandLineArgument($0) }, for: spec)
+    }
+
+    /// Parses `arguments` for `spec`, or throws the first problem found.
+    static func parse(_ arguments: [CommandLineArgument], for spec: CommandSpec) throws(UsageError) -> ParsedArguments {
         if let help = helpRequest(in: arguments, for: spec) { return help }
 
         var state = State(spec: spec, arguments: arguments)
@@ -34,12 +42,12 @@ enum ArgumentParser {
 
     // MARK: Help shortcut
 
-    private static func helpRequest(in arguments: [String], for spec: CommandSpec) -> ParsedArguments? {
+    private static func helpRequest(in arguments: [CommandLineArgument], for spec: CommandSpec) -> ParsedArguments? {
         guard let help = spec.option(long: "help"), help.isFlag else { return nil }
         let tokens = Set([help.longFlag, help.shortFlag].compactMap { $0 })
         for argument in arguments {
-            if argument == "--" { return nil }
-            if tokens.contains(argument) { return ParsedArguments(flagCounts: [help.long: 1]) }
+            if argument.text == "--" { return nil }
+            if tokens.contains(argument.text) { return ParsedArguments(flagCounts: [help.long: 1]) }
         }
         return nil
     }
@@ -50,7 +58,7 @@ enum ArgumentParser {
     /// leaving one for every required argument after it, so `[SRC] DEST` with one value
     /// fills `DEST`.
     private static func assignPositionals(_ result: inout ParsedArguments, for spec: CommandSpec) throws(UsageError) {
-        var remaining = result.positionals[...]
+        var remaining = result.positionalArguments[...]
         for (index, argument) in spec.arguments.enumerated() {
             let requiredAfter = spec.arguments[(index + 1)...].filter { !$0.optional }.count
             let available = max(0, remaining.count - requiredAfter)
@@ -58,11 +66,15 @@ enum ArgumentParser {
             if count == 0 && !argument.optional {
                 throw UsageError(.missingArgument(argument.displayName), command: spec)
             }
-            result.assign(Array(remaining.prefix(count)), to: argument.name)
+            let values = Array(remaining.prefix(count))
+            if !argument.takesPath, let bad = values.first(where: { !$0.isValidUTF8 }) {
+                throw UsageError(.notUTF8(bad.text, argument: argument.displayName), command: spec)
+            }
+            result.assign(values, to: argument.name)
             remaining = remaining.dropFirst(count)
         }
         if let extra = remaining.first {
-            throw UsageError(.unexpectedArgument(extra), command: spec)
+            throw UsageError(.unexpectedArgument(extra.text), command: spec)
         }
     }
 
@@ -88,46 +100,42 @@ extension ArgumentParser {
     /// The cursor over the arguments and the result being built.
     private struct State {
         let spec: CommandSpec
-        let arguments: [String]
+        let arguments: [CommandLineArgument]
         var index = 0
         var result = ParsedArguments()
 
-        init(spec: CommandSpec, arguments: [String]) {
+        init(spec: CommandSpec, arguments: [CommandLineArgument]) {
             self.spec = spec
             self.arguments = arguments
         }
 
         mutating func run() throws(UsageError) {
             while index < arguments.count {
-                let token = arguments[index]
+                let argument = arguments[index]
+                let token = argument.text
                 index += 1
                 if token == "--" {
                     arguments[index...].forEach { result.addPositional($0) }
                     index = arguments.count
                 } else if token.hasPrefix("--") {
-                    try parseLong(token)
+                    try parseLong(argument)
                 } else if token.hasPrefix("-") && token != "-" && !isPositionalNumber(token) {
                     try parseShort(token)
                 } else {
-                    result.addPositional(token)
+                    result.addPositional(argument)
                 }
             }
         }
 
         // MARK: Long options
 
-        private mutating func parseLong(_ token: String) throws(UsageError) {
-            let body = token.dropFirst(2)
-            let name: String
-            let inlineValue: String?
-            if let equals = body.firstIndex(of: "=") {
-                name = String(body[..<equals])
-                inlineValue = String(body[body.index(after: equals)...])
-            } else {
-                name = String(body)
-                inlineValue = nil
-            }
-            let written = "--" + name
+        private mutating func parseLong(_ argument: CommandLineArgument) throws(UsageError) {
+            // Only the name must be UTF-8 here: the value after `=` may be a path.
+            let inlineValue = argument.inlineValue
+            let nameBytes = inlineValue.map { Array(argument.bytes.prefix(argument.bytes.count - $0.bytes.count - 1)) }
+                ?? argument.bytes
+            let written = CommandLineArgument(bytes: nameBytes).text
+            let name = String(written.dropFirst(2))
 
             guard let option = spec.option(long: name) else {
                 let suggestion = Suggestion.nearest(to: name, among: visibleLongNames)
@@ -181,17 +189,20 @@ extension ArgumentParser {
 
         // MARK: Values
 
-        private mutating func nextValue(for option: OptionSpec, writtenAs written: String) throws(UsageError) -> String {
-            guard index < arguments.count, !ArgumentParser.looksLikeOption(arguments[index]) else {
+        private mutating func nextValue(for option: OptionSpec, writtenAs written: String) throws(UsageError) -> CommandLineArgument {
+            guard index < arguments.count, !ArgumentParser.looksLikeOption(arguments[index].text) else {
                 throw UsageError(.missingValue(option: option.display(as: written)), command: spec)
             }
             defer { index += 1 }
             return arguments[index]
         }
 
-        private mutating func store(_ value: String, for option: OptionSpec, writtenAs written: String) throws(UsageError) {
-            if let allowed = option.allowedValues, !allowed.contains(value) {
-                throw UsageError(.invalidValue(value, option: option.display(as: written), allowed: allowed), command: spec)
+        private mutating func store(_ value: CommandLineArgument, for option: OptionSpec, writtenAs written: String) throws(UsageError) {
+            if !value.isValidUTF8 && !option.takesPath {
+                throw UsageError(.notUTF8(value.text, argument: option.display(as: written)), command: spec)
+            }
+            if let allowed = option.allowedValues, !allowed.contains(value.text) {
+                throw UsageError(.invalidValue(value.text, option: option.display(as: written), allowed: allowed), command: spec)
             }
             result.addValue(value, for: option.long)
         }

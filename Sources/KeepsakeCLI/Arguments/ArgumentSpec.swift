@@ -13,15 +13,19 @@ struct ArgumentSpec: Sendable, Hashable {
     var optional: Bool
     /// Whether it takes every remaining positional (`PATH...`), at least one unless optional.
     var repeating: Bool
+    /// Whether its values name files: then they are kept as bytes and need not be UTF-8.
+    /// Any other positional that is not valid UTF-8 is a usage error.
+    var takesPath: Bool
 
     // MARK: Init
 
     /// Creates a positional argument spec; required and single by default.
-    init(name: String, help: String, optional: Bool = false, repeating: Bool = false) {
+    init(name: String, help: String, optional: Bool = false, repeating: Bool = false, takesPath: Bool = false) {
         self.name = name
         self.help = help
         self.optional = optional
         self.repeating = repeating
+        self.takesPath = takesPath
     }
 
     // MARK: Display

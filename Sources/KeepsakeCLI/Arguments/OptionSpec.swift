@@ -39,6 +39,9 @@ struct OptionSpec: Sendable, Hashable {
     var help: String
     /// Hidden options parse normally but are left out of help and "Did you mean" suggestions.
     var hidden: Bool
+    /// Whether the value names a file or folder: then it is kept as bytes and need not be
+    /// UTF-8. Any other value that is not valid UTF-8 is a usage error.
+    var takesPath: Bool
 
     // MARK: Init
 
@@ -52,7 +55,8 @@ struct OptionSpec: Sendable, Hashable {
         defaultDescription: String? = nil,
         environment: String? = nil,
         help: String,
-        hidden: Bool = false
+        hidden: Bool = false,
+        takesPath: Bool = false
     ) {
         self.long = long
         self.short = short
@@ -63,6 +67,7 @@ struct OptionSpec: Sendable, Hashable {
         self.environment = environment
         self.help = help
         self.hidden = hidden
+        self.takesPath = takesPath
     }
 
     /// The conventional `-h, --help` flag. The parser gives it priority over every other

@@ -5,6 +5,10 @@
 /// Options are looked up by their long name without dashes (`"dest"`), whichever form the
 /// user typed (`--dest`, `--dest=…`, `-d`). Asking for an option the spec does not declare
 /// simply answers "not given".
+///
+/// Values keep their bytes (see `CommandLineArgument`): `value(_:)` and `argument(_:)` give
+/// the text, `path(_:)` and `argumentPaths(_:)` the bytes for options and positionals that
+/// name files.
 struct ParsedArguments: Sendable, Hashable {
 
     // MARK: Storage
@@ -12,11 +16,11 @@ struct ParsedArguments: Sendable, Hashable {
     /// How many times each flag was given, by long name.
     private(set) var flagCounts: [String: Int]
     /// Every value given for each value option, by long name, in command-line order.
-    private(set) var optionValues: [String: [String]]
+    private(set) var optionArguments: [String: [CommandLineArgument]]
     /// Every positional in command-line order (including those after `--`).
-    private(set) var positionals: [String]
+    private(set) var positionalArguments: [CommandLineArgument]
     /// The positionals assigned to each `ArgumentSpec`, by its name.
-    private(set) var argumentValues: [String: [String]]
+    private(set) var assignedArguments: [String: [CommandLineArgument]]
 
     // MARK: Init
 
@@ -28,9 +32,9 @@ struct ParsedArguments: Sendable, Hashable {
         argumentValues: [String: [String]] = [:]
     ) {
         self.flagCounts = flagCounts
-        self.optionValues = optionValues
-        self.positionals = positionals
-        self.argumentValues = argumentValues
+        optionArguments = optionValues.mapValues { $0.map(CommandLineArgument.init) }
+        positionalArguments = positionals.map(CommandLineArgument.init)
+        assignedArguments = argumentValues.mapValues { $0.map(CommandLineArgument.init) }
     }
 
     // MARK: Options
@@ -49,12 +53,22 @@ struct ParsedArguments: Sendable, Hashable {
     /// one wins, as in most command-line tools, so a wrapper script's default can be
     /// overridden by appending the option again.
     func value(_ long: String) -> String? {
-        optionValues[long]?.last
+        optionArguments[long]?.last?.text
     }
 
     /// Every value given for `--long`, in command-line order (for repeatable options).
     func values(_ long: String) -> [String] {
-        optionValues[long] ?? []
+        (optionArguments[long] ?? []).map(\.text)
+    }
+
+    /// The bytes of `--long`'s last value (an option that names a file), or `nil`.
+    func path(_ long: String) -> [UInt8]? {
+        optionArguments[long]?.last?.bytes
+    }
+
+    /// The bytes of every value of `--long`, in command-line order.
+    func paths(_ long: String) -> [[UInt8]] {
+        (optionArguments[long] ?? []).map(\.bytes)
     }
 
     // MARK: Positionals
@@ -62,13 +76,21 @@ struct ParsedArguments: Sendable, Hashable {
     /// The positional assigned to the argument named `name`, or `nil` when it was left out.
     /// For a repeating argument this is the first of its values.
     func argument(_ name: String) -> String? {
-        argumentValues[name]?.first
+        assignedArguments[name]?.first?.text
     }
 
     /// Every positional assigned to the argument named `name` (for `PATH...`).
     func arguments(_ name: String) -> [String] {
-        argumentValues[name] ?? []
+        (assignedArguments[name] ?? []).map(\.text)
     }
+
+    /// The bytes of every positional assigned to the argument named `name` (paths).
+    func argumentPaths(_ name: String) -> [[UInt8]] {
+        (assignedArguments[name] ?? []).map(\.bytes)
+    }
+
+    /// Every positional as text, in command-line order.
+    var positionals: [String] { positionalArguments.map(\.text) }
 
     // MARK: Building
 
@@ -78,17 +100,17 @@ struct ParsedArguments: Sendable, Hashable {
     }
 
     /// Records one value of a value option.
-    mutating func addValue(_ value: String, for long: String) {
-        optionValues[long, default: []].append(value)
+    mutating func addValue(_ value: CommandLineArgument, for long: String) {
+        optionArguments[long, default: []].append(value)
     }
 
     /// Records one positional, before it is assigned to an argument.
-    mutating func addPositional(_ value: String) {
-        positionals.append(value)
+    mutating func addPositional(_ value: CommandLineArgument) {
+        positionalArguments.append(value)
     }
 
     /// Records the positionals assigned to an argument.
-    mutating func assign(_ values: [String], to name: String) {
-        argumentValues[name] = values
+    mutating func assign(_ values: [CommandLineArgument], to name: String) {
+        assignedArguments[name] = values
     }
 }

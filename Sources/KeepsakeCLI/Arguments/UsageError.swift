@@ -30,6 +30,9 @@ struct UsageError: Error, Sendable, Hashable, CustomStringConvertible {
         case unexpectedArgument(String)
         /// A command word that does not exist, with the suggested one if close.
         case unknownCommand(String, suggestion: String?)
+        /// A value or positional that is not valid UTF-8 where text is needed: the value as
+        /// shown (`\xff` for the bad bytes) and the option (`--tag <tag>`) or argument (`BACKUP`).
+        case notUTF8(String, argument: String)
         /// A command's own validation message, already one full sentence.
         case custom(String)
     }
@@ -83,6 +86,8 @@ struct UsageError: Error, Sendable, Hashable, CustomStringConvertible {
             return "Unexpected argument '\(token)'."
         case .unknownCommand(let name, let suggestion):
             return "Unknown command '\(name)'." + didYouMean(suggestion)
+        case .notUTF8(let value, let argument):
+            return "The value '\(value)' given for '\(argument)' is not valid UTF-8. Only paths may hold other bytes; give this one as UTF-8 text."
         case .custom(let message):
             return message
         }

@@ -10,7 +10,7 @@ struct BackupCommand: KeepsakeCommand {
         name: "backup",
         abstract: "Back up files and folders (or standard input) into the destination.",
         discussion: "Each backup is one pax tar archive, compressed (zstd by default), with a manifest holding a SHA-256 for every file. Nothing is visible in the destination until the backup is complete. Files that cannot be read are reported; the backup is still committed and the exit code is 3.",
-        arguments: [ArgumentSpec(name: "PATH", help: "A file or folder to back up.", optional: true, repeating: true)],
+        arguments: [ArgumentSpec(name: "PATH", help: "A file or folder to back up.", optional: true, repeating: true, takesPath: true)],
         options: [
             CommonOptions.dest,
             OptionSpec(long: "compression", short: "c", kind: .value(valueName: "codec"),
@@ -21,7 +21,7 @@ struct BackupCommand: KeepsakeCommand {
             OptionSpec(long: "exclude", short: "e", kind: .value(valueName: "pattern"), repeatable: true,
                        help: "Leave out paths matching a gitignore-style pattern: *, **, ?, [..], a leading / anchors to the source, a trailing / matches only folders, ! re-includes."),
             OptionSpec(long: "exclude-from", kind: .value(valueName: "file"), repeatable: true,
-                       help: "Read exclude patterns from a file, one per line (# starts a comment)."),
+                       help: "Read exclude patterns from a file, one per line (# starts a comment).", takesPath: true),
             OptionSpec(long: "exclude-caches", help: "Leave out the contents of folders holding a valid CACHEDIR.TAG (the folder and its tag are kept)."),
             OptionSpec(long: "exclude-if-present", kind: .value(valueName: "name"), repeatable: true,
                        help: "Leave out the contents of folders holding a file of this name (the folder and the file are kept)."),
@@ -31,7 +31,7 @@ struct BackupCommand: KeepsakeCommand {
             OptionSpec(long: "dry-run", short: "n", help: "Scan and count what would be backed up; write nothing."),
             OptionSpec(long: "stdin", help: "Back up standard input (a database dump, say) as one file instead of paths."),
             OptionSpec(long: "stdin-name", kind: .value(valueName: "name"), defaultDescription: "stdin",
-                       help: "The file name standard input gets in the backup."),
+                       help: "The file name standard input gets in the backup.", takesPath: true),
             OptionSpec(long: "threads", kind: .value(valueName: "n"), defaultDescription: "number of CPUs",
                        help: "Compressor threads (zstd and xz)."),
             OptionSpec(long: "full", help: "Make a full backup, starting a new chain, even when an incremental one is possible."),
@@ -62,7 +62,7 @@ struct BackupCommand: KeepsakeCommand {
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         var problems = UsageProblems(Self.spec)
-        let paths = arguments.positionals
+        let paths = arguments.argumentPaths("PATH")
         let readsStdin = arguments.flag("stdin")
         if readsStdin && !paths.isEmpty {
             problems.add("Give either PATHs or '--stdin', not both.")
@@ -96,12 +96,10 @@ struct BackupCommand: KeepsakeCommand {
             }
         }
         var patterns = arguments.values("exclude")
-        for file in arguments.values("exclude-from") {
-            do {
-                let contents = try String(contentsOfFile: file, encoding: .utf8)
-                patterns.append(contentsOf: ExcludeRules.patterns(fromFileContents: contents))
-            } catch {
-                problems.add("Cannot read the exclude file '\(file)' given to '--exclude-from': \((error as NSError).localizedDescription)")
+        for file in arguments.paths("exclude-from") {
+            switch Self.readExcludeFile(file) {
+            case .success(let contents): patterns.append(contentsOf: ExcludeRules.patterns(fromFileContents: contents))
+            case .failure(let problem): problems.add("Cannot read the exclude file '\(PathBytes.display(file))' given to '--exclude-from': \(problem.reason).")
             }
         }
         var rules = try? ExcludeRules(patterns: [])
@@ -140,19 +138,43 @@ struct BackupCommand: KeepsakeCommand {
         try problems.throwIfAny()
         guard let rules else { throw UsageError.custom("The exclude patterns are invalid.", command: Self.spec) }
         request = BackupRequest(
-            sources: paths, stdinName: readsStdin ? (arguments.value("stdin-name") ?? "stdin") : nil,
+            sources: [],
             compression: compression, level: level, threads: threads, tags: tags,
             scan: ScanOptions(excludes: rules, excludeCaches: arguments.flag("exclude-caches"),
                               excludeIfPresent: arguments.values("exclude-if-present"),
                               oneFileSystem: arguments.flag("one-file-system")),
             chain: chain,
             dryRun: arguments.flag("dry-run"), toolVersion: "keepsake \(KeepsakeCLI.version)")
+        // Paths go as bytes: a name need not be UTF-8.
+        request.sourcePaths = paths
+        request.stdinPath = readsStdin ? (arguments.path("stdin-name") ?? Array("stdin".utf8)) : nil
         // Fault-injection tests slow reading down to change sources mid-run (see README).
         if let pause = context.environment["KEEPSAKE_TEST_READ_PAUSE_MS"].flatMap(Double.init), pause > 0 {
             request.readPause = pause / 1000
         }
         destinationOption = arguments.value("dest")
         progress = arguments.flag("progress")
+    }
+
+    /// Why a file could not be read, for `readExcludeFile`.
+    private struct ReadProblem: Error {
+        let reason: String
+    }
+
+    /// The text of an exclude file named by bytes (its name need not be UTF-8; its text must be).
+    private static func readExcludeFile(_ path: [UInt8]) -> Result<String, ReadProblem> {
+        let fd = PathBytes.syscall(path) { open($0, O_RDONLY | O_CLOEXEC) }
+        guard fd >= 0 else { return .failure(ReadProblem(reason: String(cString: strerror(errno)))) }
+        let file = FileByteSource(fd: fd, name: PathBytes.display(path))
+        defer { file.close() }
+        do {
+            guard let text = PathBytes.validString(try file.readAll(limit: 16 << 20)) else {
+                return .failure(ReadProblem(reason: "it is not UTF-8 text"))
+            }
+            return .success(text)
+        } catch {
+            return .failure(ReadProblem(reason: "\(error)"))
+        }
     }
 
     // MARK: Running

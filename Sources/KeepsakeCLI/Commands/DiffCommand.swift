@@ -39,8 +39,9 @@ struct DiffCommand: KeepsakeCommand {
 
     func run(context: CommandContext) throws -> ExitCode {
         let catalog = BackupCatalog(storage: context.destination(destinationOption))
-        let from = try Side(reference: fromReference, catalog: catalog, context: context)
-        let to = try Side(reference: toReference, catalog: catalog, context: context)
+        let explicit = destinationOption != nil
+        let from = try Side(reference: fromReference, explicitDestination: explicit, catalog: catalog, context: context)
+        let to = try Side(reference: toReference, explicitDestination: explicit, catalog: catalog, context: context)
         let diff = ManifestDiff(before: from.entries, after: to.entries)
         if context.json {
             var object = JSONObject([("from", .string(from.label)), ("to", .string(to.label))])
@@ -67,8 +68,9 @@ struct DiffCommand: KeepsakeCommand {
         let label: String
         let entries: [ManifestEntry]
 
-        init(reference: String, catalog: BackupCatalog, context: CommandContext) throws {
-            if ArchiveFileInspector.isArchiveFile(reference) {
+        init(reference argument: String, explicitDestination: Bool, catalog: BackupCatalog, context: CommandContext) throws {
+            switch try BackupReference.resolve(argument, explicitDestination: explicitDestination, context: context) {
+            case .archiveFile(let reference):
                 let contents = try ArchiveFileInspector.contents(ofArchiveAt: reference, cancellation: context.cancellation)
                 if contents.manifest == nil {
                     context.note("\(reference) has no Keepsake manifest: a plain tar archive, compared from its headers "
@@ -76,7 +78,7 @@ struct DiffCommand: KeepsakeCommand {
                 }
                 label = contents.manifest?.summary.id.rawValue ?? reference
                 entries = contents.entries
-            } else {
+            case .backup(let reference):
                 let manifest = try catalog.manifest(of: try catalog.resolve(reference))
                 label = manifest.summary.id.rawValue
                 entries = manifest.entries

@@ -42,19 +42,21 @@ struct ListCommand: KeepsakeCommand {
 
     func run(context: CommandContext) throws -> ExitCode {
         let storage = context.destination(destinationOption)
-        guard let reference else { return try listBackups(storage, context: context) }
-        if ArchiveFileInspector.isArchiveFile(reference) {
+        guard let argument = reference else { return try listBackups(storage, context: context) }
+        switch try BackupReference.resolve(argument, explicitDestination: destinationOption != nil, context: context) {
+        case .archiveFile(let reference):
             let contents = try ArchiveFileInspector.contents(ofArchiveAt: reference, cancellation: context.cancellation)
             if contents.manifest == nil && !context.json {
                 context.note("\(reference) has no Keepsake manifest: a plain tar archive, listed from its headers.")
             }
             showEntries(contents.entries, summary: contents.manifest?.summary, context: context)
             return .success
+        case .backup(let reference):
+            let catalog = BackupCatalog(storage: storage)
+            let manifest = try catalog.manifest(of: try catalog.resolve(reference))
+            showEntries(manifest.entries, summary: manifest.summary, context: context)
+            return .success
         }
-        let catalog = BackupCatalog(storage: storage)
-        let manifest = try catalog.manifest(of: try catalog.resolve(reference))
-        showEntries(manifest.entries, summary: manifest.summary, context: context)
-        return .success
     }
 
     private func listBackups(_ storage: LocalFolderBackend, context: CommandContext) throws -> ExitCode {

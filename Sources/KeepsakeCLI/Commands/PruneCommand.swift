@@ -77,7 +77,7 @@ struct PruneCommand: KeepsakeCommand {
                 policy.keepTags.append(tags)
             }
         }
-        if policy.isEmpty && arguments.optionValues.keys.allSatisfy({ !$0.hasPrefix("keep-") }) {
+        if policy.isEmpty && arguments.optionArguments.keys.allSatisfy({ !$0.hasPrefix("keep-") }) {
             problems.add("Give at least one rule of what to keep: --keep-last, --keep-hourly, --keep-daily, --keep-weekly, --keep-monthly, --keep-yearly, --keep-within or --keep-tag (prune never removes backups without a policy).")
         }
         try problems.throwIfAny()

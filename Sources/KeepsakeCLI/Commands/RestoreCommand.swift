@@ -14,12 +14,13 @@ struct RestoreCommand: KeepsakeCommand {
             ArgumentSpec(name: "BACKUP", help: "A backup id, unique id prefix, 'latest', or an archive file. On a terminal, leave it out to pick a backup from a list.",
                          optional: true),
             ArgumentSpec(name: "PATH", help: "Restore only these paths (a folder brings its contents; patterns like '*.conf' allowed).",
-                         optional: true, repeating: true),
+                         optional: true, repeating: true, takesPath: true),
         ],
         options: [
             CommonOptions.dest,
             OptionSpec(long: "target", short: "C", kind: .value(valueName: "dir"), defaultDescription: "the current folder",
-                       help: "The folder to restore into; created when missing. Paths inside keep their full original path."),
+                       help: "The folder to restore into; created when missing. Paths inside keep their full original path.",
+                       takesPath: true),
             OptionSpec(long: "overwrite", kind: .value(valueName: "when"),
                        allowedValues: OverwritePolicy.allCases.map(\.rawValue), defaultDescription: "never",
                        help: "Replace existing files: never, if-newer (the backup's copy is newer), or always."),
@@ -44,23 +45,29 @@ struct RestoreCommand: KeepsakeCommand {
     private let progress: Bool
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
-        reference = arguments.positionals.first
+        reference = arguments.argument("BACKUP")
         if reference == nil && (!context.capabilities.canPrompt || context.noInput) {
             // Without a terminal to pick on, the backup must be named.
             throw UsageError(.missingArgument("BACKUP"), command: Self.spec)
         }
-        let target = DestinationResolver.absolute(arguments.value("target") ?? ".")
-        request = RestoreRequest(target: target, selections: Array(arguments.positionals.dropFirst()),
-                                 overwrite: arguments.value("overwrite").flatMap(OverwritePolicy.init(rawValue:)) ?? .never,
-                                 dryRun: arguments.flag("dry-run"), restoreSpecialFiles: arguments.flag("same-owner"),
-                                 samePermissions: geteuid() == 0 || arguments.flag("same-permissions"))
+        var request = RestoreRequest(target: "", overwrite: arguments.value("overwrite").flatMap(OverwritePolicy.init(rawValue:)) ?? .never,
+                                     dryRun: arguments.flag("dry-run"), restoreSpecialFiles: arguments.flag("same-owner"),
+                                     samePermissions: geteuid() == 0 || arguments.flag("same-permissions"))
+        // Paths go as bytes: a name need not be UTF-8.
+        request.targetPath = DestinationResolver.absolute(arguments.path("target") ?? Array(".".utf8))
+        request.selectionPaths = arguments.argumentPaths("PATH")
+        self.request = request
         if arguments.flag("same-owner") && geteuid() != 0 {
             throw UsageError.custom("The option '--same-owner' needs root: only root can give files to other owners or restore setuid bits and device files.", command: Self.spec)
         }
         destinationOption = arguments.value("dest")
         progress = arguments.flag("progress")
+        let patterns = request.selectionPaths.filter { $0.contains(where: { "*?[".utf8.contains($0) }) }
+        if let pattern = patterns.first(where: { PathBytes.validString($0) == nil }) {
+            throw UsageError(.notUTF8(PathBytes.display(pattern), argument: "PATH..."), command: Self.spec)
+        }
         do {
-            _ = try ExcludeRules(patterns: request.selections.filter { $0.contains(where: { "*?[".contains($0) }) })
+            _ = try ExcludeRules(patterns: patterns.map { String(decoding: $0, as: UTF8.self) })
         } catch {
             throw UsageError.custom("\(error).", command: Self.spec)
         }
@@ -69,13 +76,16 @@ struct RestoreCommand: KeepsakeCommand {
     // MARK: Running
 
     func run(context: CommandContext) throws -> ExitCode {
-        let reference = try self.reference ?? pickBackup(context: context)
+        // A backup picked from the list is a backup, never a file of the same name.
+        let chosen = try self.reference.map { try BackupReference.resolve($0, explicitDestination: destinationOption != nil, context: context) }
+            ?? .backup(pickBackup(context: context))
         let presenter = EventPresenter(context: context, progress: progress)
         defer { presenter.finish() }
         let restorer = Restorer(events: presenter, cancellation: context.cancellation)
         let result: RestoreResult
         let source: String
-        if ArchiveFileInspector.isArchiveFile(reference) {
+        switch chosen {
+        case .archiveFile(let reference):
             source = reference
             let archive = try FileByteSource(path: reference)
             defer { archive.close() }
@@ -85,11 +95,11 @@ struct RestoreCommand: KeepsakeCommand {
                 guard let path = ArchiveFileInspector.siblingArchive(of: reference, for: id) else { return nil }
                 return (try FileByteSource(path: path), path)
             }
-        } else {
+        case .backup(let reference):
             let storage = context.destination(destinationOption)
             let catalog = BackupCatalog(storage: storage)
             let item = try catalog.resolve(reference)
-            let manifest = try catalog.manifest(of: item, forRestoring: request.selections)
+            let manifest = try catalog.manifest(of: item, forRestoringPaths: request.selectionPaths)
             guard let archiveName = manifest.summary.archive?.name else {
                 throw EngineError.manifestUnreadable(name: item.manifestName, reason: "it does not name its archive")
             }

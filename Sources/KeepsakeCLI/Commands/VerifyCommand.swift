@@ -48,14 +48,15 @@ struct VerifyCommand: KeepsakeCommand {
                 if !context.json { show(reports[reports.count - 1], context: context) }
             }
         } else {
-            for reference in references {
+            for argument in references {
                 let report: VerifyReport
-                if ArchiveFileInspector.isArchiveFile(reference) {
+                switch try BackupReference.resolve(argument, explicitDestination: destinationOption != nil, context: context) {
+                case .archiveFile(let reference):
                     let source = try FileByteSource(path: reference)
                     defer { source.close() }
                     report = try verifier.verify(archive: source, name: reference,
                                                  sidecar: ArchiveFileInspector.sidecarData(forArchiveAt: reference))
-                } else {
+                case .backup(let reference):
                     report = try verifier.verify(try catalog.resolve(reference), in: storage)
                 }
                 presenter.finish()

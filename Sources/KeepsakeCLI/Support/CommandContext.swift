@@ -66,6 +66,12 @@ final class CommandContext {
         _ = ConsoleWriter.standardError.writeLine("\(label) \(text)")
     }
 
+    /// A hint on standard error about a choice made for the user (shown even with `--quiet`).
+    func hint(_ text: String) {
+        let label = err.apply(.warning, to: "hint:")
+        _ = ConsoleWriter.standardError.writeLine("\(label) \(text)")
+    }
+
     /// An informational line on standard error (hidden by `--quiet` and `--json`).
     func note(_ text: String) {
         guard !quiet, !json else { return }

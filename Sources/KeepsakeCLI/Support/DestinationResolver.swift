@@ -1,3 +1,4 @@
+import BackupCore
 import Foundation
 
 /// Where backups go when `--dest` is not given: `KEEPSAKE_DEST`, else
@@ -24,5 +25,18 @@ enum DestinationResolver {
         if path.hasPrefix("/") { return path }
         if path == "~" || path.hasPrefix("~/") { return NSHomeDirectory() + path.dropFirst() }
         return FileManager.default.currentDirectoryPath + "/" + path
+    }
+
+    /// `absolute` for a path given as bytes (it need not be UTF-8).
+    static func absolute(_ path: [UInt8]) -> [UInt8] {
+        let slash = UInt8(ascii: "/")
+        if path.first == slash { return path }
+        if path == [UInt8(ascii: "~")] || path.starts(with: [UInt8(ascii: "~"), slash]) {
+            return PathBytes.from(NSHomeDirectory()) + path.dropFirst()
+        }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let current = getcwd(&buffer, buffer.count).flatMap { PathBytes.fromCString($0) }
+            ?? PathBytes.from(FileManager.default.currentDirectoryPath)
+        return PathBytes.join(current, path)
     }
 }

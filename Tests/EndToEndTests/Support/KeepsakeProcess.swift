@@ -102,6 +102,12 @@ struct KeepsakeProcess {
                                      currentDirectory: currentDirectory, timeout: timeout)
     }
 
+    /// Runs `keepsake ARGUMENTS` with arguments given as bytes (paths that are not UTF-8).
+    @discardableResult
+    func run(bytes arguments: [[UInt8]], stdin: Data? = nil, environment changes: [String: String?] = [:]) throws -> ProcessRunner.Outcome {
+        try ProcessRunner.run(executable, byteArguments: arguments, stdin: stdin, environment: environment(changes))
+    }
+
     /// Starts `keepsake ARGUMENTS` in the background with a pipe on its standard input.
     func start(_ arguments: [String], environment changes: [String: String?] = [:]) throws -> ProcessRunner.Running {
         try ProcessRunner.start(executable, arguments, environment: environment(changes))

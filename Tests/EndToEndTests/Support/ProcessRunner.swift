@@ -195,6 +195,65 @@ enum ProcessRunner {
         return Running(process: process, command: command, input: input, capture: capture)
     }
 
+    // MARK: Running with byte arguments
+
+    /// Runs `program` with arguments given as bytes, to completion. Foundation's `Process`
+    /// takes `String`s, which cannot hold a path that is not UTF-8 (a byte 0xff), so this
+    /// spawns with `posix_spawn` and hands the bytes to `argv` unchanged.
+    /// - Parameters:
+    ///   - stdin: bytes for standard input; `/dev/null` when nil.
+    ///   - environment: the complete environment.
+    static func run(_ program: String, byteArguments arguments: [[UInt8]], stdin: Data? = nil,
+                    environment: [String: String], timeout: TimeInterval = 120) throws -> Outcome {
+        let executable = try locate(program)
+        let capture = try Capture()
+        let inputPath = capture.folder.appendingPathComponent("stdin").path
+        try (stdin ?? Data()).write(to: URL(fileURLWithPath: inputPath))
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, stdin == nil ? "/dev/null" : inputPath, O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, capture.stdout.fileDescriptor, 1)
+        posix_spawn_file_actions_adddup2(&actions, capture.stderr.fileDescriptor, 2)
+        // NUL-terminated copies that live until the child has started.
+        let argv = ([Array(executable.utf8)] + arguments).map { bytes -> UnsafeMutablePointer<CChar>? in
+            let copy = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
+            for (index, byte) in bytes.enumerated() { copy[index] = CChar(bitPattern: byte) }
+            copy[bytes.count] = 0
+            return copy
+        }
+        let envp = environment.map { key, value in strdup(key + "=" + value) }
+        defer {
+            argv.forEach { $0?.deallocate() }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let started = posix_spawn(&pid, executable, &actions, nil, argv + [nil], envp + [nil])
+        let command = [executable] + arguments.map { String(decoding: $0, as: UTF8.self) }
+        guard started == 0 else {
+            _ = capture.collect()
+            throw Failure(description: "cannot start \(command.joined(separator: " ")): \(String(cString: strerror(started)))")
+        }
+        let deadline = Date().addingTimeInterval(timeout)
+        var status: Int32 = 0
+        var timedOut = false
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if Date() > deadline && !timedOut {
+                timedOut = true
+                kill(pid, SIGKILL)
+            }
+            usleep(1000)
+        }
+        let (out, err) = capture.collect()
+        let signal = status & 0x7f
+        let code = signal == 0 ? (status >> 8) & 0xff : 128 + signal
+        let outcome = Outcome(command: command, exitCode: code, stdout: out, stderr: err)
+        if timedOut {
+            throw Failure(description: "timed out after \(Int(timeout)) s and was killed:\n\(outcome)")
+        }
+        return outcome
+    }
+
     // MARK: Waiting
 
     /// Waits for `process` (terminating it after `timeout`) and collects its output.
