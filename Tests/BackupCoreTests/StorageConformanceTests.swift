@@ -498,6 +498,121 @@ final class StorageConformanceTests: XCTestCase {
         XCTAssertEqual(rawDirectoryNames(path), [live])
     }
 
+    func testRemoveLeftoversSparesTemporariesOfLiveRuns() throws {
+        let path = root + "/dest"
+        let backend = LocalFolderBackend(path: path)
+        try backend.prepare()
+        // The parent process (the test runner) is alive: its temporary is work in progress.
+        let live = ".tmp-host_20250101T000000Z-deadbeef.tar.zst-\(getppid())-abcdef"
+        let dead = ".tmp-host_20250101T000000Z-deadbeef.tar.zst-\(StorageConformanceSuite.deadPID)-abcdef"
+        try writeFile(path + "/" + live, "being written")
+        try writeFile(path + "/" + dead, "half an archive")
+        XCTAssertEqual(try backend.removeLeftovers(), [dead])
+        XCTAssertEqual(rawDirectoryNames(path), [live])
+    }
+
+    // MARK: Hostile destinations
+
+    /// Symbolic links planted at every name the backend could predict (this process's lock
+    /// attempt and stale-lock names) point outside the destination: taking the lock, over a
+    /// stale one or not, storing and releasing leave the outside file as it was.
+    func testSymlinksAtPredictableNamesAreNotFollowed() throws {
+        let path = root + "/dest"
+        let backend = LocalFolderBackend(path: path)
+        try backend.prepare()
+        chmod(path, 0o777)
+        let outside = root + "/outside.txt"
+        try writeFile(outside, "precious\n")
+        let pid = getpid()
+        let names = [".tmp-lock-\(pid)", ".tmp-stale-lock-\(pid)"]
+        for round in 0..<2 {
+            for name in names where lstatInfo(path + "/" + name) == nil {
+                XCTAssertEqual(symlink(outside, path + "/" + name), 0, name)
+            }
+            if round == 1 {
+                let stale = LockOwner(pid: StorageConformanceSuite.deadPID, host: HostIdentity.hostName,
+                                      started: Date(timeIntervalSince1970: 1_700_000_000), operation: "backup",
+                                      processStartTicks: nil)
+                try writeFile(path + "/" + LocalFolderBackend.lockName, stale.json.serialized() + "\n")
+            }
+            let lock = try backend.acquireLock(.current(operation: "backup"))
+            let pending = try backend.create("object")
+            try [1, 2, 3].withUnsafeBytes { try pending.write($0) }
+            try pending.commit()
+            lock.release()
+            XCTAssertEqual(try String(contentsOfFile: outside, encoding: .utf8), "precious\n", "round \(round)")
+            XCTAssertEqual(try XCTUnwrap(lstatInfo(outside)).st_nlink, 1, "no name in the destination links to it")
+            XCTAssertNil(lstatInfo(path + "/" + LocalFolderBackend.lockName), "round \(round): the lock is released")
+        }
+    }
+
+    /// A lock file that is a symbolic link (planted by someone else) is refused with a
+    /// message naming it; nothing outside is touched.
+    func testLockThatIsASymlinkIsRefused() throws {
+        let path = root + "/dest"
+        let backend = LocalFolderBackend(path: path)
+        try backend.prepare()
+        let outside = root + "/outside.txt"
+        try writeFile(outside, "precious\n")
+        XCTAssertEqual(symlink(outside, path + "/" + LocalFolderBackend.lockName), 0)
+        XCTAssertThrowsError(try backend.acquireLock(.current(operation: "backup"))) { error in
+            XCTAssertTrue("\(error)".contains(LocalFolderBackend.lockName), "\(error)")
+        }
+        XCTAssertEqual(try String(contentsOfFile: outside, encoding: .utf8), "precious\n")
+    }
+
+    // MARK: Lock ownership
+
+    /// A run whose lock was replaced (judged stale by another run, which took it over)
+    /// must not remove the other run's lock when it releases its own.
+    func testReleaseLeavesALockThatReplacedIt() throws {
+        let path = root + "/dest"
+        let backend = LocalFolderBackend(path: path)
+        try backend.prepare()
+        let lock = try backend.acquireLock(.current(operation: "backup"))
+        let other = LockOwner(pid: getppid(), host: HostIdentity.hostName, started: Date(), operation: "prune",
+                              processStartTicks: LockOwner.startTicks(of: getppid()))
+        let text = other.json.serialized() + "\n"
+        try writeFile(path + "/.replacement", text)
+        XCTAssertEqual(rename(path + "/.replacement", path + "/" + LocalFolderBackend.lockName), 0)
+        lock.release()
+        XCTAssertEqual(try String(contentsOfFile: path + "/" + LocalFolderBackend.lockName, encoding: .utf8), text,
+                       "the other run's lock is left in place")
+    }
+
+    /// Eight threads at a time, each with its own backend, take over one stale lock (a dead
+    /// pid on this host), 150 rounds: in every round exactly one gets the lock (the others
+    /// get LockError naming it), and no lock attempt is left behind.
+    func testConcurrentTakeoverOfAStaleLockHasOneWinner() throws {
+        let path = root + "/dest"
+        try LocalFolderBackend(path: path).prepare()
+        let stale = LockOwner(pid: StorageConformanceSuite.deadPID, host: HostIdentity.hostName,
+                              started: Date(timeIntervalSince1970: 1_700_000_000), operation: "backup",
+                              processStartTicks: nil)
+        let rounds = 150
+        var doubleWinners = 0
+        for round in 0..<rounds {
+            try writeFile(path + "/" + LocalFolderBackend.lockName, stale.json.serialized() + "\n")
+            let outcomes = RaceOutcomes()
+            DispatchQueue.concurrentPerform(iterations: 8) { _ in
+                do {
+                    let lock = try LocalFolderBackend(path: path).acquireLock(.current(operation: "backup"))
+                    outcomes.add(winner: lock)
+                } catch {
+                    outcomes.add(error: error)
+                }
+            }
+            let (winners, errors) = outcomes.result()
+            if winners.count > 1 { doubleWinners += 1 }
+            XCTAssertEqual(winners.count, 1, "round \(round): exactly one takes the lock over; errors: \(errors)")
+            XCTAssertEqual(errors.filter { !($0 is LockError) }.map { "\($0)" }, [], "round \(round): losers are told it is locked")
+            for winner in winners { winner.release() }
+            XCTAssertEqual(rawDirectoryNames(path), [], "round \(round): nothing is left once released")
+            if (testRun?.failureCount ?? 0) > 5 { break }
+        }
+        XCTAssertEqual(doubleWinners, 0, "rounds with more than one holder")
+    }
+
     func testPendingObjectDroppedWithoutCommitLeavesNothing() throws {
         let path = root + "/dest"
         let backend = LocalFolderBackend(path: path)
@@ -512,5 +627,27 @@ final class StorageConformanceTests: XCTestCase {
 
     func testRemoveLeftoversOnMissingFolderIsEmpty() throws {
         XCTAssertEqual(try LocalFolderBackend(path: root + "/never-made").removeLeftovers(), [])
+    }
+}
+
+// MARK: - Race bookkeeping
+
+/// What the threads of one takeover round got: lock handles (kept, so nobody releases
+/// before every thread has tried) and errors.
+private final class RaceOutcomes: @unchecked Sendable {
+    private let guardLock = NSLock()
+    private var winners: [DestinationLock] = []
+    private var errors: [Error] = []
+
+    func add(winner: DestinationLock) {
+        guardLock.withLock { winners.append(winner) }
+    }
+
+    func add(error: Error) {
+        guardLock.withLock { errors.append(error) }
+    }
+
+    func result() -> ([DestinationLock], [Error]) {
+        guardLock.withLock { (winners, errors) }
     }
 }

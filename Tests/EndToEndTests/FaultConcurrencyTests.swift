@@ -69,6 +69,74 @@ final class FaultConcurrencyTests: FaultTestCase {
         XCTAssertEqual(consistent, rounds)
     }
 
+    // MARK: Stale lock taken over by many
+
+    /// Twelve backups of one source start together against a destination whose lock names
+    /// a dead pid on this host, 16 rounds. Exactly one may take the stale lock over: each
+    /// run exits 0 or 5 (never 1 because another run deleted its temporary archive), the
+    /// committed backups are all listed and verify, and no two share a parent — two runs
+    /// holding the lock at once would both build on the same newest backup.
+    func testManyRunsTakingOverOneStaleLock() throws {
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["a.txt": "a\n", "sub/b.txt": "b\n"])
+        let dest = path("dest")
+        _ = try backup([source], dest: dest)
+        let deadPID = try String(contentsOfFile: "/proc/sys/kernel/pid_max", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        var host = [CChar](repeating: 0, count: 256)
+        gethostname(&host, host.count - 1)
+        let hostName = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        // Padded with 30,000 numbers (60 KB, under the 64 KiB a lock may have): parsing it takes
+        // a while, so runs are likely to be between reading the stale lock and replacing it at
+        // the same time.
+        let padding = Array(repeating: "0", count: 30_000).joined(separator: ",")
+        let stale = "{\"pid\": \(deadPID), \"host\": \"\(hostName)\", \"started\": \"2026-01-01T00:00:00Z\", "
+            + "\"operation\": \"backup\", \"padding\": [\(padding)]}\n"
+
+        let rounds = 16
+        let runners = 12
+        var consistent = 0
+        var committedPerRound: [Int] = []
+        for round in 0..<rounds {
+            let failuresBefore = testRun?.failureCount ?? 0
+            try Fixtures.makeTree(at: source, files: ["round.txt": "\(round)\n"])
+            try stale.write(toFile: dest + "/keepsake.lock", atomically: false, encoding: .utf8)
+            let listedBefore = try listedIDs(dest).count
+            // Each run is stopped as soon as it starts and all are continued together, so they
+            // reach the lock at about the same moment instead of one process start apart.
+            let started = try (0..<runners).map { _ in
+                let running = try keepsake.start(["backup", source, "--dest", dest])
+                _ = Glibc.kill(running.processIdentifier, SIGSTOP)
+                return running
+            }
+            defer { started.forEach { $0.kill() } }
+            for running in started { _ = Glibc.kill(running.processIdentifier, SIGCONT) }
+            var committed = 0
+            for running in started {
+                let outcome = try running.finish()
+                XCTAssertTrue([0, 5].contains(outcome.exitCode), "round \(round): exit 0 or 5 only\n\(outcome)")
+                if outcome.exitCode == 0 { committed += 1 }
+                if outcome.exitCode == 5 {
+                    XCTAssertTrue(outcome.stderrText.contains("locked"), "round \(round): says it is locked:\n\(outcome)")
+                }
+            }
+            committedPerRound.append(committed)
+            XCTAssertGreaterThanOrEqual(committed, 1, "round \(round): one run takes the stale lock over")
+            XCTAssertEqual(try listedIDs(dest).count, listedBefore + committed, "round \(round): every success is listed")
+            try assertClean(dest, "round \(round)")
+            if (testRun?.failureCount ?? 0) == failuresBefore { consistent += 1 }
+        }
+        let backups = try XCTUnwrap(try json(try run(["list", "--dest", dest, "--json"]))["backups"] as? [[String: Any]])
+        let parents = backups.compactMap { $0["parent"] as? String }
+        let shared = Dictionary(grouping: parents, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted()
+        XCTAssertEqual(shared, [], "backups made while another run held the lock (same parent)")
+        try assertVerifies(dest)
+        print("stale lock taken over by \(runners) runs at once: \(consistent)/\(rounds) rounds consistent; "
+            + "backups committed per round: \(committedPerRound.map(String.init).joined(separator: ", ")); "
+            + "\(shared.count) forks in the chain")
+        XCTAssertEqual(consistent, rounds)
+    }
+
     // MARK: Backup during prune
 
     /// Freezes `prune --keep-last 2` of ten backups (SIGSTOP) once it holds the lock, after

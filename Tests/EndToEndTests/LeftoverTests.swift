@@ -12,7 +12,10 @@ final class LeftoverTests: EndToEndTestCase {
         try Fixtures.makeTree(at: source, files: ["a.txt": "a\n"])
         let first = try backup([source], dest: dest)
 
-        let temporary = ".tmp-host_20250101T000000Z-deadbeef.tar.zst-4242-abcdef"
+        // Written by a pid no process has (pids stay below pid_max): a live writer's is spared.
+        let deadPID = try String(contentsOfFile: "/proc/sys/kernel/pid_max", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let temporary = ".tmp-host_20250101T000000Z-deadbeef.tar.zst-\(deadPID)-abcdef"
         let orphan = "host_20250101T000000Z-0badf00d.tar.zst"
         try Data(Fixtures.pseudoRandomBytes(count: 1000, seed: 21)).write(to: URL(fileURLWithPath: dest + "/" + temporary))
         try Data(Fixtures.pseudoRandomBytes(count: 1000, seed: 22)).write(to: URL(fileURLWithPath: dest + "/" + orphan))

@@ -76,6 +76,88 @@ final class LockingTests: EndToEndTestCase {
         XCTAssertTrue(RawFileSystem.exists(dest + "/keepsake.lock"), "someone else's lock is left alone")
     }
 
+    // MARK: Hostile destinations
+
+    /// In a destination everyone may write to, symbolic links are planted at every name a
+    /// run could predict from its pid (lock attempts and stale-lock names, for the next
+    /// 2,000 pids), all pointing at a file outside, and a stale lock waits to be taken
+    /// over. A backup run by root must leave the outside file as it was.
+    func testSymlinksAtPredictableNamesAreNotFollowed() throws {
+        guard geteuid() == 0 else { throw XCTSkip("needs root: the attack is on root writing through a planted link") }
+        let dest = path("dest")
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["a.txt": "a\n"])
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(dest), mode: 0o700)
+        try RawFileSystem.setMode(RawFileSystem.bytes(dest), 0o777)
+        let outside = path("outside.txt")
+        try "precious\n".write(toFile: outside, atomically: false, encoding: .utf8)
+        try writeLock(in: dest, pid: try deadProcessID(), host: hostName())
+        let last = Int32((try String(contentsOfFile: "/proc/sys/kernel/ns_last_pid", encoding: .utf8))
+            .trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        for pid in (last + 1)...(last + 2000) {
+            for prefix in [".tmp-lock-", ".tmp-stale-lock-"] {
+                XCTAssertEqual(symlink(outside, dest + "/" + prefix + String(pid)), 0)
+            }
+        }
+
+        let outcome = try run(["backup", source, "--dest", dest])
+        XCTAssertEqual(try String(contentsOfFile: outside, encoding: .utf8), "precious\n",
+                       "the file outside the destination was written through a planted link:\n\(outcome)")
+        assertExit(outcome, 0, "the planted links are stepped around")
+        XCTAssertTrue(outcome.stderrText.contains("chmod go-w \(dest)"), "the open destination is warned about:\n\(outcome)")
+        assertExit(try run(["verify", "--dest", dest]), 0)
+    }
+
+    // MARK: Destination warnings
+
+    /// A destination other users can write to (world- or group-writable without the sticky
+    /// bit), or one owned by another user, gets a warning naming the folder and the fix from
+    /// every command that takes the lock; the run still exits 0. A private folder, a sticky
+    /// group-writable one, and commands that only read get none.
+    func testWarnsWhenOthersCanWriteTheDestination() throws {
+        guard geteuid() == 0 else { throw XCTSkip("needs root to give the destination to nobody") }
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["a.txt": "a\n"])
+        let cases: [(label: String, mode: mode_t, owner: String?, expected: [String])] = [
+            ("world", 0o777, nil, ["writable by other users", "chmod go-w"]),
+            ("world-sticky", 0o1777, nil, ["writable by other users", "chmod go-w"]),
+            ("group", 0o770, nil, ["writable by other users", "chmod go-w"]),
+            ("nobody", 0o700, "nobody", ["owned by nobody", "chown root"]),
+            ("private", 0o700, nil, []),
+            ("group-sticky", 0o1770, nil, []),
+        ]
+        for item in cases {
+            let dest = path("dest-" + item.label)
+            try RawFileSystem.makeDirectory(RawFileSystem.bytes(dest), mode: 0o700)
+            try RawFileSystem.setMode(RawFileSystem.bytes(dest), item.mode)
+            if let owner = item.owner { try toolSucceeds("chown", [owner, dest]) }
+            let commands: [(String, [String])] = [
+                ("backup", ["backup", source, "--dest", dest]),
+                ("backup --json", ["backup", source, "--dest", dest, "--json"]),
+                ("prune", ["prune", "--dest", dest, "--keep-last", "1"]),
+                ("repair", ["repair", "--dest", dest]),
+            ]
+            for (name, arguments) in commands {
+                let outcome = try run(arguments)
+                assertExit(outcome, 0, "\(item.label): \(name) still succeeds")
+                if item.expected.isEmpty {
+                    XCTAssertFalse(outcome.stderrText.contains("warning:"), "\(item.label): \(name) warns:\n\(outcome)")
+                } else {
+                    for text in item.expected + [dest, "warning:"] {
+                        XCTAssertTrue(outcome.stderrText.contains(text), "\(item.label): \(name) should say '\(text)':\n\(outcome)")
+                    }
+                    let lines = outcome.stderrText.split(separator: "\n").filter { $0.contains(dest) && $0.contains("warning:") }
+                    XCTAssertEqual(lines.count, 1, "\(item.label): \(name) warns once:\n\(outcome)")
+                }
+            }
+            for arguments in [["list", "--dest", dest], ["verify", "--dest", dest]] {
+                let outcome = try run(arguments)
+                assertExit(outcome, 0)
+                XCTAssertFalse(outcome.stderrText.contains("warning:"), "\(item.label): \(arguments[0]) only reads:\n\(outcome)")
+            }
+        }
+    }
+
     // MARK: Helpers
 
     /// This machine's host name as `gethostname` reports it.

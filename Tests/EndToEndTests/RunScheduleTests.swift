@@ -55,6 +55,21 @@ final class RunScheduleTests: EndToEndTestCase {
 
     // MARK: run
 
+    /// run takes the lock twice (backup, then prune): a destination others can write to is
+    /// warned about once, and the run still exits 0.
+    func testRunWarnsOnceAboutADestinationOthersCanWrite() throws {
+        try Fixtures.makeTree(at: path("src"), files: ["notes.txt": "notes\n"])
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(path("dest")), mode: 0o700)
+        try RawFileSystem.setMode(RawFileSystem.bytes(path("dest")), 0o777)
+        try writeConfig(homeProfile(extra: "[profiles.home.retention]\nkeep-last = 1\n"))
+        for round in 1...2 {
+            let outcome = try keepsakeRun(["run", "home"])
+            assertExit(outcome, 0, "round \(round)")
+            let warnings = outcome.stderrText.split(separator: "\n").filter { $0.contains("chmod go-w \(path("dest"))") }
+            XCTAssertEqual(warnings.count, 1, "round \(round): one warning naming the fix:\n\(outcome)")
+        }
+    }
+
     func testRunRunsHooksBacksUpPrunesVerifiesAndPrintsNothing() throws {
         try Fixtures.makeTree(at: path("src"), files: ["notes.txt": "notes\n"])
         let status = path("after.txt")

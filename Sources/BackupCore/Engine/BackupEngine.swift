@@ -50,10 +50,7 @@ public final class BackupEngine {
         try storage.prepare()
         let lock = try storage.acquireLock(.current(operation: "backup"))
         defer { lock.release() }
-        if let previous = lock.tookOverFrom {
-            events?.handle(.caution("took over a stale lock left by pid \(previous.pid) on \(previous.host) "
-                + "(started \(Timestamp.iso8601(previous.started)))"))
-        }
+        lock.report(to: events)
         try cleanUpLeftovers()
         let catalog = BackupCatalog(storage: storage)
         let newest = try catalog.newestID()

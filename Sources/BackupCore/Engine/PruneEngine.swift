@@ -65,10 +65,7 @@ public final class PruneEngine {
         }
         let lock = try storage.acquireLock(.current(operation: "prune"))
         defer { lock.release() }
-        if let previous = lock.tookOverFrom {
-            events?.handle(.caution("took over a stale lock left by pid \(previous.pid) on \(previous.host) "
-                + "(started \(Timestamp.iso8601(previous.started)))"))
-        }
+        lock.report(to: events)
         let plan = try makePlan(request)
         var removed: [BackupID] = []
         var freed: Int64 = 0

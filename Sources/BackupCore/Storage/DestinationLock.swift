@@ -79,8 +79,25 @@ public struct LockOwner: Sendable, Equatable {
 public protocol DestinationLock: AnyObject {
     /// The holder whose stale lock was taken over, if any.
     var tookOverFrom: LockOwner? { get }
+    /// What the holder should be told about the destination (other users can write to it),
+    /// one sentence each.
+    var warnings: [String] { get }
     /// Gives the lock back.
     func release()
+}
+
+extension DestinationLock {
+    public var warnings: [String] { [] }
+
+    /// Tells `events` about a stale lock taken over and about the destination's warnings
+    /// (as cautions: they do not make the run fail).
+    public func report(to events: EngineEventSink?) {
+        if let previous = tookOverFrom {
+            events?.handle(.caution("took over a stale lock left by pid \(previous.pid) on \(previous.host) "
+                + "(started \(Timestamp.iso8601(previous.started)))"))
+        }
+        for warning in warnings { events?.handle(.caution(warning)) }
+    }
 }
 
 /// The destination is locked by another run.

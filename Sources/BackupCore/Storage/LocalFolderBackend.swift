@@ -69,14 +69,7 @@ public final class LocalFolderBackend: StorageBackend {
 
     public func create(_ name: String) throws -> PendingObject {
         try LocalFolderBackend.checkName(name)
-        let suffix = "-\(getpid())-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
-        let temporary: String = LocalFolderBackend.temporaryPrefix + name + suffix
-        let fd = Glibc.open(path + "/" + temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            let code = errno
-            if code == ENOSPC { throw StorageError.full(destination: path) }
-            throw StorageError.io(name: path + "/" + temporary, operation: "create", reason: FileDescriptorIO.message(code))
-        }
+        let (fd, temporary) = try LocalFolderBackend.createTemporary(in: path, stem: name, operation: "create")
         return LocalPendingObject(fd: fd, folder: path, temporaryName: temporary, finalName: name)
     }
 
@@ -112,56 +105,189 @@ public final class LocalFolderBackend: StorageBackend {
         LocalFolderBackend.syncDirectory(path)
     }
 
+    // MARK: Locking
+    //
+    // The lock is the file keepsake.lock, and its holder keeps an exclusive flock(2) on it for
+    // as long as it holds the lock. The flock is the proof of life: the kernel drops it when the
+    // holder ends, however it ends, and only one open file can hold it. The pid, host and start
+    // time in the file name the holder for messages, and decide only for a lock file nobody
+    // has a flock on (the holder died, or it is a lock of an older keepsake or from a file
+    // system without flock): a lock whose flock is held is never judged stale.
+    //
+    // The name keepsake.lock changes in two ways only: link() of a new, already flocked file
+    // onto the free name, and — by a run holding the flock of the very file at the name
+    // (checked by device and inode after taking the flock) — rename() of its new file over it
+    // (taking over a stale lock) or unlink() (release). So of many runs taking over one stale
+    // lock exactly one gets its flock and replaces it; the others meet a held flock, or a name
+    // that now points at another file, and look again: they find the winner's lock (exit 5).
+    // Renaming a live lock aside, as an earlier design did, left the name free for a moment
+    // and let two runs hold the lock at once.
+
     public func acquireLock(_ owner: LockOwner) throws -> DestinationLock {
         let lockPath = path + "/" + LocalFolderBackend.lockName
-        let text: String = owner.json.serialized() + "\n"
-        let content: [UInt8] = Array(text.utf8)
+        let content: [UInt8] = Array((owner.json.serialized() + "\n").utf8)
+        let (fd, candidate) = try LocalFolderBackend.createTemporary(in: path, stem: "lock", operation: "write a lock file for")
+        var handedOver = false
+        defer {
+            if !handedOver {
+                unlink(path + "/" + candidate)
+                close(fd)
+            }
+        }
+        // Flocked before it gets the lock's name, so it is never visible unclaimed.
+        _ = flock(fd, LOCK_EX | LOCK_NB)
+        let writeError = content.withUnsafeBytes { FileDescriptorIO.writeAll(fd, $0) }
+        if writeError == 0 { fsync(fd) }
+        if writeError != 0 {
+            if writeError == ENOSPC || writeError == EDQUOT { throw StorageError.full(destination: path) }
+            throw StorageError.unusable(destination: path, reason: "cannot write a lock file: " + FileDescriptorIO.message(writeError))
+        }
+        let warnings = accessWarnings()
         var previous: LockOwner?
-        // Two rounds: the second after taking over a stale lock.
-        for _ in 0..<2 {
-            let candidate = path + "/" + LocalFolderBackend.temporaryPrefix + "lock-" + String(getpid())
-            let fd = Glibc.open(candidate, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-            guard fd >= 0 else {
-                throw StorageError.unusable(destination: path, reason: "cannot write a lock file: " + FileDescriptorIO.message(errno))
-            }
-            let writeError = content.withUnsafeBytes { FileDescriptorIO.writeAll(fd, $0) }
-            fsync(fd)
-            close(fd)
-            defer { unlink(candidate) }
-            if writeError != 0 {
-                if writeError == ENOSPC { throw StorageError.full(destination: path) }
-                throw StorageError.unusable(destination: path, reason: "cannot write a lock file: " + FileDescriptorIO.message(writeError))
-            }
+        var waitedForTakeover = 0
+        var lastHolder: LockOwner?
+        // Bounded: a name that keeps changing under us is reported as held.
+        for _ in 0..<100 {
             // link() fails when the name exists: an atomic create-with-content.
-            if link(candidate, lockPath) == 0 {
+            if link(path + "/" + candidate, lockPath) == 0 {
+                handedOver = true
+                unlink(path + "/" + candidate)
                 LocalFolderBackend.syncDirectory(path)
-                return LocalLock(path: lockPath, tookOverFrom: previous)
+                return LocalLock(fd: fd, path: lockPath, tookOverFrom: previous, warnings: warnings)
             }
             guard errno == EEXIST else {
                 throw StorageError.unusable(destination: path, reason: "cannot take the lock: " + FileDescriptorIO.message(errno))
             }
-            // Read through a descriptor (Foundation's Data(contentsOf:) leaks on empty files).
-            let holder = (try? FileByteSource(path: lockPath).readAll(limit: 1 << 16))
-                .flatMap { try? JSONParser.parse($0) }
-                .flatMap(LockOwner.init(json:))
-            guard let holder else {
-                // An unreadable lock file is a crash between create and write: treat as stale
-                // only when it is old, so a racing writer is not robbed.
-                var info = stat()
-                if stat(lockPath, &info) == 0, time(nil) - info.st_mtim.tv_sec > 60 {
-                    unlink(lockPath)
+            switch try inspectLock(lockPath) {
+            case .gone:
+                continue
+            case .held(let holder, let beingTakenOver):
+                lastHolder = holder
+                // A run holding the flock of a lock that looks stale is replacing it right now:
+                // look again shortly to name the new holder rather than the dead one.
+                if beingTakenOver && waitedForTakeover < 50 {
+                    waitedForTakeover += 1
+                    usleep(2000)
                     continue
                 }
-                throw LockError.held(by: LockOwner(pid: 0, host: "unknown", started: Date(), operation: "another run",
-                                                   processStartTicks: nil), destination: path)
+                throw LockError.held(by: holder ?? LockOwner(pid: 0, host: "unknown", started: Date(), operation: "another run",
+                                                            processStartTicks: nil), destination: path)
+            case .stale(let staleFD, let holder):
+                defer { close(staleFD) }
+                previous = holder
+                guard rename(path + "/" + candidate, lockPath) == 0 else {
+                    throw StorageError.unusable(destination: path, reason: "cannot take over the stale lock: "
+                        + FileDescriptorIO.message(errno))
+                }
+                handedOver = true
+                LocalFolderBackend.syncDirectory(path)
+                return LocalLock(fd: fd, path: lockPath, tookOverFrom: previous, warnings: warnings)
             }
-            guard holder.isStaleOnThisHost else { throw LockError.held(by: holder, destination: path) }
-            previous = holder
-            // Move the stale lock aside atomically; whoever wins the rename retries first.
-            let aside = path + "/" + LocalFolderBackend.temporaryPrefix + "stale-lock-" + String(getpid())
-            if rename(lockPath, aside) == 0 { unlink(aside) }
         }
-        throw LockError.held(by: previous ?? LockOwner.current(operation: "another run"), destination: path)
+        throw LockError.held(by: lastHolder ?? LockOwner(pid: 0, host: "unknown", started: Date(), operation: "another run",
+                                                       processStartTicks: nil), destination: path)
+    }
+
+    /// What `inspectLock` found at the lock's name.
+    private enum LockState {
+        /// Nothing, or the name changed while looking: try again.
+        case gone
+        /// A live holder (nil when its file cannot be read); `beingTakenOver` when its flock is
+        /// held but its content looks stale.
+        case held(LockOwner?, beingTakenOver: Bool)
+        /// A stale lock, still at the name, whose flock this run now holds through `fd`.
+        case stale(fd: Int32, holder: LockOwner?)
+    }
+
+    /// Opens the lock file at `lockPath` (never through a symbolic link), tries its flock and
+    /// judges it.
+    private func inspectLock(_ lockPath: String) throws -> LockState {
+        let fd = Glibc.open(lockPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            let code = errno
+            if code == ENOENT { return .gone }
+            // Another user's lock we may not read: held by someone we cannot name.
+            if code == EACCES { return .held(nil, beingTakenOver: false) }
+            if code == ELOOP {
+                throw StorageError.unusable(destination: path, reason: "\(lockPath) is a symbolic link, which keepsake never "
+                    + "makes (someone else planted it); remove it, and keep others from writing to \(path)")
+            }
+            throw StorageError.unusable(destination: path, reason: "cannot read the lock \(lockPath): " + FileDescriptorIO.message(code))
+        }
+        var opened = stat()
+        guard fstat(fd, &opened) == 0, opened.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
+            throw StorageError.unusable(destination: path, reason: "\(lockPath) is not a regular file, which keepsake never "
+                + "makes; remove it, and keep others from writing to \(path)")
+        }
+        // EWOULDBLOCK: a live run holds it. Any other failure (a file system without flock)
+        // leaves the judgement to the recorded pid, as before flock was used.
+        let busy = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK
+        let holder = LocalFolderBackend.readLockOwner(fd)
+        if busy {
+            close(fd)
+            return .held(holder, beingTakenOver: holder?.isStaleOnThisHost ?? true)
+        }
+        // Only the file still at the name may be replaced.
+        var current = stat()
+        guard lstat(lockPath, &current) == 0, current.st_dev == opened.st_dev, current.st_ino == opened.st_ino else {
+            close(fd)
+            return .gone
+        }
+        guard let holder else {
+            // Unreadable: a crash while an older keepsake wrote it. Stale only once old, so a
+            // writer in progress is not robbed.
+            if time(nil) - opened.st_mtim.tv_sec > 60 { return .stale(fd: fd, holder: nil) }
+            close(fd)
+            return .held(nil, beingTakenOver: false)
+        }
+        guard holder.isStaleOnThisHost else {
+            close(fd)
+            return .held(holder, beingTakenOver: false)
+        }
+        return .stale(fd: fd, holder: holder)
+    }
+
+    /// The holder a lock file names; nil when it names none (empty, not JSON, too large).
+    private static func readLockOwner(_ fd: Int32) -> LockOwner? {
+        let limit = 1 << 16
+        var bytes = [UInt8](repeating: 0, count: limit + 1)
+        var count = 0
+        while count < bytes.count {
+            let got = bytes.withUnsafeMutableBytes { buffer -> Int in
+                guard let base = buffer.baseAddress else { return -1 }
+                return pread(fd, base + count, buffer.count - count, off_t(count))
+            }
+            if got < 0 && errno == EINTR { continue }
+            guard got > 0 else { break }
+            count += got
+        }
+        guard count <= limit else { return nil }
+        return (try? JSONParser.parse(Array(bytes[..<count]))).flatMap(LockOwner.init(json:))
+    }
+
+    // MARK: Access
+
+    /// Why other users could tamper with the destination, one sentence each (empty when only
+    /// this user can write to it): a folder writable by others (world-writable, or
+    /// group-writable without the sticky bit), or owned by another user than the one running.
+    func accessWarnings() -> [String] {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return [] }
+        var warnings: [String] = []
+        let mode = info.st_mode & 0o7777
+        if mode & S_IWOTH != 0 || (mode & S_IWGRP != 0 && mode & S_ISVTX == 0) {
+            warnings.append("destination \(path) is writable by other users (mode \(String(mode, radix: 8))): they could plant "
+                + "or replace files in it, the lock among them; run 'chmod go-w \(path)'")
+        }
+        let me = geteuid()
+        if info.st_uid != me {
+            let owner = UserNames.shared.userName(for: info.st_uid) ?? "uid \(info.st_uid)"
+            let runner = UserNames.shared.userName(for: me) ?? "uid \(me)"
+            warnings.append("destination \(path) is owned by \(owner), not by \(runner) who runs keepsake: \(owner) could plant "
+                + "or replace files in it; run 'chown \(runner) \(path)', or back up as \(owner)")
+        }
+        return warnings
     }
 
     public func removeLeftovers() throws -> [String] {
@@ -177,14 +303,25 @@ public final class LocalFolderBackend: StorageBackend {
                 names.append(text)
             }
         }
-        let lockCandidatePrefix = LocalFolderBackend.temporaryPrefix + "lock-"
         for name in names {
-            // Another run's lock attempt in flight is not a leftover.
-            if name.hasPrefix(lockCandidatePrefix), let pid = Int32(name.dropFirst(lockCandidatePrefix.count)),
-               kill(pid, 0) == 0 || errno != ESRCH { continue }
+            // What a live process is writing (a lock attempt, or an object of a run that
+            // should not be running beside us) is not a leftover.
+            if let pid = LocalFolderBackend.writerPID(ofTemporary: name), kill(pid, 0) == 0 || errno != ESRCH { continue }
             if unlink(path + "/" + name) == 0 { removed.append(name) }
         }
         return removed
+    }
+
+    /// The pid in a temporary's name: `.tmp-lock-PID[-RANDOM]` or `.tmp-NAME-PID-RANDOM`.
+    static func writerPID(ofTemporary name: String) -> Int32? {
+        let lockPrefix = temporaryPrefix + "lock-"
+        if name.hasPrefix(lockPrefix) {
+            return name.dropFirst(lockPrefix.count).split(separator: "-").first.flatMap { Int32($0) }
+        }
+        let parts = name.dropFirst(temporaryPrefix.count).split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count >= 3, let pid = Int32(parts[parts.count - 2]), pid > 0,
+              UInt32(parts[parts.count - 1], radix: 16) != nil else { return nil }
+        return pid
     }
 
     // MARK: Helpers
@@ -194,6 +331,23 @@ public final class LocalFolderBackend: StorageBackend {
         guard !name.isEmpty, !name.contains("/"), !name.hasPrefix("."), !name.contains("\0") else {
             throw StorageError.io(name: name, operation: "use", reason: "not a valid object name")
         }
+    }
+
+    /// Creates a new temporary file `.tmp-STEM-PID-RANDOM` in `folder` for writing. O_EXCL and
+    /// O_NOFOLLOW: a name planted by someone else (a symbolic link pointing outside, above
+    /// all) is never opened; another random name is tried instead.
+    static func createTemporary(in folder: String, stem: String, operation: String) throws -> (fd: Int32, name: String) {
+        var code: Int32 = 0
+        var name = ""
+        for _ in 0..<8 {
+            name = temporaryPrefix + stem + "-\(getpid())-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+            let fd = Glibc.open(folder + "/" + name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            if fd >= 0 { return (fd, name) }
+            code = errno
+            guard code == EEXIST else { break }
+        }
+        if code == ENOSPC || code == EDQUOT { throw StorageError.full(destination: folder) }
+        throw StorageError.io(name: folder + "/" + name, operation: operation, reason: FileDescriptorIO.message(code))
     }
 
     /// Makes a rename or unlink in `folder` durable.
@@ -296,15 +450,20 @@ final class LocalPendingObject: PendingObject {
 
 // MARK: - Lock
 
-/// The lock file, removed on release.
+/// The lock file, held by an exclusive flock on `fd`; removed on release only while it is
+/// still this run's own file.
 final class LocalLock: DestinationLock {
+    private let fd: Int32
     private let path: String
     private var released = false
     let tookOverFrom: LockOwner?
+    let warnings: [String]
 
-    init(path: String, tookOverFrom: LockOwner?) {
+    init(fd: Int32, path: String, tookOverFrom: LockOwner?, warnings: [String]) {
+        self.fd = fd
         self.path = path
         self.tookOverFrom = tookOverFrom
+        self.warnings = warnings
     }
 
     deinit { release() }
@@ -312,6 +471,13 @@ final class LocalLock: DestinationLock {
     func release() {
         guard !released else { return }
         released = true
-        unlink(path)
+        // Still holding the flock: nobody else changes the name while it points at our file.
+        var mine = stat()
+        var current = stat()
+        if fstat(fd, &mine) == 0, lstat(path, &current) == 0, mine.st_dev == current.st_dev, mine.st_ino == current.st_ino {
+            unlink(path)
+            LocalFolderBackend.syncDirectory((path as NSString).deletingLastPathComponent)
+        }
+        close(fd)
     }
 }

@@ -32,6 +32,7 @@ struct RepairCommand: KeepsakeCommand {
         let storage = context.destination(destinationOption)
         let lock = try storage.acquireLock(.current(operation: "repair"))
         defer { lock.release() }
+        lock.report(to: EventPresenter(context: context, progress: false))
         let repairer = ManifestRepairer(storage: storage, cancellation: context.cancellation)
         var damaged = try repairer.damagedManifests()
         if !references.isEmpty {

@@ -14,6 +14,8 @@ final class EventPresenter: EngineEventSink {
     private var lastJSONLine = Date.distantPast
     /// Warnings seen, for the summary.
     private(set) var warnings: [PathWarning] = []
+    /// Cautions shown: `run` takes the lock twice (backup, prune) and says each thing once.
+    private var cautionsShown: Set<String> = []
 
     /// A presenter for one command run; `progress` is the `--progress` flag.
     init(context: CommandContext, progress: Bool) {
@@ -42,6 +44,7 @@ final class EventPresenter: EngineEventSink {
                 context.warn(line)
             }
         case .caution(let text):
+            guard cautionsShown.insert(text).inserted else { return }
             if let renderer {
                 renderer.printLine(context.err.apply(.warning, to: "warning:") + " " + text)
             } else {
