@@ -91,9 +91,20 @@ final class CompressedManifestTests: EndToEndTestCase {
     func testADamagedCompressedManifestIsReportedAndRepaired() throws {
         let setup = try twoBackups()
         let manifest = try sidecarPath(in: setup.dest, id: setup.first)
-        var bytes = try Data(contentsOf: URL(fileURLWithPath: manifest))
-        bytes[bytes.count / 2] ^= 0x10
-        try bytes.write(to: URL(fileURLWithPath: manifest))
+        let original = try Data(contentsOf: URL(fileURLWithPath: manifest))
+        let text = try sidecarText(manifest)
+        // A flip that damages what the manifest says: from the middle on, the first whose
+        // file zstd refuses or decodes differently (a few bits of a frame decode the same,
+        // and no reader can see those; CorruptionTests counts them).
+        var damaged = false
+        for offset in (original.count / 2)..<original.count where !damaged {
+            var bytes = original
+            bytes[offset] ^= 0x10
+            try bytes.write(to: URL(fileURLWithPath: manifest))
+            let decoded = try tool("zstd", ["-dc", manifest])
+            damaged = decoded.exitCode != 0 || decoded.stdoutText != text
+        }
+        XCTAssertTrue(damaged, "no flip damaged the manifest")
 
         let verify = try run(["verify", "--dest", setup.dest])
         assertExit(verify, 4)
