@@ -443,6 +443,17 @@ final class StorageConformanceTests: XCTestCase {
         XCTAssertEqual(try backend.list(), [StoredObject(name: "real", size: 4)])
     }
 
+    func testOpenNeverFollowsASymlink() throws {
+        let path = root + "/dest"
+        let backend = LocalFolderBackend(path: path)
+        try backend.prepare()
+        try writeFile(root + "/outside", "not a backup")
+        XCTAssertEqual(symlink(root + "/outside", path + "/box_20261129T023000Z-3f9a1c2e.tar.zst"), 0)
+        XCTAssertThrowsError(try backend.open("box_20261129T023000Z-3f9a1c2e.tar.zst")) { error in
+            XCTAssertTrue("\(error)".contains("symbolic link"), "\(error)")
+        }
+    }
+
     func testLockFileNamesTheHolder() throws {
         let path = root + "/dest"
         let backend = LocalFolderBackend(path: path)

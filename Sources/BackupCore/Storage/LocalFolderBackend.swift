@@ -76,10 +76,16 @@ public final class LocalFolderBackend: StorageBackend {
     public func open(_ name: String) throws -> ByteSource {
         try LocalFolderBackend.checkName(name)
         let full = path + "/" + name
-        let fd = Glibc.open(full, O_RDONLY | O_CLOEXEC)
+        // Never through a symlink: a name in the destination is a file Keepsake wrote there
+        // (listing leaves symlinks out too), not a way to read something elsewhere.
+        let fd = Glibc.open(full, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else {
             let code = errno
             if code == ENOENT { throw StorageError.notFound(name: name, destination: path) }
+            if code == ELOOP {
+                throw StorageError.io(name: full, operation: "open",
+                                      reason: "it is a symbolic link, which Keepsake never follows in a destination; remove it")
+            }
             throw StorageError.io(name: full, operation: "open", reason: FileDescriptorIO.message(code))
         }
         posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
