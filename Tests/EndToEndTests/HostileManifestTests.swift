@@ -87,6 +87,28 @@ final class HostileManifestTests: EndToEndTestCase {
         XCTAssertEqual(try names(in: jail), ["target"])
     }
 
+    func testUnsafeHardLinksRecordedOnlyInTheManifestAreNamed() throws {
+        let id = try backup([source], dest: dest)
+        let manifest = try sidecarPath(in: dest)
+        let prefix = String(source.dropFirst())
+        // Hard links whose content is in an earlier archive ("in"): made at the end, from the
+        // manifest alone. Before, an unsafe name was skipped without a word and the restore exited 0.
+        let lines = [
+            #"{"path":"../escape","type":"hardlink","link":"\#(prefix)/a.txt","in":"\#(id)"}"#,
+            #"{"path":"\#(prefix)/sel/to-passwd","type":"hardlink","link":"/etc/passwd","in":"\#(id)"}"#,
+            #"{"path":"\#(prefix)/sel/up","type":"hardlink","link":"\#(prefix)/../../../../../../etc/passwd","in":"\#(id)"}"#,
+        ]
+        try writeSidecar(manifest, try sidecarText(manifest) + lines.joined(separator: "\n") + "\n")
+        let outcome = try run(["restore", "latest", "--dest", dest, "--target", target])
+        assertExit(outcome, 4, "unsafe entries are integrity failures")
+        for name in ["../escape", prefix + "/sel/to-passwd", prefix + "/sel/up"] {
+            XCTAssertTrue(outcome.stderrText.contains(name + ": unsafe entry refused"), "\(name) is not named:\n\(outcome)")
+        }
+        XCTAssertEqual(try names(in: jail), ["target"])
+        XCTAssertEqual(try String(contentsOfFile: restored(source, into: target) + "/a.txt", encoding: .utf8), "alpha\n",
+                       "the rest is restored")
+    }
+
     // MARK: The archive a manifest names
 
     func testAManifestNamingAnArchiveOutsideTheDestinationIsDamaged() throws {
