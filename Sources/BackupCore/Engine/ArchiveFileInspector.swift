@@ -46,7 +46,7 @@ public enum ArchiveFileInspector {
         if let sidecar = sidecarManifest(forArchiveAt: path) { return (sidecar, sidecar.entries) }
         let source = try FileByteSource(path: path)
         defer { source.close() }
-        let reader = try ArchiveReader(source: source, name: path)
+        let reader = try ArchiveReader(source: source, name: path, cancellation: cancellation)
         var entries: [ManifestEntry] = []
         while let header = try reader.nextHeader() {
             try cancellation.check()

@@ -63,7 +63,7 @@ public final class ManifestRepairer {
         let hashing = HashingSource(source: source)
         var inner: [UInt8]?
         do {
-            let reader = try ArchiveReader(source: hashing, name: archiveName)
+            let reader = try ArchiveReader(source: hashing, name: archiveName, cancellation: cancellation)
             while let header = try reader.nextHeader() {
                 try cancellation.check()
                 if header.path == BackupNaming.manifestEntryPath {

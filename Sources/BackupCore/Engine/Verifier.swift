@@ -171,7 +171,7 @@ public final class Verifier {
         var sawMarker = false
         var current = "the start of the archive"
         do {
-            let reader = try ArchiveReader(source: source, name: name)
+            let reader = try ArchiveReader(source: source, name: name, cancellation: cancellation)
             while let header = try reader.nextHeader() {
                 try cancellation.check()
                 current = PathBytes.display(header.path)
