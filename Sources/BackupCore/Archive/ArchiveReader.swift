@@ -140,6 +140,16 @@ public final class ArchiveReader {
         return content
     }
 
+    /// Reads the current entry, a manifest, into memory within the limit its own summary
+    /// line sets (see `ManifestSizeLimit`); `name` says what it is in messages.
+    public func readManifest(name: String) throws -> [UInt8] {
+        var manifest = ManifestSizeLimit(name: name)
+        while let block = try nextBlock() {
+            try manifest.add(block.bytes, at: block.offset)
+        }
+        return manifest.bytes
+    }
+
     /// Reads whatever follows the end of the tar stream, to the end of the input: for a
     /// zstd archive that checks its last frames and its seek table. Call after `nextHeader`
     /// returned nil.

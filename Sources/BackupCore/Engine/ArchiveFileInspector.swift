@@ -51,7 +51,7 @@ public enum ArchiveFileInspector {
         while let header = try reader.nextHeader() {
             try cancellation.check()
             if header.path == BackupNaming.manifestEntryPath {
-                let manifest = try Manifest.parse(try reader.readContent(limit: 1 << 31))
+                let manifest = try Manifest.parse(try reader.readManifest(name: "the manifest inside \(path)"))
                 return (manifest, manifest.entries)
             }
             try reader.skipContent()

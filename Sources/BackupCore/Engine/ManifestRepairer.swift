@@ -67,7 +67,7 @@ public final class ManifestRepairer {
             while let header = try reader.nextHeader() {
                 try cancellation.check()
                 if header.path == BackupNaming.manifestEntryPath {
-                    inner = try reader.readContent(limit: 1 << 31)
+                    inner = try reader.readManifest(name: "the manifest inside \(archiveName)")
                 } else {
                     try reader.skipContent()
                 }

@@ -186,7 +186,11 @@ public final class Restorer {
                 if BackupNaming.isMetadataEntry(header.path) {
                     if header.path == BackupNaming.manifestEntryPath {
                         sawManifest = true
-                        if expected == nil { innerManifest = try reader.readContent(limit: 1 << 31) } else { try reader.skipContent() }
+                        if expected == nil {
+                            innerManifest = try readInnerManifest(reader, archiveName: name)
+                        } else {
+                            try reader.skipContent()
+                        }
                     } else {
                         if header.path == BackupNaming.markerEntryPath {
                             sawMarker = true
@@ -208,6 +212,18 @@ public final class Restorer {
         }
         try finishWrites()
         return innerManifest
+    }
+
+    /// The archive's own manifest, or nil (with the problem noted) when it is larger than
+    /// what it describes can need: the files waiting for it then land unverified.
+    private func readInnerManifest(_ reader: ArchiveReader, archiveName: String) throws -> [UInt8]? {
+        do {
+            return try reader.readManifest(name: "the manifest inside \(archiveName)")
+        } catch let error as ManifestError {
+            noteArchiveProblem("\(error); its files were restored unchecked, named *\(Restorer.unverifiedSuffix): "
+                + "restore from another copy of this backup if there is one")
+            return nil
+        }
     }
 
     /// Only the parts of `source` that hold `entries`, when that is possible: the archive
