@@ -24,7 +24,8 @@ final class RestoreFileWriterTests: XCTestCase {
     }
 
     private func makeWriter() throws -> RestoreFileWriter {
-        try XCTUnwrap(RestoreFileWriter(rootFD: rootFD, request: RestoreRequest(target: root, preserveOwnership: false)))
+        try XCTUnwrap(RestoreFileWriter(rootFD: rootFD, request: RestoreRequest(target: root, preserveOwnership: false),
+                                         cancellation: CancellationFlag()))
     }
 
     private func folder(_ name: String) throws -> DirectoryHandle {
@@ -134,7 +135,7 @@ final class RestoreFileWriterTests: XCTestCase {
         let writer = try makeWriter()
         let directory = try folder("d")
         let content = Array("shared content\n".utf8)
-        writer.beginFile(job(directory, "d", "first", size: content.count, check: .wait), newDirectory: true)
+        writer.beginFile(job(directory, "d", "first", size: content.count, check: .wait(hashed: true)), newDirectory: true)
         content.withUnsafeBytes { writer.write($0, at: 0) }
         writer.endFile()
         writer.link(RestoreFileWriter.LinkJob(directory: directory, components: [Array("d".utf8), Array("second".utf8)],

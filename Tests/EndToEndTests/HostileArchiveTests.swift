@@ -1,5 +1,8 @@
 import Foundation
 import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Archives no honest tool writes, beyond the path tricks of SafetyTests: device nodes,
 /// absurd sizes, 64 KiB names, and a flood of empty entries. Each has an expected outcome
@@ -98,5 +101,89 @@ final class HostileArchiveTests: EndToEndTestCase {
         let sanitized = ProcessInfo.processInfo.environment["ASAN_OPTIONS"] != nil
         let limitMiB = sanitized ? 2048 : 512
         XCTAssertLessThan(peakKiB, limitMiB * 1024, "memory stays bounded (under \(limitMiB) MiB for \(count) entries)")
+    }
+
+    // MARK: A terabyte of holes
+
+    /// A manifest line describing `huge` as a 1 TiB file with a SHA-256 (one no content has:
+    /// checking it means hashing a terabyte of zeros).
+    private static let terabyteManifest = """
+        {"keepsake":"manifest","format":1,"id":"20260101T000000Z-0a08cb0d","created":"2026-01-01T00:00:00Z","host":"vm","user":"root","sources":["/src"],"tags":[],"compression":"none","files":1,"directories":0,"symlinks":0,"hardlinks":0,"other":0,"bytes":1099511627776,"warnings":0,"kind":"full","chain":1,"chain_started":"2026-01-01T00:00:00Z","new_files":1,"new_bytes":1099511627776,"relies_on":[],"tool":"keepsake 0.2.0"}
+        {"path":"huge","type":"file","size":1099511627776,"mode":"0644","uid":0,"gid":0,"mtime_ns":1700000000000000000,"ctime_ns":1700000000000000000,"inode":2,"dev":1,"sha256":"\(String(repeating: "ab", count: 32))"}
+
+        """
+
+    /// A 10 KiB pax archive (GNU tar's sparse format) holding a 1 TiB file that is one hole;
+    /// with `manifest`, it is a Keepsake archive (marker first, manifest last).
+    private func terabyteArchive(_ name: String, manifest: Bool) throws -> String {
+        let source = path(name + "-src")
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(source))
+        try toolSucceeds("truncate", ["-s", "1T", source + "/huge"])
+        var members = ["huge"]
+        if manifest {
+            try RawFileSystem.makeDirectory(RawFileSystem.bytes(source + "/.keepsake"))
+            try Data(HostileArchiveTests.terabyteManifest.utf8).write(to: URL(fileURLWithPath: source + "/.keepsake/manifest.jsonl"))
+            members = [".keepsake", "huge", ".keepsake/manifest.jsonl"]
+        }
+        let archive = path(name + ".tar")
+        try toolSucceeds("tar", ["--sparse", "--format=pax", "--no-recursion", "-cf", archive, "-C", source] + members)
+        return archive
+    }
+
+    /// Waits for `running` to end on its own within `limit` seconds (a hang detector, not a
+    /// timing); kills it and fails otherwise.
+    private func waitForExit(_ running: ProcessRunner.Running, limit: TimeInterval, _ what: String,
+                             file: StaticString = #filePath, line: UInt = #line) throws -> ProcessRunner.Outcome? {
+        let deadline = Date().addingTimeInterval(limit)
+        while running.isRunning && Date() < deadline { usleep(10_000) }
+        if running.isRunning {
+            Glibc.kill(running.processIdentifier, SIGKILL)
+            _ = try? running.finish(timeout: 30)
+            XCTFail("\(what): still running after \(Int(limit)) s", file: file, line: line)
+            return nil
+        }
+        return try running.finish(timeout: 30)
+    }
+
+    /// Starts `arguments`, lets it work for a second, sends SIGTERM and expects exit 130
+    /// soon after, with no temporary left in `target`.
+    private func assertTerminates(_ arguments: [String], target: String?, _ what: String,
+                                  file: StaticString = #filePath, line: UInt = #line) throws {
+        let running = try keepsake.start(arguments)
+        defer { running.kill() }
+        sleep(1)
+        XCTAssertTrue(running.isRunning, "\(what) ended before the signal", file: file, line: line)
+        XCTAssertEqual(Glibc.kill(running.processIdentifier, SIGTERM), 0, file: file, line: line)
+        guard let outcome = try waitForExit(running, limit: 20, "\(what) after SIGTERM", file: file, line: line) else { return }
+        assertExit(outcome, 130, what, file: file, line: line)
+        if let target {
+            let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: target)) ?? []
+            XCTAssertEqual(leftovers.filter { $0.hasPrefix(".keepsake-") || $0 == "huge" }, [], "\(what): nothing left",
+                           file: file, line: line)
+        }
+    }
+
+    func testSIGTERMStopsRestoreWhileItHashesATerabyteOfHoles() throws {
+        let archive = try terabyteArchive("lone", manifest: true)
+        try assertTerminates(["restore", archive, "--target", path("inner")], target: path("inner"),
+                             "restore checking against the archive's own manifest")
+        // The same archive with the manifest beside it: each file is checked as it is written.
+        try Data(HostileArchiveTests.terabyteManifest.utf8).write(to: URL(fileURLWithPath: path("lone.manifest.jsonl")))
+        try assertTerminates(["restore", archive, "--target", path("beside")], target: path("beside"),
+                             "restore checking against the manifest beside the archive")
+        try assertTerminates(["verify", archive], target: nil, "verify")
+    }
+
+    func testAPlainTarballWithATerabyteOfHolesRestoresWithoutHashing() throws {
+        let archive = try terabyteArchive("plain", manifest: false)
+        let target = path("target")
+        let running = try keepsake.start(["restore", archive, "--target", target])
+        defer { running.kill() }
+        // Nothing to check it against: the file is made (a hole costs nothing), not hashed.
+        guard let outcome = try waitForExit(running, limit: 60, "restore of a plain tarball") else { return }
+        assertExit(outcome, 0)
+        let info = try XCTUnwrap(RawFileSystem.lstat(RawFileSystem.bytes(target + "/huge")))
+        XCTAssertEqual(Int64(info.st_size), 1 << 40)
+        XCTAssertLessThan(Int64(info.st_blocks), 1024, "the hole stays a hole")
     }
 }

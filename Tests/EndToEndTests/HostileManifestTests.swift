@@ -30,8 +30,10 @@ final class HostileManifestTests: EndToEndTestCase {
     // MARK: The archive's own manifest (a lone archive)
 
     func testNULInAHardLinkOfTheArchivesOwnManifestDoesNotEscape() throws {
-        let id = try backup([source], dest: dest)
+        try backup([source], dest: dest)
         let linkTarget = String(source.dropFirst()) + "/a.txt"
+        // Content "in" an earlier backup: the link is made from the manifest alone, at the end.
+        let id = "20000101T000000Z-00000000"
         for (name, line) in [
             ("escaped", #"{"path":"..\u0000/outside/victim","type":"hardlink","link":"\#(linkTarget)","in":"\#(id)"}"#),
             ("b64", #"{"path_b64":"\#(Data("..\u{0}/outside/victim".utf8).base64EncodedString())","type":"hardlink","link":"\#(linkTarget)","in":"\#(id)"}"#),
@@ -88,11 +90,12 @@ final class HostileManifestTests: EndToEndTestCase {
     }
 
     func testUnsafeHardLinksRecordedOnlyInTheManifestAreNamed() throws {
-        let id = try backup([source], dest: dest)
+        try backup([source], dest: dest)
         let manifest = try sidecarPath(in: dest)
         let prefix = String(source.dropFirst())
         // Hard links whose content is in an earlier archive ("in"): made at the end, from the
         // manifest alone. Before, an unsafe name was skipped without a word and the restore exited 0.
+        let id = "20000101T000000Z-00000000"
         let lines = [
             #"{"path":"../escape","type":"hardlink","link":"\#(prefix)/a.txt","in":"\#(id)"}"#,
             #"{"path":"\#(prefix)/sel/to-passwd","type":"hardlink","link":"/etc/passwd","in":"\#(id)"}"#,

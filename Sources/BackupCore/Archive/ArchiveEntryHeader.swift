@@ -159,7 +159,7 @@ public struct ArchiveEntryHeader: Sendable, Equatable {
         // The reading side of the same libarchive quirk: "-99.75" comes back as (-99, .75).
         var seconds = Int64(archive_entry_mtime(entry))
         var nanoseconds = Int32(clamping: archive_entry_mtime_nsec(entry))
-        if seconds < 0 && nanoseconds > 0 {
+        if seconds < 0 && nanoseconds > 0 && seconds > Int64.min {
             seconds -= 1
             nanoseconds = 1_000_000_000 - nanoseconds
         }

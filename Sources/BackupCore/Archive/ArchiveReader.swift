@@ -20,8 +20,12 @@ public final class ArchiveReader {
         let lending: LendingSource?
         var buffer: UnsafeMutableRawBufferPointer
         var error: Error?
-        init(source: ByteSource) {
+        /// Checked before every read: libarchive's own loops (skipping an entry, finding
+        /// the next header) pass through here.
+        let cancellation: CancellationFlag?
+        init(source: ByteSource, cancellation: CancellationFlag?) {
             self.source = source
+            self.cancellation = cancellation
             lending = source as? LendingSource
             buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
         }
@@ -33,8 +37,9 @@ public final class ArchiveReader {
     /// Opens a reader. Plain (uncompressed) tar and every compression libarchive supports
     /// are recognised from the bytes, not the name; zstd is decompressed by Keepsake itself,
     /// several frames at once when the stream is made of independent frames. With
-    /// `plainTar`, the bytes are known to be uncompressed tar and are not inspected.
-    public init(source: ByteSource, name: String, plainTar: Bool = false) throws {
+    /// `plainTar`, the bytes are known to be uncompressed tar and are not inspected. Once
+    /// `cancellation` is set, reading throws `EngineError.interrupted`.
+    public init(source: ByteSource, name: String, plainTar: Bool = false, cancellation: CancellationFlag? = nil) throws {
         _ = LibarchiveSetup.prepared
         let decoded: ByteSource
         do {
@@ -47,7 +52,7 @@ public final class ArchiveReader {
         guard let archive = archive_read_new() else { throw ArchiveError.setup("out of memory") }
         self.archive = archive
         self.name = name
-        self.input = SourceBox(source: decoded)
+        self.input = SourceBox(source: decoded, cancellation: cancellation)
         archive_read_support_filter_all(archive)
         archive_read_support_format_tar(archive)
         archive_read_support_format_gnutar(archive)
@@ -56,6 +61,7 @@ public final class ArchiveReader {
             guard let client, let bufferOut else { return -1 }
             let box = Unmanaged<SourceBox>.fromOpaque(client).takeUnretainedValue()
             do {
+                try box.cancellation?.check()
                 if let lending = box.lending {
                     let view = try lending.lend(scratch: box.buffer)
                     bufferOut.pointee = view.baseAddress.map { UnsafeRawPointer($0) } ?? UnsafeRawPointer(box.buffer.baseAddress)
@@ -71,6 +77,7 @@ public final class ArchiveReader {
         }, nil, nil)
         guard status == ARCHIVE_OK else {
             // deinit frees the handle: every stored property is set by now.
+            if let stop = input.error as? EngineError { throw stop }
             let reason = input.error.map { "\($0)" } ?? LibarchiveSetup.errorMessage(archive)
             throw ArchiveError.damaged(archive: name, reason: reason)
         }
@@ -123,14 +130,24 @@ public final class ArchiveReader {
     public func readContent(limit: Int) throws -> [UInt8] {
         var content: [UInt8] = []
         while let block = try nextBlock() {
-            let end = Int(block.offset) + block.bytes.count
-            guard block.offset >= 0, end <= limit else {
+            let end = block.offset.addingReportingOverflow(Int64(block.bytes.count))
+            guard block.offset >= 0, !end.overflow, end.partialValue <= Int64(limit) else {
                 throw ArchiveError.damaged(archive: name, reason: "an entry is larger than \(limit) bytes")
             }
             if Int(block.offset) > content.count { content.append(contentsOf: repeatElement(0, count: Int(block.offset) - content.count)) }
-            content.replaceSubrange(Int(block.offset)..<min(content.count, end), with: block.bytes)
+            content.replaceSubrange(Int(block.offset)..<min(content.count, Int(end.partialValue)), with: block.bytes)
         }
         return content
+    }
+
+    /// Reads the current entry, a manifest, into memory within the limit its own summary
+    /// line sets (see `ManifestSizeLimit`); `name` says what it is in messages.
+    public func readManifest(name: String) throws -> [UInt8] {
+        var manifest = ManifestSizeLimit(name: name)
+        while let block = try nextBlock() {
+            try manifest.add(block.bytes, at: block.offset)
+        }
+        return manifest.bytes
     }
 
     /// Reads whatever follows the end of the tar stream, to the end of the input: for a

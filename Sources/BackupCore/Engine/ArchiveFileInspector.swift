@@ -46,12 +46,12 @@ public enum ArchiveFileInspector {
         if let sidecar = sidecarManifest(forArchiveAt: path) { return (sidecar, sidecar.entries) }
         let source = try FileByteSource(path: path)
         defer { source.close() }
-        let reader = try ArchiveReader(source: source, name: path)
+        let reader = try ArchiveReader(source: source, name: path, cancellation: cancellation)
         var entries: [ManifestEntry] = []
         while let header = try reader.nextHeader() {
             try cancellation.check()
             if header.path == BackupNaming.manifestEntryPath {
-                let manifest = try Manifest.parse(try reader.readContent(limit: 1 << 31))
+                let manifest = try Manifest.parse(try reader.readManifest(name: "the manifest inside \(path)"))
                 return (manifest, manifest.entries)
             }
             try reader.skipContent()

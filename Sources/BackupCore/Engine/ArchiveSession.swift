@@ -170,7 +170,7 @@ final class ArchiveSession {
         var reference = previous
         reference.storedIn = previous.storedIn ?? parent.id
         if chain.reread {
-            guard let digest = contentHash(item), digest == previous.sha256 else { return nil }
+            guard let digest = try contentHash(item), digest == previous.sha256 else { return nil }
             return reference
         }
         let mtime = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
@@ -184,12 +184,13 @@ final class ArchiveSession {
     }
 
     /// Reads a whole file to hash it (for `--reread`); nil when it cannot be read.
-    private func contentHash(_ item: ScannedItem) -> String? {
+    private func contentHash(_ item: ScannedItem) throws -> String? {
         let fd = PathBytes.syscall(item.name) { openat(item.parentFD, $0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         let hasher = SHA256Hasher()
         while true {
+            try cancellation.check()
             let count = FileDescriptorIO.read(fd, buffer)
             if count < 0 { return nil }
             if count == 0 { return hasher.finalizeHex() }
@@ -277,11 +278,13 @@ final class ArchiveSession {
         if readPause > 0 { usleep(useconds_t(min(readPause, 10) * 1_000_000)) }
     }
 
-    /// Feeds `count` zero bytes (a hole, or padding) to the hash and the archive.
+    /// Feeds `count` zero bytes (a hole, or padding) to the hash and the archive; a hole can
+    /// be a terabyte, so a stop is honoured between chunks.
     private func writeZeros(_ count: Int64, path: [UInt8]) throws {
         var remaining = count
         try ArchiveSession.zeros.withUnsafeBytes { zeros in
             while remaining > 0 {
+                try cancellation.check()
                 let chunk = UnsafeRawBufferPointer(rebasing: zeros[0..<Int(min(Int64(zeros.count), remaining))])
                 hasher.update(chunk)
                 try writer.writeData(chunk, path: path)

@@ -1,3 +1,6 @@
+import CPosix
+import Foundation
+
 /// The comparisons restore and verify share: an archive entry against its manifest line.
 enum ManifestCheck {
     /// What makes an archive entry disagree with its manifest entry, if anything.
@@ -26,13 +29,17 @@ enum ManifestCheck {
         return nil
     }
 
-    private static let zeros = [UInt8](repeating: 0, count: 1 << 16)
+    /// Zeros shared by every hash of a hole: a hole is hashed from this one buffer, never
+    /// from memory the size of the hole.
+    private static let zeros = [UInt8](repeating: 0, count: 1 << 20)
 
-    /// Feeds `count` zero bytes to a hash (the holes of a sparse file).
-    static func hashZeros(_ count: Int64, into hasher: SHA256Hasher) {
+    /// Feeds `count` zero bytes to a hash (the holes of a sparse file), checking for a stop
+    /// between megabytes: a tiny archive can declare a terabyte of holes.
+    static func hashZeros(_ count: Int64, into hasher: SHA256Hasher, cancellation: CancellationFlag) throws {
         var remaining = count
-        zeros.withUnsafeBytes { raw in
+        try zeros.withUnsafeBytes { raw in
             while remaining > 0 {
+                try cancellation.check()
                 let chunk = Int(min(Int64(raw.count), remaining))
                 hasher.update(UnsafeRawBufferPointer(rebasing: raw[0..<chunk]))
                 remaining -= Int64(chunk)
@@ -48,12 +55,38 @@ enum ManifestCheck {
         while let block = try reader.nextBlock() {
             try cancellation.check()
             if block.bytes.isEmpty { continue }
-            if block.offset > end { hashZeros(block.offset - end, into: hasher) }
+            if block.offset > end { try hashZeros(block.offset - end, into: hasher, cancellation: cancellation) }
             hasher.update(block.bytes)
-            end = max(end, block.offset + Int64(block.bytes.count))
+            end = max(end, block.offset.addingReportingOverflow(Int64(block.bytes.count)).partialValue)
         }
-        if end < declaredSize { hashZeros(declaredSize - end, into: hasher) }
+        if end < declaredSize { try hashZeros(declaredSize - end, into: hasher, cancellation: cancellation) }
         return (hasher.finalizeHex(), max(end, declaredSize))
+    }
+
+    /// Hashes the file open as `fd` (`size` bytes, holes read as zeros without reading them),
+    /// checking for a stop between megabytes; nil when it cannot be read.
+    static func hashFile(_ fd: Int32, size: Int64, cancellation: CancellationFlag) throws -> String? {
+        let hasher = SHA256Hasher()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var position: Int64 = 0
+        while position < size {
+            try cancellation.check()
+            // The next data run; a file system without SEEK_DATA reads everything.
+            var data = Int64(lseek(fd, off_t(position), KS_SEEK_DATA))
+            if data < 0 { data = errno == ENXIO ? size : position }
+            if data > position {
+                try hashZeros(min(data, size) - position, into: hasher, cancellation: cancellation)
+                position = min(data, size)
+                continue
+            }
+            let wanted = Int(min(Int64(buffer.count), size - position))
+            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, wanted, off_t(position)) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return nil }
+            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+            position += Int64(count)
+        }
+        return hasher.finalizeHex()
     }
 
     // MARK: Whole manifests

@@ -63,11 +63,11 @@ public final class ManifestRepairer {
         let hashing = HashingSource(source: source)
         var inner: [UInt8]?
         do {
-            let reader = try ArchiveReader(source: hashing, name: archiveName)
+            let reader = try ArchiveReader(source: hashing, name: archiveName, cancellation: cancellation)
             while let header = try reader.nextHeader() {
                 try cancellation.check()
                 if header.path == BackupNaming.manifestEntryPath {
-                    inner = try reader.readContent(limit: 1 << 31)
+                    inner = try reader.readManifest(name: "the manifest inside \(archiveName)")
                 } else {
                     try reader.skipContent()
                 }

@@ -14,8 +14,9 @@ public enum SidecarManifest {
     /// came out both smaller and twice as fast as level 3 (60k files: 25.9 MB to 4.64 MB
     /// in 0.09 s, against 4.93 MB in 0.16 s on one core), and every backup writes one.
     static let level = 1
-    /// The largest manifest read whole (plain bytes).
-    static let readLimit = 1 << 31
+    /// The most of a damaged manifest read (plain bytes); whole manifests are read within
+    /// `ManifestSizeLimit`.
+    static let readLimit = ManifestSizeLimit.hardLimit
     /// The longest summary line believed.
     private static let summaryLimit = 1 << 20
 
@@ -56,7 +57,7 @@ public enum SidecarManifest {
     public static func read(_ name: String, from storage: StorageBackend) throws -> [UInt8] {
         let source = try open(name, in: storage)
         defer { source.close() }
-        return try decoding { try source.readAll(limit: readLimit) }
+        return try decoding { try ManifestSizeLimit.read(source, name: "the manifest \(name)") }
     }
 
     /// As much of the manifest object `name` as decompresses, up to the first damage.
@@ -76,7 +77,7 @@ public enum SidecarManifest {
     public static func read(path: String) throws -> [UInt8] {
         let source = try decompressing(try FileByteSource(path: path), name: path, workers: DecodedArchiveSource.workers)
         defer { source.close() }
-        return try decoding { try source.readAll(limit: readLimit) }
+        return try decoding { try ManifestSizeLimit.read(source, name: "the manifest \(path)") }
     }
 
     /// The first line of the manifest object `name` (its summary), decoding no more than

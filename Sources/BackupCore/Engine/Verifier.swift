@@ -43,6 +43,9 @@ public final class Verifier {
     private var verified: [BackupID: VerifyReport] = [:]
     /// The destination's backups by id, listed once per run.
     private var catalogItems: [BackupID: BackupCatalog.Item]?
+    /// Backups being verified further up the stack: one relied on again is a cycle (a
+    /// manifest whose name and summary disagree can slip past the parser's check).
+    private var inProgress = Set<BackupID>()
 
     /// A verifier reporting progress to `events`.
     public init(events: EngineEventSink?, cancellation: CancellationFlag) {
@@ -55,6 +58,8 @@ public final class Verifier {
     /// Verifies a backup in a destination against the manifest beside its archive.
     public func verify(_ item: BackupCatalog.Item, in storage: StorageBackend) throws -> VerifyReport {
         if let known = verified[item.id] { return known }
+        inProgress.insert(item.id)
+        defer { inProgress.remove(item.id) }
         let report = try verifyUncached(item, in: storage)
         verified[item.id] = report
         return report
@@ -125,6 +130,11 @@ public final class Verifier {
                 report.archiveProblems.append("it relies on backup \(holder) for \(entries.count) files, and that backup is missing")
                 continue
             }
+            guard !inProgress.contains(holder) else {
+                report.archiveProblems.append("it relies on backup \(holder), which relies on it in turn (a cycle): "
+                    + "a manifest is damaged or forged")
+                continue
+            }
             let earlier = try verify(item, in: storage)
             if !earlier.isIntact {
                 report.archiveProblems.append("it relies on backup \(holder) for \(entries.count) files, and that backup is damaged")
@@ -169,9 +179,10 @@ public final class Verifier {
         var inside: ManifestFingerprint?
         var checksums: [UInt8]?
         var sawMarker = false
+        var entriesSeen = 0
         var current = "the start of the archive"
         do {
-            let reader = try ArchiveReader(source: source, name: name)
+            let reader = try ArchiveReader(source: source, name: name, cancellation: cancellation)
             while let header = try reader.nextHeader() {
                 try cancellation.check()
                 current = PathBytes.display(header.path)
@@ -189,7 +200,13 @@ public final class Verifier {
                         inside = fingerprint
                         continue
                     }
-                    let bytes = try reader.readContent(limit: 1 << 31)
+                    let bytes: [UInt8]
+                    do {
+                        bytes = try reader.readManifest(name: "the manifest inside \(name)")
+                    } catch let error as ManifestError {
+                        report.archiveProblems.append("\(error)")
+                        continue
+                    }
                     inside = ManifestFingerprint(of: bytes)
                     do {
                         innerManifest = try Manifest.parse(bytes)
@@ -199,7 +216,8 @@ public final class Verifier {
                     continue
                 }
                 if header.path == BackupNaming.checksumsEntryPath {
-                    checksums = try reader.readContent(limit: 1 << 31)
+                    // One line per file seen before it: more is not a list Keepsake wrote.
+                    checksums = try reader.readContent(limit: ManifestSizeLimit.checksumsLimit(files: entriesSeen))
                     continue
                 }
                 if header.path == BackupNaming.markerEntryPath {
@@ -207,6 +225,7 @@ public final class Verifier {
                     try reader.skipContent()
                     continue
                 }
+                entriesSeen += 1
                 var sha: String?
                 if header.type == .file {
                     let content = try ManifestCheck.hashContent(of: reader, declaredSize: header.size, cancellation: cancellation)

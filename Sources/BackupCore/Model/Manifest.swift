@@ -42,7 +42,7 @@ public struct Manifest: Sendable {
             guard start < buffer.count else { throw ManifestError.notAManifest(reason: "it is empty") }
             let summary = try parseSummary(Array(buffer[start..<end]))
             let entries = try parseEntries(UnsafeBufferPointer(rebasing: buffer[min(buffer.count, end + 1)...]),
-                                           firstLineNumber: lineNumber + 1, keeping: keeping)
+                                           firstLineNumber: lineNumber + 1, owner: summary.id, keeping: keeping)
             return Manifest(summary: summary, entries: entries)
         }
     }
@@ -51,10 +51,12 @@ public struct Manifest: Sendable {
     private static let parallelThreshold = 4 << 20
 
     /// Parses entry lines, the first of which is line `firstLineNumber` of the manifest.
-    private static func parseEntries(_ buffer: UnsafeBufferPointer<UInt8>, firstLineNumber: Int,
+    private static func parseEntries(_ buffer: UnsafeBufferPointer<UInt8>, firstLineNumber: Int, owner: BackupID,
                                      keeping: EntryFilter?) throws -> [ManifestEntry] {
         let parts = buffer.count < parallelThreshold ? 1 : max(1, min(8, ProcessInfo.processInfo.activeProcessorCount))
-        guard parts > 1 else { return try parseEntryLines(buffer, firstLineNumber: firstLineNumber, keeping: keeping) }
+        guard parts > 1 else {
+            return try parseEntryLines(buffer, firstLineNumber: firstLineNumber, owner: owner, keeping: keeping)
+        }
         // Cut points just after a newline, so that every part holds whole lines.
         var cuts = [0]
         for part in 1..<parts {
@@ -74,7 +76,7 @@ public struct Manifest: Sendable {
         DispatchQueue.concurrentPerform(iterations: parts) { part in
             let start = UnsafePointer<UInt8>(bitPattern: address).map { $0 + bounds[part] }
             let slice = UnsafeBufferPointer(start: start, count: bounds[part + 1] - bounds[part])
-            results.store(Result { try parseEntryLines(slice, firstLineNumber: lines[part], keeping: keeping) }, at: part)
+            results.store(Result { try parseEntryLines(slice, firstLineNumber: lines[part], owner: owner, keeping: keeping) }, at: part)
         }
         var entries: [ManifestEntry] = []
         for part in 0..<parts { entries += try results.take(part).get() }
@@ -92,7 +94,8 @@ public struct Manifest: Sendable {
         }
     }
 
-    private static func parseEntryLines(_ buffer: UnsafeBufferPointer<UInt8>, firstLineNumber: Int,
+    /// Parses entry lines of the manifest of backup `owner`.
+    private static func parseEntryLines(_ buffer: UnsafeBufferPointer<UInt8>, firstLineNumber: Int, owner: BackupID,
                                         keeping: EntryFilter?) throws -> [ManifestEntry] {
         var entries: [ManifestEntry] = []
         var lineNumber = firstLineNumber - 1
@@ -104,17 +107,30 @@ public struct Manifest: Sendable {
             let line = UnsafeBufferPointer(rebasing: buffer[start..<end])
             if line.isEmpty { continue }
             guard let keeping else {
-                entries.append(try parseEntryLine(line, lineNumber: lineNumber))
+                entries.append(try parseEntryLine(line, lineNumber: lineNumber, owner: owner))
                 continue
             }
             if let start = ManifestLineDecoder.peek(line) {
-                if keeping(start.path, start.type) { entries.append(try parseEntryLine(line, lineNumber: lineNumber)) }
+                if keeping(start.path, start.type) { entries.append(try parseEntryLine(line, lineNumber: lineNumber, owner: owner)) }
                 continue
             }
-            let entry = try parseEntryLine(line, lineNumber: lineNumber)
+            let entry = try parseEntryLine(line, lineNumber: lineNumber, owner: owner)
             if entry.path.withUnsafeBufferPointer({ keeping($0, entry.type) }) { entries.append(entry) }
         }
         return entries
+    }
+
+    /// One entry line of the manifest of backup `owner`: its content can only be in an
+    /// earlier backup (ids sort by creation, and a new id sorts after every existing one),
+    /// so an `in` naming the backup itself or a newer one — a cycle — is refused here,
+    /// once for every reader (verify, restore, diff, prune, repair).
+    static func parseEntryLine(_ line: UnsafeBufferPointer<UInt8>, lineNumber: Int, owner: BackupID) throws -> ManifestEntry {
+        let entry = try parseEntryLine(line, lineNumber: lineNumber)
+        if let holder = entry.storedIn, holder >= owner {
+            throw ManifestError.invalidLine(line: lineNumber, reason: "'in' names backup \(holder), which is not older than "
+                + "this backup (\(owner)); the manifest is damaged or forged: run 'keepsake verify', restore an earlier backup")
+        }
+        return entry
     }
 
     /// One entry line: the fast decoder for the lines Keepsake writes, the general JSON

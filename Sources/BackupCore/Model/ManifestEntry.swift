@@ -62,8 +62,10 @@ public struct ManifestEntry: Sendable, Equatable {
     /// The modification time as whole seconds (rounded down, also before 1970) and the
     /// nanoseconds after them.
     public var mtimeParts: (seconds: Int64, nanoseconds: Int32) {
-        let seconds = mtimeNanoseconds >= 0 ? mtimeNanoseconds / 1_000_000_000 : (mtimeNanoseconds - 999_999_999) / 1_000_000_000
-        return (seconds, Int32(mtimeNanoseconds - seconds * 1_000_000_000))
+        // Floor division from the quotient and remainder: no step can overflow, even at
+        // Int64.min (a manifest may say anything).
+        let (quotient, remainder) = mtimeNanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+        return remainder < 0 ? (quotient - 1, Int32(remainder + 1_000_000_000)) : (quotient, Int32(remainder))
     }
 
     /// The path for people (invalid bytes escaped).

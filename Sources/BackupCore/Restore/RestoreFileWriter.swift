@@ -20,8 +20,17 @@ final class RestoreFileWriter: @unchecked Sendable {
     enum Check: Sendable {
         /// Against the manifest's SHA-256 (nil when the manifest records none), then placed.
         case verify(sha256: String?)
-        /// Left under its temporary name until the archive's own manifest has been read.
-        case wait
+        /// Left under its temporary name until the archive's own manifest has been read;
+        /// hashed only when that manifest is expected (a plain tarball has none).
+        case wait(hashed: Bool)
+
+        /// Whether the content must be hashed: not when there is nothing to compare with.
+        var needsHash: Bool {
+            switch self {
+            case .verify(let sha256): return sha256 != nil
+            case .wait(let hashed): return hashed
+            }
+        }
     }
 
     /// A regular file to write.
@@ -52,6 +61,7 @@ final class RestoreFileWriter: @unchecked Sendable {
         let components: [[UInt8]]
         let path: [UInt8]
         let temporaryName: [UInt8]
+        /// Nil for a link, and for a file that was not hashed (see `Check.wait`).
         let sha256: String?
         /// For a hard link: the path of the file it names.
         let linkOf: [UInt8]?
@@ -94,6 +104,8 @@ final class RestoreFileWriter: @unchecked Sendable {
         let fd: Int32
         let temporary: [UInt8]
         var end: Int64 = 0
+        /// False when there is no SHA-256 to compare the content with.
+        let hashing: Bool
     }
 
     // MARK: Settings
@@ -113,6 +125,8 @@ final class RestoreFileWriter: @unchecked Sendable {
 
     private let request: RestoreRequest
     private let rootFD: DirectoryHandle
+    /// Checked while hashing: the holes of one sparse file can be a terabyte of zeros.
+    private let cancellation: CancellationFlag
 
     // MARK: State (caller)
 
@@ -141,11 +155,13 @@ final class RestoreFileWriter: @unchecked Sendable {
     // MARK: Life cycle
 
     /// A writer into the target whose folder is `rootFD`, applying `request`'s policy on
-    /// owners and special bits; nil when no descriptor is left for it.
-    init?(rootFD: Int32, request: RestoreRequest) {
+    /// owners and special bits, stopping its work once `cancellation` is set; nil when no
+    /// descriptor is left for it.
+    init?(rootFD: Int32, request: RestoreRequest, cancellation: CancellationFlag) {
         guard let root = DirectoryHandle(copying: rootFD) else { return nil }
         self.rootFD = root
         self.request = request
+        self.cancellation = cancellation
     }
 
     // MARK: Queueing (caller)
@@ -262,7 +278,8 @@ final class RestoreFileWriter: @unchecked Sendable {
 
     private func begin(_ job: FileJob) {
         abandon() // a file never ended (not expected): its temporary must not stay
-        guard outcome.failure == nil else { return }
+        // After a stop, what is still queued is dropped; the caller throws `interrupted`.
+        guard outcome.failure == nil, !cancellation.isCancelled else { return }
         let temporary = RestoreTarget.temporaryName()
         let fd = PathBytes.syscall(temporary) {
             openat(job.directory.fd, $0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -271,13 +288,22 @@ final class RestoreFileWriter: @unchecked Sendable {
             problem(job.path, errno)
             return
         }
-        open = OpenFile(job: job, fd: fd, temporary: temporary)
+        open = OpenFile(job: job, fd: fd, temporary: temporary, hashing: job.check.needsHash)
     }
 
     private func writeNow(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
         guard var file = open, let base = bytes.baseAddress else { return }
-        if offset > file.end { ManifestCheck.hashZeros(offset - file.end, into: hasher) }
-        hasher.update(bytes)
+        if file.hashing {
+            if offset > file.end {
+                do {
+                    try ManifestCheck.hashZeros(offset - file.end, into: hasher, cancellation: cancellation)
+                } catch {
+                    abandon()
+                    return
+                }
+            }
+            hasher.update(bytes)
+        }
         var written = 0
         while written < bytes.count {
             let count = pwrite(file.fd, base + written, bytes.count - written, off_t(offset) + off_t(written))
@@ -299,8 +325,17 @@ final class RestoreFileWriter: @unchecked Sendable {
         open = nil
         let job = file.job
         let size = job.header.size
-        if file.end < size { ManifestCheck.hashZeros(size - file.end, into: hasher) }
-        let sha256 = hasher.finalizeHex()
+        var sha256: String?
+        if file.hashing {
+            do {
+                if file.end < size { try ManifestCheck.hashZeros(size - file.end, into: hasher, cancellation: cancellation) }
+            } catch {
+                open = file
+                abandon()
+                return
+            }
+            sha256 = hasher.finalizeHex()
+        }
         // Only a file that ends in a hole needs its length set.
         if file.end < size, ftruncate(file.fd, off_t(size)) != 0 {
             let code = errno
@@ -337,13 +372,13 @@ final class RestoreFileWriter: @unchecked Sendable {
     private func abandon() {
         guard let file = open else { return }
         open = nil
-        _ = hasher.finalizeHex()
+        if file.hashing { _ = hasher.finalizeHex() }
         close(file.fd)
         RestoreTarget.remove(file.temporary, in: file.job.directory.fd)
     }
 
     private func makeLink(_ job: LinkJob) {
-        guard outcome.failure == nil else { return }
+        guard outcome.failure == nil, !cancellation.isCancelled else { return }
         var sourceParts = job.linkParts
         if let index = pendingIndex[PathKey(job.linkPath)] {
             // The file it names is still waiting under its temporary name.

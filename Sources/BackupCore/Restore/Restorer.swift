@@ -38,6 +38,9 @@ public final class Restorer {
     /// Hard-link targets left out by the selection → the first selected name of each: the
     /// content is restored under that name instead, and further names link to it.
     private var redirects: [PathKey: [UInt8]] = [:]
+    /// The archive being read began with Keepsake's marker, so its own manifest (with a
+    /// SHA-256 per file) is expected at its end: files waiting for it are hashed meanwhile.
+    private var expectsOwnManifest = false
 
     /// A restorer reporting to `events`.
     public init(events: EngineEventSink?, cancellation: CancellationFlag) {
@@ -88,7 +91,7 @@ public final class Restorer {
         let target = request.dryRun ? nil : try RestoreTarget(path: request.targetPath)
         writer = nil
         if let target {
-            writer = RestoreFileWriter(rootFD: target.rootFD, request: request)
+            writer = RestoreFileWriter(rootFD: target.rootFD, request: request, cancellation: cancellation)
             if writer == nil { throw EngineError.targetUnusable(path: request.target, reason: FileDescriptorIO.message(errno)) }
         }
         defer {
@@ -121,7 +124,7 @@ public final class Restorer {
             }
             if let final { result.backupID = final.summary.id }
             if let target {
-                commitPendings(target: target, index: manifest == nil ? final?.index() : nil, hasManifest: final != nil,
+                try commitPendings(target: target, index: manifest == nil ? final?.index() : nil, hasManifest: final != nil,
                                request: request)
             } else if manifest == nil {
                 result.plainTarball = inner == nil && result.archiveProblem == nil
@@ -171,6 +174,7 @@ public final class Restorer {
         var innerManifest: [UInt8]?
         var sawMarker = false
         var sawManifest = false
+        expectsOwnManifest = false
         let ranged = onlyEntries.flatMap { narrowed(source, name: name, entries: $0) }
         let counting = ranged == nil ? CountingSource(source) : nil
         defer {
@@ -178,15 +182,23 @@ public final class Restorer {
             if ranged != nil { result.archivesReadInPart += 1 }
         }
         do {
-            let reader = try ArchiveReader(source: ranged ?? counting ?? source, name: name, plainTar: ranged != nil)
+            let reader = try ArchiveReader(source: ranged ?? counting ?? source, name: name, plainTar: ranged != nil,
+                                           cancellation: cancellation)
             while let header = try reader.nextHeader() {
                 try cancellation.check()
                 if BackupNaming.isMetadataEntry(header.path) {
                     if header.path == BackupNaming.manifestEntryPath {
                         sawManifest = true
-                        if expected == nil { innerManifest = try reader.readContent(limit: 1 << 31) } else { try reader.skipContent() }
+                        if expected == nil {
+                            innerManifest = try readInnerManifest(reader, archiveName: name)
+                        } else {
+                            try reader.skipContent()
+                        }
                     } else {
-                        if header.path == BackupNaming.markerEntryPath { sawMarker = true }
+                        if header.path == BackupNaming.markerEntryPath {
+                            sawMarker = true
+                            expectsOwnManifest = true
+                        }
                         try reader.skipContent()
                     }
                     continue
@@ -203,6 +215,18 @@ public final class Restorer {
         }
         try finishWrites()
         return innerManifest
+    }
+
+    /// The archive's own manifest, or nil (with the problem noted) when it is larger than
+    /// what it describes can need: the files waiting for it then land unverified.
+    private func readInnerManifest(_ reader: ArchiveReader, archiveName: String) throws -> [UInt8]? {
+        do {
+            return try reader.readManifest(name: "the manifest inside \(archiveName)")
+        } catch let error as ManifestError {
+            noteArchiveProblem("\(error); its files were restored unchecked, named *\(Restorer.unverifiedSuffix): "
+                + "restore from another copy of this backup if there is one")
+            return nil
+        }
     }
 
     /// Only the parts of `source` that hold `entries`, when that is possible: the archive
@@ -470,7 +494,7 @@ public final class Restorer {
             try reader.skipContent()
             return
         }
-        let check: RestoreFileWriter.Check = hasManifest ? .verify(sha256: expected?.sha256) : .wait
+        let check: RestoreFileWriter.Check = hasManifest ? .verify(sha256: expected?.sha256) : .wait(hashed: expectsOwnManifest)
         writer.beginFile(RestoreFileWriter.FileJob(directory: directory, components: components, path: path, header: header,
                                                    check: check), newDirectory: isNew)
         do {
@@ -532,6 +556,8 @@ public final class Restorer {
     /// Waits for the writer, and takes in what it did; throws when the target failed.
     private func finishWrites() throws {
         if let failure = takeWriterOutcome() { throw TargetFailure(error: failure) }
+        // A stop makes the writer drop what was queued: nothing after this may count as done.
+        try cancellation.check()
     }
 
     /// Waits for the writer and adds what it did to the result; returns the target's
@@ -584,16 +610,24 @@ public final class Restorer {
 
     /// Places the files that waited for the archive's own manifest (`index`); with no
     /// manifest at all (a plain tarball), they are placed unverified.
-    private func commitPendings(target: RestoreTarget, index: ManifestIndex?, hasManifest: Bool, request: RestoreRequest) {
+    private func commitPendings(target: RestoreTarget, index: ManifestIndex?, hasManifest: Bool,
+                                request: RestoreRequest) throws {
         var failed = Set<PathKey>()
         for pending in writer?.takePendings() ?? [] {
             guard let parentFD = try? target.directory(pending.components.dropLast(), create: false) else { continue }
+            if cancellation.isCancelled {
+                // Stopped: every waiting file goes (the throw below ends the restore).
+                RestoreTarget.remove(pending.temporaryName, in: parentFD)
+                continue
+            }
             var problem: String?
             if let linkOf = pending.linkOf {
                 if failed.contains(PathKey(linkOf)) { problem = "the file it links to was damaged" }
             } else if let index {
                 if let entry = index[PathKey(pending.path)] {
-                    if entry.sha256 != nil && entry.sha256 != pending.sha256 {
+                    // Not hashed while written (no marker said a manifest would follow): read back.
+                    let sha256 = pending.sha256 ?? (entry.sha256 == nil ? nil : hashWaiting(pending, parentFD: parentFD))
+                    if entry.sha256 != nil && entry.sha256 != sha256 {
                         problem = "content does not match its SHA-256 in the manifest; not restored"
                     }
                 } else {
@@ -634,6 +668,20 @@ public final class Restorer {
             if !hasManifest && pending.linkOf == nil { result.unverifiedFiles += 1 }
         }
         if !hasManifest { result.plainTarball = result.archiveProblem == nil }
+        try cancellation.check()
+    }
+
+    /// The SHA-256 of a file waiting under its temporary name, read back from the target;
+    /// nil when it cannot be read or a stop was asked for.
+    private func hashWaiting(_ pending: RestoreFileWriter.Pending, parentFD: Int32) -> String? {
+        let fd = PathBytes.syscall(pending.temporaryName) { openat(parentFD, $0, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        // Only the very file written (see RestoredMetadata.Identity): nothing swapped in is read.
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+              let identity = pending.identity, identity == RestoredMetadata.Identity(info) else { return nil }
+        return (try? ManifestCheck.hashFile(fd, size: Int64(info.st_size), cancellation: cancellation)) ?? nil
     }
 
     /// Removes every temporary file still waiting (after a fatal error).
