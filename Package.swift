@@ -44,10 +44,12 @@ let package = Package(
         ),
 
         // MARK: Tests
-        .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore"]),
-        .testTarget(name: "TerminalUITests", dependencies: ["TerminalUI"]),
-        .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "TerminalUI"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["keepsake"]),
+        // The base class of every test case (a skip under CI=true must be allow-listed).
+        .target(name: "KeepsakeTestSupport", path: "Tests/KeepsakeTestSupport"),
+        .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore", "KeepsakeTestSupport"]),
+        .testTarget(name: "TerminalUITests", dependencies: ["TerminalUI", "KeepsakeTestSupport"]),
+        .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "TerminalUI", "KeepsakeTestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["keepsake", "KeepsakeTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

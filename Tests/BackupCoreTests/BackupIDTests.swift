@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import BackupCore
 
-final class BackupIDTests: XCTestCase {
+final class BackupIDTests: KeepsakeTestCase {
     // MARK: Fixtures
 
     private let sample = "20261129T023000Z-3f9a1c2e"

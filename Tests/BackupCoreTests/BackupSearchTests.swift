@@ -4,7 +4,7 @@ import XCTest
 
 /// `BackupSearch`: gitignore-style patterns over archive paths, and a search through every
 /// backup of a real destination.
-final class BackupSearchTests: XCTestCase {
+final class BackupSearchTests: KeepsakeTestCase {
     // MARK: Setup
 
     private var root = ""

@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import BackupCore
 
-final class CatalogTests: XCTestCase {
+final class CatalogTests: KeepsakeTestCase {
     // MARK: Setup
 
     private var root = ""

@@ -3,7 +3,7 @@ import XCTest
 @testable import BackupCore
 
 /// When a backup is incremental and when it starts a new chain, on a simulated clock.
-final class ChainPolicyTests: XCTestCase {
+final class ChainPolicyTests: KeepsakeTestCase {
     // MARK: Setup
 
     private var root = ""

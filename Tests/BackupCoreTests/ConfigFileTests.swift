@@ -4,7 +4,7 @@ import XCTest
 
 /// The configuration file: valid profiles become backup requests, and every problem is
 /// reported with the file, line and column.
-final class ConfigFileTests: XCTestCase {
+final class ConfigFileTests: KeepsakeTestCase {
     // MARK: Helpers
 
     private let file = "/etc/keepsake/config.toml"

@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import BackupCore
 
-final class DurationSpecTests: XCTestCase {
+final class DurationSpecTests: KeepsakeTestCase {
     // MARK: Fixtures
 
     private static let utc: Calendar = {

@@ -3,7 +3,7 @@ import Foundation
 import XCTest
 @testable import BackupCore
 
-final class EngineTests: XCTestCase {
+final class EngineTests: KeepsakeTestCase {
     // MARK: Setup
 
     private var root = ""

@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import BackupCore
 
-final class ExcludeRulesTests: XCTestCase {
+final class ExcludeRulesTests: KeepsakeTestCase {
     // MARK: Helpers
 
     private func rules(_ patterns: [String]) throws -> ExcludeRules {

@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import BackupCore
 
-final class JSONTests: XCTestCase {
+final class JSONTests: KeepsakeTestCase {
     // MARK: Helpers
 
     private func assertParseError(

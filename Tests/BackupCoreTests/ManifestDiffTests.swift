@@ -4,7 +4,7 @@ import XCTest
 
 /// `ManifestDiff`: entries compared by path, hash and metadata, on hand-made entries and on
 /// the manifests of real backups.
-final class ManifestDiffTests: XCTestCase {
+final class ManifestDiffTests: KeepsakeTestCase {
     // MARK: Helpers
 
     private let hashA = String(repeating: "a", count: 64)

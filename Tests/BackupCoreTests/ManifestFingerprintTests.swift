@@ -3,7 +3,7 @@ import XCTest
 @testable import BackupCore
 
 /// `verify` compares the archive's own manifest with the one beside it through fingerprints.
-final class ManifestFingerprintTests: XCTestCase {
+final class ManifestFingerprintTests: KeepsakeTestCase {
     // MARK: Fixtures
 
     private func manifest(archive: BackupSummary.ArchiveFacts?, sizes: [Int64] = [1, 22, 333]) -> [UInt8] {

@@ -4,7 +4,7 @@ import XCTest
 
 /// The fast manifest line decoder must agree with the general JSON path on every line:
 /// the same entry, or the same error, or it hands the line over.
-final class ManifestLineDecoderTests: XCTestCase {
+final class ManifestLineDecoderTests: KeepsakeTestCase {
     // MARK: Helpers
 
     private func fast(_ line: String) throws -> ManifestEntry? {

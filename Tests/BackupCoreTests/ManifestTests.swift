@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import BackupCore
 
-final class ManifestTests: XCTestCase {
+final class ManifestTests: KeepsakeTestCase {
     // MARK: Fixtures
 
     private let sha = String(repeating: "0123456789abcdef", count: 4)

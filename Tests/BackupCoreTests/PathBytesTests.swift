@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import BackupCore
 
-final class PathBytesTests: XCTestCase {
+final class PathBytesTests: KeepsakeTestCase {
     // MARK: Helpers
 
     private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }

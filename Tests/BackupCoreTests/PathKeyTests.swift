@@ -1,7 +1,7 @@
 import XCTest
 @testable import BackupCore
 
-final class PathKeyTests: XCTestCase {
+final class PathKeyTests: KeepsakeTestCase {
     func testKeysAreEqualExactlyWhenTheirBytesAre() {
         let paths: [[UInt8]] = [[], Array("a".utf8), Array("a/".utf8), Array("a/b".utf8), [0xFF, 0x00, 0x2F], [0xFF, 0x00]]
         var set = Set<PathKey>()

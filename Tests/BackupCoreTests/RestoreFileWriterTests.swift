@@ -6,7 +6,7 @@ import XCTest
 /// every size and with holes, checked against SHA-256 before it gets its final name;
 /// damaged and abandoned files leave nothing behind; files waiting for a manifest and hard
 /// links to them; and many folders without holding a descriptor for each.
-final class RestoreFileWriterTests: XCTestCase {
+final class RestoreFileWriterTests: KeepsakeTestCase {
     // MARK: Fixtures
 
     private var root = ""

@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import BackupCore
 
-final class RestoreSelectionTests: XCTestCase {
+final class RestoreSelectionTests: KeepsakeTestCase {
     // MARK: Helpers
 
     private func selection(_ selections: [String], file: StaticString = #filePath, line: UInt = #line) throws -> RestoreSelection {

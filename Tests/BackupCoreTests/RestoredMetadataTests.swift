@@ -4,7 +4,7 @@ import XCTest
 
 /// What a restore gives an entry, and that it is given through a descriptor of what the
 /// restore made: a name swapped for a symlink (or another file) is left alone.
-final class RestoredMetadataTests: XCTestCase {
+final class RestoredMetadataTests: KeepsakeTestCase {
     // MARK: Fixtures
 
     private var folder = ""

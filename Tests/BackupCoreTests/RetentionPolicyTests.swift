@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import BackupCore
 
-final class RetentionPolicyTests: XCTestCase {
+final class RetentionPolicyTests: KeepsakeTestCase {
     // MARK: Fixtures
 
     private static let utc: Calendar = {

@@ -2,7 +2,7 @@ import XCTest
 @testable import BackupCore
 
 /// The order of a scan as a comparison of whole paths.
-final class ScanOrderTests: XCTestCase {
+final class ScanOrderTests: KeepsakeTestCase {
     private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
     func testFoldersComeBeforeTheirContentsAndNamesSortBytewise() {

@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import BackupCore
 
-final class ScannerTests: XCTestCase {
+final class ScannerTests: KeepsakeTestCase {
     // MARK: Setup
 
     private var root = ""

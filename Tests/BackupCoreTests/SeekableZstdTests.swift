@@ -4,7 +4,7 @@ import XCTest
 
 /// The seekable zstd writer and the two readers, on real files, checked against the `zstd`
 /// command-line tool.
-final class SeekableZstdTests: XCTestCase {
+final class SeekableZstdTests: KeepsakeTestCase {
     // MARK: Fixtures
 
     private var folder = ""

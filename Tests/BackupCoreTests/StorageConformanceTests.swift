@@ -330,7 +330,7 @@ struct StorageConformanceSuite {
 
 // MARK: - LocalFolderBackend
 
-final class StorageConformanceTests: XCTestCase {
+final class StorageConformanceTests: KeepsakeTestCase {
     // MARK: Setup
 
     private var root = ""

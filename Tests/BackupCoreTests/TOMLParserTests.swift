@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import BackupCore
 
-final class TOMLParserTests: XCTestCase {
+final class TOMLParserTests: KeepsakeTestCase {
     // MARK: Helpers
 
     /// Parses `text` both as a String and as bytes, and checks both agree.

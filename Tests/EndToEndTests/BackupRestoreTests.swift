@@ -66,17 +66,26 @@ final class BackupRestoreTests: EndToEndTestCase {
         let original = try XCTUnwrap(RawFileSystem.lstat(RawFileSystem.join(RawFileSystem.bytes(tree.root), tree.sparseFile)))
         let sparse = try XCTUnwrap(RawFileSystem.lstat(RawFileSystem.join(rootBytes, tree.sparseFile)))
         XCTAssertEqual(sparse.st_size, 64 << 20)
+        // The branches that need something of the machine are checked where it has it; the
+        // test skips at the end naming what was left out (a failure under CI).
+        var unchecked: [String] = []
         if original.st_blocks * 512 < 1 << 20 {
             XCTAssertLessThan(sparse.st_blocks * 512, 1 << 20,
                               "the restored 64 MiB sparse file uses \(sparse.st_blocks * 512) bytes on disk: holes were filled")
+        } else {
+            unchecked.append("holes (the file system of /tmp made the source sparse file dense)")
         }
 
         // The extended attribute (only where /tmp accepts user xattrs).
-        guard tree.xattrSupported else {
-            throw XCTSkip("the file system of /tmp refuses user xattrs; the user.test assertion was skipped")
+        if tree.xattrSupported {
+            let value = RawFileSystem.getXattr(RawFileSystem.join(rootBytes, tree.xattrFile), name: "user.test")
+            XCTAssertEqual(value, tree.xattrValue, "user.test was not restored")
+        } else {
+            unchecked.append("the user.test xattr (the file system of /tmp refuses user xattrs)")
         }
-        let value = RawFileSystem.getXattr(RawFileSystem.join(rootBytes, tree.xattrFile), name: "user.test")
-        XCTAssertEqual(value, tree.xattrValue, "user.test was not restored")
+        // Another owner and a setuid bit are in the tree only when it is made by root.
+        if geteuid() != 0 { unchecked.append("owners and the setuid bit (needs root)") }
+        if !unchecked.isEmpty { throw XCTSkip("not checked: " + unchecked.joined(separator: "; ")) }
     }
 
     func testRestoreByIdPrefixVerifiesEveryFile() throws {
@@ -202,7 +211,7 @@ final class BackupRestoreTests: EndToEndTestCase {
         assertExit(plain, 0)
         XCTAssertTrue(plain.stderrText.contains("setuid/setgid bits dropped"), plain.stderrText)
         XCTAssertEqual(RawFileSystem.lstat(RawFileSystem.bytes(restored(source, into: path("plain")) + "/tool")).map { $0.st_mode & 0o7777 }, 0o755)
-        guard geteuid() == 0 else { return }
+        guard geteuid() == 0 else { throw XCTSkip("restoring the setuid bit with --same-owner needs root") }
         assertExit(try run(["restore", "latest", "--dest", dest, "--target", path("kept"), "--same-owner"]), 0)
         XCTAssertEqual(RawFileSystem.lstat(RawFileSystem.bytes(restored(source, into: path("kept")) + "/tool")).map { $0.st_mode & 0o7777 }, 0o4755)
     }

@@ -31,6 +31,9 @@ final class InteropTests: EndToEndTestCase {
         XCTAssertTrue(String(decoding: lines, as: UTF8.self).contains("small.txt"), "SHA256SUMS does not list small.txt")
         XCTAssertTrue(lines.split(separator: 10).contains { $0.starts(with: [92]) },
                       "the newline name must be listed in coreutils' escaped form (a line starting with a backslash)")
+        guard tree.xattrSupported else {
+            throw XCTSkip("the user.test xattr was not compared: the file system of /tmp refuses user xattrs")
+        }
     }
 
     func testOurArchiveDecompressesWithStandardZstd() throws {

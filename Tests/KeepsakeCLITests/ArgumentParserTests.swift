@@ -2,7 +2,7 @@
 import XCTest
 
 /// Parsing paths, every usage-error message, the error block, and suggestions.
-final class ArgumentParserTests: XCTestCase {
+final class ArgumentParserTests: KeepsakeTestCase {
 
     // MARK: Fixtures
 

@@ -2,7 +2,7 @@
 import XCTest
 
 /// The rule that decides whether BACKUP is a backup or an archive file.
-final class BackupReferenceTests: XCTestCase {
+final class BackupReferenceTests: KeepsakeTestCase {
     // MARK: Helpers
 
     private func read(_ argument: String, dest: Bool = false, files: Set<String> = []) -> (BackupReference, Bool) {

@@ -2,7 +2,7 @@
 import XCTest
 
 /// Arguments as bytes: paths keep every byte, text that is not UTF-8 is a usage error.
-final class ByteArgumentParsingTests: XCTestCase {
+final class ByteArgumentParsingTests: KeepsakeTestCase {
     // MARK: Fixtures
 
     private let spec = CommandSpec(

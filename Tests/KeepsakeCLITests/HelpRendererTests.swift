@@ -3,7 +3,7 @@ import Foundation
 import XCTest
 
 /// Help screens compared with literals, layout rules, and word wrapping.
-final class HelpRendererTests: XCTestCase {
+final class HelpRendererTests: KeepsakeTestCase {
 
     // MARK: Fixtures
 

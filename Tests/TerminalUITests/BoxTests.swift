@@ -1,7 +1,7 @@
 import XCTest
 @testable import TerminalUI
 
-final class BoxTests: XCTestCase {
+final class BoxTests: KeepsakeTestCase {
 
     private let done = Box("Backup of 사진_백업_2024.jpg and 🎉party.txt finished in 42 s.", title: "Done")
 

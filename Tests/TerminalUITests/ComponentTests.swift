@@ -2,7 +2,7 @@ import XCTest
 @testable import TerminalUI
 
 /// Text, HintLine, Header, Badge, Stack and KeyValueList.
-final class ComponentTests: XCTestCase {
+final class ComponentTests: KeepsakeTestCase {
 
     // MARK: Text
 

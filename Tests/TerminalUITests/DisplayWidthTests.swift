@@ -1,7 +1,7 @@
 import XCTest
 @testable import TerminalUI
 
-final class DisplayWidthTests: XCTestCase {
+final class DisplayWidthTests: KeepsakeTestCase {
 
     // MARK: Measuring
 

@@ -1,7 +1,7 @@
 import XCTest
 @testable import TerminalUI
 
-final class FieldTests: XCTestCase {
+final class FieldTests: KeepsakeTestCase {
 
     private let context = RenderContext.plain()
 

@@ -1,7 +1,7 @@
 import XCTest
 @testable import TerminalUI
 
-final class ModifierTests: XCTestCase {
+final class ModifierTests: KeepsakeTestCase {
 
     // MARK: Shadow
 

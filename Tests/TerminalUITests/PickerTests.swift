@@ -1,7 +1,7 @@
 import XCTest
 @testable import TerminalUI
 
-final class PickerTests: XCTestCase {
+final class PickerTests: KeepsakeTestCase {
 
     // MARK: State machine
 

@@ -1,7 +1,7 @@
 import XCTest
 @testable import TerminalUI
 
-final class ProgressTests: XCTestCase {
+final class ProgressTests: KeepsakeTestCase {
 
     private let snapshot = ProgressBar(
         fraction: 0.4237, filesDone: 1234, bytesDone: 1 << 30, totalBytes: 3 << 30,

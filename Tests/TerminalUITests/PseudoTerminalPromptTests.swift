@@ -5,7 +5,7 @@ import XCTest
 
 /// The secret prompt on a real pseudo-terminal (posix_openpt): no echo while typing, a
 /// confirmation, and the terminal's echo restored afterwards.
-final class PseudoTerminalPromptTests: XCTestCase {
+final class PseudoTerminalPromptTests: KeepsakeTestCase {
     // MARK: Pseudo-terminal
 
     private var master: Int32 = -1
@@ -38,12 +38,13 @@ final class PseudoTerminalPromptTests: XCTestCase {
         try readUntil(into: &transcript) { $0.contains(text) }
     }
 
-    /// Reads what the program wrote to the terminal until `done` holds (10 s at most).
+    /// Reads what the program wrote to the terminal until `done` holds; after 10 s the test
+    /// fails (never skips: a prompt that stops answering is a bug).
     private func readUntil(into transcript: inout String, _ done: (String) -> Bool) throws {
         let deadline = Date().addingTimeInterval(10)
         var buffer = [UInt8](repeating: 0, count: 1024)
         while !done(transcript) {
-            guard Date() < deadline else { throw XCTSkip("timed out; transcript: \(transcript)") }
+            guard Date() < deadline else { throw PromptTimeout(transcript: transcript) }
             var poller = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
             guard poll(&poller, 1, 100) > 0 else { continue }
             let count = buffer.withUnsafeMutableBytes { read(master, $0.baseAddress, $0.count) }
@@ -116,4 +117,10 @@ final class PseudoTerminalPromptTests: XCTestCase {
             XCTAssertEqual(error as? PromptError, .endOfInput(prompt: "Name"))
         }
     }
+}
+
+/// The prompt did not write what a test waited for within 10 s (a failure, not a skip).
+private struct PromptTimeout: Error, CustomStringConvertible {
+    let transcript: String
+    var description: String { "the prompt did not answer within 10 s; transcript: \(transcript.debugDescription)" }
 }

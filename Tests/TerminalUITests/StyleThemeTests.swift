@@ -1,7 +1,7 @@
 import XCTest
 @testable import TerminalUI
 
-final class StyleThemeTests: XCTestCase {
+final class StyleThemeTests: KeepsakeTestCase {
 
     func testSequencesForAttributesAndColours() {
         XCTAssertEqual(Style(foreground: .red, bold: true).openSequence, "\u{1B}[1;31m")

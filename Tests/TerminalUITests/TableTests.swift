@@ -1,7 +1,7 @@
 import XCTest
 @testable import TerminalUI
 
-final class TableTests: XCTestCase {
+final class TableTests: KeepsakeTestCase {
 
     // MARK: Fixture
 

@@ -1,7 +1,7 @@
 import XCTest
 @testable import TerminalUI
 
-final class TerminalCapabilitiesTests: XCTestCase {
+final class TerminalCapabilitiesTests: KeepsakeTestCase {
 
     private func caps(
         _ environment: [String: String] = [:],

@@ -3,7 +3,7 @@ import Glibc
 @testable import TerminalUI
 
 /// ConsoleWriter on pipes, and TerminalMode / TerminalPromptIO on a pseudo-terminal.
-final class TerminalIOTests: XCTestCase {
+final class TerminalIOTests: KeepsakeTestCase {
 
     // MARK: ConsoleWriter
 

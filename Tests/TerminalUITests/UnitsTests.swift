@@ -1,7 +1,7 @@
 import XCTest
 @testable import TerminalUI
 
-final class UnitsTests: XCTestCase {
+final class UnitsTests: KeepsakeTestCase {
 
     func testCounts() {
         XCTAssertEqual(Units.count(0), "0")

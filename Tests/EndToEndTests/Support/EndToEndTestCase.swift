@@ -6,7 +6,7 @@ import Glibc
 
 /// The base of every end-to-end test: a private temporary folder (removed in tearDown),
 /// a `keepsake` runner whose HOME lives inside it, and assertion helpers.
-class EndToEndTestCase: XCTestCase {
+class EndToEndTestCase: KeepsakeTestCase {
     // MARK: State
 
     /// This test's temporary folder (absolute, symlinks resolved).
