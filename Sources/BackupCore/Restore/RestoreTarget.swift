@@ -72,7 +72,7 @@ final class RestoreTarget {
         }
         defer { closedir(stream) }
         while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+            let name = PathBytes.name(of: entry)
             if name != [46] && name != [46, 46] { return false }
         }
         return true

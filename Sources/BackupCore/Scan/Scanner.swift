@@ -241,11 +241,7 @@ public final class Scanner {
         var names: [[UInt8]] = []
         errno = 0
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw -> [UInt8] in
-                guard let base = raw.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return [] }
-                let length = min(strnlen(UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), raw.count), raw.count)
-                return Array(UnsafeBufferPointer(start: base, count: length))
-            }
+            let name = PathBytes.name(of: entry)
             if name.isEmpty || name == [46] || name == [46, 46] { continue }
             names.append(name)
         }

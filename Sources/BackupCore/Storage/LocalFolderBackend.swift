@@ -55,10 +55,8 @@ public final class LocalFolderBackend: StorageBackend {
         let fd = dirfd(directory)
         var objects: [StoredObject] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                PathBytes.fromCString(raw.baseAddress?.assumingMemoryBound(to: CChar.self))
-            }
-            guard let name, let text = PathBytes.validString(name), !text.hasPrefix("."),
+            let name = PathBytes.name(of: entry)
+            guard let text = PathBytes.validString(name), !text.hasPrefix("."),
                   text != LocalFolderBackend.lockName else { continue }
             var info = stat()
             guard fstatat(fd, text, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
@@ -302,10 +300,8 @@ public final class LocalFolderBackend: StorageBackend {
         var removed: [String] = []
         var names: [String] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                PathBytes.fromCString(raw.baseAddress?.assumingMemoryBound(to: CChar.self))
-            }
-            if let name, let text = PathBytes.validString(name), text.hasPrefix(LocalFolderBackend.temporaryPrefix) {
+            let name = PathBytes.name(of: entry)
+            if let text = PathBytes.validString(name), text.hasPrefix(LocalFolderBackend.temporaryPrefix) {
                 names.append(text)
             }
         }

@@ -130,4 +130,13 @@ public enum PathBytes {
         let length = strlen(pointer)
         return pointer.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
     }
+
+    /// The name of a directory entry `readdir` returned. Read in place through a pointer to
+    /// `d_name`: the kernel sizes each record to its name, so copying the 256-byte field (as
+    /// `withUnsafeBytes(of: entry.pointee.d_name)` does) reads past the end of the last
+    /// record in the buffer.
+    public static func name(of entry: UnsafeMutablePointer<dirent>) -> [UInt8] {
+        guard let field = entry.pointer(to: \.d_name) else { return [] }
+        return fromCString(UnsafeRawPointer(field).assumingMemoryBound(to: CChar.self)) ?? []
+    }
 }

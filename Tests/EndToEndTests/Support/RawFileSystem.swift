@@ -182,9 +182,10 @@ enum RawFileSystem {
         defer { closedir(directory) }
         var names: [[UInt8]] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw -> [UInt8] in
-                Array(raw.prefix { $0 != 0 })
-            }
+            // Through a pointer to d_name: copying the whole field reads past the last record.
+            guard let pointer = entry.pointer(to: \.d_name) else { continue }
+            let field = UnsafeRawPointer(pointer).assumingMemoryBound(to: CChar.self)
+            let name = Array(UnsafeRawBufferPointer(start: field, count: strlen(field)))
             if name == [46] || name == [46, 46] { continue }
             names.append(name)
         }
