@@ -25,13 +25,20 @@ let package = Package(
             providers: [.apt(["libzstd-dev"])]
         ),
 
+        // HTTP for S3-compatible object storage.
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+
         // GNU/Linux calls (xattrs, SEEK_DATA, O_NOATIME) that Glibc's Swift module lacks.
         .systemLibrary(name: "CPosix"),
 
         // MARK: Layers
         .target(
             name: "BackupCore",
-            dependencies: ["CArchive", "CCrypto", "CPosix", "CZstd"]
+            dependencies: ["CArchive", "CCrypto", "CCurl", "CPosix", "CZstd"]
         ),
         .target(name: "TerminalUI"),
         .target(
