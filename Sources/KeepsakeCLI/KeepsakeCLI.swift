@@ -95,6 +95,10 @@ public enum KeepsakeCLI {
         case let failure as ExcludePatternError:
             code = .usage
             message = failure.description
+        case let failure as DestinationAddressError:
+            // The value of --dest (or KEEPSAKE_DEST, or a profile's destination) is wrong.
+            code = .usage
+            message = failure.description
         default:
             code = .failure
         }

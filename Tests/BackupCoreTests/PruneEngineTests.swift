@@ -543,7 +543,7 @@ private final class RecordingStorage: StorageBackend {
     func prepare() throws { try inner.prepare() }
     func list() throws -> [StoredObject] { try inner.list() }
     func create(_ name: String) throws -> PendingObject { try inner.create(name) }
-    func open(_ name: String) throws -> ByteSource { try inner.open(name) }
+    func open(_ name: String) throws -> RandomAccessSource { try inner.open(name) }
     func removeLeftovers() throws -> [String] { try inner.removeLeftovers() }
 
     func move(_ name: String, to newName: String) throws {

@@ -73,13 +73,6 @@ public enum SidecarManifest {
         return bytes
     }
 
-    /// The whole manifest file at `path` (one beside a lone archive), decompressed.
-    public static func read(path: String) throws -> [UInt8] {
-        let source = try decompressing(try FileByteSource(path: path), name: path, workers: DecodedArchiveSource.workers)
-        defer { source.close() }
-        return try decoding { try ManifestSizeLimit.read(source, name: "the manifest \(path)") }
-    }
-
     /// The first line of the manifest object `name` (its summary), decoding no more than
     /// the frame that holds it.
     static func firstLine(_ name: String, in storage: StorageBackend) throws -> [UInt8] {

@@ -55,6 +55,15 @@ public final class Verifier {
 
     // MARK: Verifying
 
+    /// Verifies a backup found by `BackupLocator`: in a destination with the archives it
+    /// relies on; an archive file alone, against the manifest beside it or its own.
+    public func verify(_ backup: LocatedBackup) throws -> VerifyReport {
+        if !backup.isArchiveFile, let item = backup.item { return try verify(item, in: backup.storage) }
+        let source = try backup.openArchive()
+        defer { source.close() }
+        return try verify(archive: source, name: backup.archiveLabel, sidecar: backup.manifestBytes())
+    }
+
     /// Verifies a backup in a destination against the manifest beside its archive.
     public func verify(_ item: BackupCatalog.Item, in storage: StorageBackend) throws -> VerifyReport {
         if let known = verified[item.id] { return known }

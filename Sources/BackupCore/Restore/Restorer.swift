@@ -52,13 +52,25 @@ public final class Restorer {
 
     /// Finds the archive of an earlier backup that an incremental one relies on; nil when
     /// it cannot be found.
-    public typealias ArchiveLocator = (BackupID) throws -> (source: ByteSource, name: String)?
+    public typealias ArchiveLocator = (BackupID) throws -> (source: RandomAccessSource, name: String)?
+
+    /// Restores a backup found by `BackupLocator`: the manifest beside its archive (when
+    /// there is one) checks every file as it comes, and the earlier archives of its chain are
+    /// reached through it.
+    public func restore(_ backup: LocatedBackup, request: RestoreRequest) throws -> RestoreResult {
+        let manifest = try backup.manifest(forRestoringPaths: request.selectionPaths)
+        let archive = try backup.openArchive()
+        defer { archive.close() }
+        return try restore(archive: archive, archiveName: backup.archiveLabel, manifest: manifest, request: request) { holder in
+            try backup.earlierArchive(holder)
+        }
+    }
 
     /// Restores from `archive`. `manifest` is the copy beside the archive when there is
     /// one; otherwise the archive's own manifest is used once it has been read. Files of an
     /// incremental backup that did not change live in earlier archives: `locateArchive`
     /// opens those, and each is read once, front to back.
-    public func restore(archive: ByteSource, archiveName: String, manifest: Manifest?, request: RestoreRequest,
+    public func restore(archive: RandomAccessSource, archiveName: String, manifest: Manifest?, request: RestoreRequest,
                         locateArchive: ArchiveLocator? = nil) throws -> RestoreResult {
         let started = Date()
         result = RestoreResult()
@@ -169,7 +181,7 @@ public final class Restorer {
     /// A damaged archive ends the phase with `archiveProblem` set; target failures throw.
     /// With `onlyEntries`, only the frames holding those entries are read when the archive
     /// allows it (see `narrowed`).
-    private func readArchive(_ source: ByteSource, name: String, holder: BackupID?, expected: ManifestIndex?,
+    private func readArchive(_ source: RandomAccessSource, name: String, holder: BackupID?, expected: ManifestIndex?,
                              seen: inout Set<PathKey>, context: PhaseContext, onlyEntries: [ManifestEntry]? = nil) throws -> [UInt8]? {
         var innerManifest: [UInt8]?
         var sawMarker = false
@@ -182,7 +194,8 @@ public final class Restorer {
             if ranged != nil { result.archivesReadInPart += 1 }
         }
         do {
-            let reader = try ArchiveReader(source: ranged ?? counting ?? source, name: name, plainTar: ranged != nil,
+            let input: ByteSource = ranged.map { $0 as ByteSource } ?? counting.map { $0 as ByteSource } ?? source
+            let reader = try ArchiveReader(source: input, name: name, plainTar: ranged != nil,
                                            cancellation: cancellation)
             while let header = try reader.nextHeader() {
                 try cancellation.check()
@@ -230,10 +243,9 @@ public final class Restorer {
     }
 
     /// Only the parts of `source` that hold `entries`, when that is possible: the archive
-    /// is a local file with a seek table, and the manifest knows where every entry lies.
-    /// Nil otherwise (the whole archive is read, which is always correct).
-    private func narrowed(_ source: ByteSource, name: String, entries: [ManifestEntry]) -> RangedZstdSource? {
-        guard let random = source as? RandomAccessSource else { return nil }
+    /// has a seek table, and the manifest knows where every entry lies. Nil otherwise (the
+    /// whole archive is read, which is always correct).
+    private func narrowed(_ source: RandomAccessSource, name: String, entries: [ManifestEntry]) -> RangedZstdSource? {
         var ranges: [Range<Int64>] = []
         ranges.reserveCapacity(entries.count)
         for entry in entries {
@@ -243,10 +255,10 @@ public final class Restorer {
         }
         // The table comes from the archive: frames bigger than Keepsake would decompress in
         // one piece are read the ordinary way.
-        guard let size = try? random.size(),
-              let table = try? SeekTable.read(streamSize: size, read: { try random.bytes(at: $0, count: $1) }),
+        guard let size = try? source.size(),
+              let table = try? SeekTable.read(streamSize: size, read: { try source.bytes(at: $0, count: $1) }),
               table.largestFrame <= ZstdContext.compressBound(ParallelZstdSource.largestParallelFrame) else { return nil }
-        return RangedZstdSource(source: random, table: table, ranges: ranges, name: name, workers: DecodedArchiveSource.workers)
+        return RangedZstdSource(source: source, table: table, ranges: ranges, name: name, workers: DecodedArchiveSource.workers)
     }
 
     private func noteArchiveProblem(_ problem: String) {
@@ -265,7 +277,7 @@ public final class Restorer {
         for holder in groups.keys.sorted() {
             guard let group = groups.removeValue(forKey: holder) else { continue }
             let files = ManifestIndex(group)
-            let located: (source: ByteSource, name: String)?
+            let located: (source: RandomAccessSource, name: String)?
             do {
                 located = try locateArchive?(holder)
             } catch {

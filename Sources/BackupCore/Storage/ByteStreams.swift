@@ -56,8 +56,8 @@ extension ByteSource {
     }
 }
 
-/// A source that can also be read at any offset (a local file), which lets a partial
-/// restore decompress only the frames it needs.
+/// A source that can also be read at any offset (a local file, an object in a bucket),
+/// which lets a partial restore fetch and decompress only the frames it needs.
 public protocol RandomAccessSource: ByteSource {
     /// The whole object's size in bytes.
     func size() throws -> Int64

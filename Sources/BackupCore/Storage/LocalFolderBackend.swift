@@ -71,7 +71,7 @@ public final class LocalFolderBackend: StorageBackend {
         return LocalPendingObject(fd: fd, folder: path, temporaryName: temporary, finalName: name)
     }
 
-    public func open(_ name: String) throws -> ByteSource {
+    public func open(_ name: String) throws -> RandomAccessSource {
         try LocalFolderBackend.checkName(name)
         let full = path + "/" + name
         // Never through a symlink: a name in the destination is a file Keepsake wrote there

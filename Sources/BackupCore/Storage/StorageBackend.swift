@@ -13,10 +13,21 @@ public struct StoredObject: Sendable, Equatable {
 }
 
 /// Where backups live. Everything above this protocol talks to a destination only through
-/// it, so nothing assumes a local path: object storage and rclone remotes can conform too.
+/// it, so nothing assumes a local path: a local folder, a folder holding a lone archive
+/// (read-only), S3-compatible object storage and rclone remotes conform, and one
+/// conformance suite (StorageConformanceTests) holds them all to the same promises.
+///
+/// Objects are write-once: `create` streams one in and `commit` makes it visible whole
+/// (a backup commits its archive first and its manifest last, so a manifest always names a
+/// complete archive); a committed object is read front to back or at any offset (a partial
+/// restore fetches only the frames it needs).
 public protocol StorageBackend: AnyObject {
     /// The destination as people name it, for messages (`/srv/backups`, `s3://…`).
     var location: String { get }
+
+    /// True when nothing can be stored, deleted or locked here (a folder that merely holds
+    /// an archive someone copied there): those calls throw `StorageError.readOnly`.
+    var isReadOnly: Bool { get }
 
     /// Creates the destination when it does not exist yet (owner-only access).
     func prepare() throws
@@ -27,13 +38,14 @@ public protocol StorageBackend: AnyObject {
     /// Starts storing `name`; nothing is visible until `commit()`.
     func create(_ name: String) throws -> PendingObject
 
-    /// Opens a committed object for reading.
-    func open(_ name: String) throws -> ByteSource
+    /// Opens a committed object for reading, front to back or at any offset.
+    func open(_ name: String) throws -> RandomAccessSource
 
     /// Removes a committed object.
     func delete(_ name: String) throws
 
-    /// Gives a committed object another name (replacing an object of that name).
+    /// Gives a committed object another name (replacing an object of that name). Stores
+    /// without a rename copy and then delete; only used to set a broken archive aside.
     func move(_ name: String, to newName: String) throws
 
     /// Takes the destination's lock, or throws `LockError.held` naming the holder. A lock
@@ -47,6 +59,9 @@ public protocol StorageBackend: AnyObject {
 }
 
 extension StorageBackend {
+    /// Writable unless a backend says otherwise.
+    public var isReadOnly: Bool { false }
+
     /// Reads a whole (small) object into memory.
     public func readObject(_ name: String, limit: Int = 1 << 30) throws -> [UInt8] {
         let source = try open(name)

@@ -10,6 +10,8 @@ public enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
     case full(destination: String)
     /// An object was larger than the caller allows.
     case tooLarge(limit: Int)
+    /// The destination only reads (a folder holding a lone archive): `operation` is not possible.
+    case readOnly(destination: String, operation: String)
 
     public var description: String {
         switch self {
@@ -18,6 +20,8 @@ public enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
         case .io(let name, let operation, let reason): return "Cannot \(operation) \(name): \(reason)"
         case .full(let destination): return "No space left in \(destination); free some space or prune old backups"
         case .tooLarge(let limit): return "Object is larger than \(limit) bytes"
+        case .readOnly(let destination, let operation):
+            return "Cannot \(operation) in \(destination): it holds an archive file to read, not a destination; give --dest"
         }
     }
 }

@@ -180,7 +180,7 @@ struct BackupCommand: KeepsakeCommand {
     // MARK: Running
 
     func run(context: CommandContext) throws -> ExitCode {
-        let storage = context.destination(destinationOption)
+        let storage = try context.destination(destinationOption)
         let presenter = EventPresenter(context: context, progress: progress)
         let engine = BackupEngine(storage: storage, events: presenter, cancellation: context.cancellation)
         let result: BackupResult

@@ -38,10 +38,8 @@ struct DiffCommand: KeepsakeCommand {
     // MARK: Running
 
     func run(context: CommandContext) throws -> ExitCode {
-        let catalog = BackupCatalog(storage: context.destination(destinationOption))
-        let explicit = destinationOption != nil
-        let from = try Side(reference: fromReference, explicitDestination: explicit, catalog: catalog, context: context)
-        let to = try Side(reference: toReference, explicitDestination: explicit, catalog: catalog, context: context)
+        let from = try Side(try context.locate(fromReference, destinationOption: destinationOption), context: context)
+        let to = try Side(try context.locate(toReference, destinationOption: destinationOption), context: context)
         let diff = ManifestDiff(before: from.entries, after: to.entries)
         if context.json {
             var object = JSONObject([("from", .string(from.label)), ("to", .string(to.label))])
@@ -68,21 +66,14 @@ struct DiffCommand: KeepsakeCommand {
         let label: String
         let entries: [ManifestEntry]
 
-        init(reference argument: String, explicitDestination: Bool, catalog: BackupCatalog, context: CommandContext) throws {
-            switch try BackupReference.resolve(argument, explicitDestination: explicitDestination, context: context) {
-            case .archiveFile(let reference):
-                let contents = try ArchiveFileInspector.contents(ofArchiveAt: reference, cancellation: context.cancellation)
-                if contents.manifest == nil {
-                    context.note("\(reference) has no Keepsake manifest: a plain tar archive, compared from its headers "
-                        + "(no SHA-256, so content counts as changed when its size or modification time did).")
-                }
-                label = contents.manifest?.summary.id.rawValue ?? reference
-                entries = contents.entries
-            case .backup(let reference):
-                let manifest = try catalog.manifest(of: try catalog.resolve(reference))
-                label = manifest.summary.id.rawValue
-                entries = manifest.entries
+        init(_ backup: LocatedBackup, context: CommandContext) throws {
+            let contents = try backup.contents(cancellation: context.cancellation)
+            if contents.manifest == nil {
+                context.note("\(backup.label) has no Keepsake manifest: a plain tar archive, compared from its headers "
+                    + "(no SHA-256, so content counts as changed when its size or modification time did).")
             }
+            label = contents.manifest?.summary.id.rawValue ?? backup.label
+            entries = contents.entries
         }
     }
 

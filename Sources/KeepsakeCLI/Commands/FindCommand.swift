@@ -35,7 +35,7 @@ struct FindCommand: KeepsakeCommand {
     // MARK: Running
 
     func run(context: CommandContext) throws -> ExitCode {
-        let storage = context.destination(destinationOption)
+        let storage = try context.destination(destinationOption)
         let result = try search.search(BackupCatalog(storage: storage), cancellation: context.cancellation)
         for skipped in result.skipped {
             context.warn("skipped backup \(skipped.id.rawValue): \(skipped.reason)")

@@ -41,25 +41,17 @@ struct ListCommand: KeepsakeCommand {
     // MARK: Running
 
     func run(context: CommandContext) throws -> ExitCode {
-        let storage = context.destination(destinationOption)
-        guard let argument = reference else { return try listBackups(storage, context: context) }
-        switch try BackupReference.resolve(argument, explicitDestination: destinationOption != nil, context: context) {
-        case .archiveFile(let reference):
-            let contents = try ArchiveFileInspector.contents(ofArchiveAt: reference, cancellation: context.cancellation)
-            if contents.manifest == nil && !context.json {
-                context.note("\(reference) has no Keepsake manifest: a plain tar archive, listed from its headers.")
-            }
-            showEntries(contents.entries, summary: contents.manifest?.summary, context: context)
-            return .success
-        case .backup(let reference):
-            let catalog = BackupCatalog(storage: storage)
-            let manifest = try catalog.manifest(of: try catalog.resolve(reference))
-            showEntries(manifest.entries, summary: manifest.summary, context: context)
-            return .success
+        guard let argument = reference else { return try listBackups(try context.destination(destinationOption), context: context) }
+        let backup = try context.locate(argument, destinationOption: destinationOption)
+        let contents = try backup.contents(cancellation: context.cancellation)
+        if contents.manifest == nil && !context.json {
+            context.note("\(backup.label) has no Keepsake manifest: a plain tar archive, listed from its headers.")
         }
+        showEntries(contents.entries, summary: contents.manifest?.summary, context: context)
+        return .success
     }
 
-    private func listBackups(_ storage: LocalFolderBackend, context: CommandContext) throws -> ExitCode {
+    private func listBackups(_ storage: StorageBackend, context: CommandContext) throws -> ExitCode {
         let items = try BackupCatalog(storage: storage).items()
         if idsOnly && !context.json {
             for item in items { context.printLine(item.id.rawValue) }

@@ -96,7 +96,7 @@ struct PruneCommand: KeepsakeCommand {
     // MARK: Running
 
     func run(context: CommandContext) throws -> ExitCode {
-        let storage = context.destination(destinationOption)
+        let storage = try context.destination(destinationOption)
         let presenter = EventPresenter(context: context, progress: false)
         let engine = PruneEngine(storage: storage, events: presenter, cancellation: context.cancellation)
         var request = PruneRequest(policy: policy, dryRun: dryRun)

@@ -29,7 +29,7 @@ struct RepairCommand: KeepsakeCommand {
     // MARK: Running
 
     func run(context: CommandContext) throws -> ExitCode {
-        let storage = context.destination(destinationOption)
+        let storage = try context.destination(destinationOption)
         let lock = try storage.acquireLock(.current(operation: "repair"))
         defer { lock.release() }
         lock.report(to: EventPresenter(context: context, progress: false))

@@ -77,48 +77,12 @@ struct RestoreCommand: KeepsakeCommand {
 
     func run(context: CommandContext) throws -> ExitCode {
         // A backup picked from the list is a backup, never a file of the same name.
-        let chosen = try self.reference.map { try BackupReference.resolve($0, explicitDestination: destinationOption != nil, context: context) }
-            ?? .backup(pickBackup(context: context))
+        let backup = try reference.map { try context.locate($0, destinationOption: destinationOption) }
+            ?? context.locator(destinationOption).locate(.backup(pickBackup(context: context)))
+        let source = backup.label
         let presenter = EventPresenter(context: context, progress: progress)
         defer { presenter.finish() }
-        let restorer = Restorer(events: presenter, cancellation: context.cancellation)
-        let result: RestoreResult
-        let source: String
-        switch chosen {
-        case .archiveFile(let reference):
-            source = reference
-            let archive = try FileByteSource(path: reference)
-            defer { archive.close() }
-            let sidecar = ArchiveFileInspector.sidecarManifest(forArchiveAt: reference)
-            // An incremental archive finds the earlier archives it relies on beside it.
-            result = try restorer.restore(archive: archive, archiveName: reference, manifest: sidecar, request: request) { id in
-                guard let path = ArchiveFileInspector.siblingArchive(of: reference, for: id) else { return nil }
-                return (try FileByteSource(path: path), path)
-            }
-        case .backup(let reference):
-            let storage = context.destination(destinationOption)
-            let catalog = BackupCatalog(storage: storage)
-            let item = try catalog.resolve(reference)
-            let manifest = try catalog.manifest(of: item, forRestoringPaths: request.selectionPaths)
-            guard let archiveName = manifest.summary.archive?.name else {
-                throw EngineError.manifestUnreadable(name: item.manifestName, reason: "it does not name its archive")
-            }
-            source = item.id.rawValue
-            let archive: ByteSource
-            do {
-                archive = try storage.open(archiveName)
-            } catch StorageError.notFound {
-                throw EngineError.archiveMissing(name: archiveName, backup: item.id.rawValue, destination: storage.location)
-            }
-            defer { archive.close() }
-            result = try restorer.restore(archive: archive, archiveName: archiveName, manifest: manifest, request: request) { id in
-                // The summary line names the archive: the rest of that manifest is not needed.
-                guard let earlier = try? catalog.resolve(id.rawValue), let name = earlier.summary?.archive?.name else {
-                    return nil
-                }
-                return (try storage.open(name), name)
-            }
-        }
+        let result = try Restorer(events: presenter, cancellation: context.cancellation).restore(backup, request: request)
         presenter.finish()
         if result.entryCount == 0 && result.skippedExisting == 0 && !request.selections.isEmpty && !result.hasIntegrityFailure {
             throw EngineError.invalidRequest("Nothing in \(source) matches \(request.selections.map { "'\($0)'" }.joined(separator: ", ")); run 'keepsake list \(source)' to see its paths.")
@@ -136,7 +100,7 @@ struct RestoreCommand: KeepsakeCommand {
 
     /// Lets the user choose a backup on the terminal, newest first.
     private func pickBackup(context: CommandContext) throws -> String {
-        let storage = context.destination(destinationOption)
+        let storage = try context.destination(destinationOption)
         let items = try BackupCatalog(storage: storage).items().reversed().filter { $0.summary != nil }
         guard !items.isEmpty else {
             throw EngineError.backupNotFound(reference: "latest", destination: storage.location)

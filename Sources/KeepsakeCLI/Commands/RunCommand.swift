@@ -55,7 +55,7 @@ struct RunCommand: KeepsakeCommand {
             return .failure
         }
         var state = RunState(profile: profile, config: config)
-        let storage = context.destination(profile.destination)
+        let storage = try context.destination(profile.destination)
         state.destination = storage.location
         var environment = context.environment
         environment["KEEPSAKE_PROFILE"] = profile.name
@@ -108,7 +108,7 @@ struct RunCommand: KeepsakeCommand {
 
     // MARK: Steps
 
-    private func backup(_ state: inout RunState, storage: LocalFolderBackend, presenter: EventPresenter, context: CommandContext) {
+    private func backup(_ state: inout RunState, storage: StorageBackend, presenter: EventPresenter, context: CommandContext) {
         let request: BackupRequest
         do {
             request = try state.profile.backupRequest(toolVersion: "keepsake \(KeepsakeCLI.version)",
@@ -128,7 +128,7 @@ struct RunCommand: KeepsakeCommand {
         }
     }
 
-    private func prune(_ state: inout RunState, policy: RetentionPolicy, storage: LocalFolderBackend,
+    private func prune(_ state: inout RunState, policy: RetentionPolicy, storage: StorageBackend,
                        presenter: EventPresenter, context: CommandContext) {
         do {
             let engine = PruneEngine(storage: storage, events: presenter, cancellation: context.cancellation)
@@ -140,7 +140,7 @@ struct RunCommand: KeepsakeCommand {
         }
     }
 
-    private func verify(_ state: inout RunState, id: BackupID, storage: LocalFolderBackend, presenter: EventPresenter,
+    private func verify(_ state: inout RunState, id: BackupID, storage: StorageBackend, presenter: EventPresenter,
                         context: CommandContext) {
         if state.prune?.removed.contains(id) == true {
             context.warn("the new backup \(id.rawValue) was removed by the retention policy of profile "

@@ -32,43 +32,26 @@ struct VerifyCommand: KeepsakeCommand {
     // MARK: Running
 
     func run(context: CommandContext) throws -> ExitCode {
-        let storage = context.destination(destinationOption)
-        let catalog = BackupCatalog(storage: storage)
         let presenter = EventPresenter(context: context, progress: progress)
         let verifier = Verifier(events: presenter, cancellation: context.cancellation)
         var reports: [VerifyReport] = []
-        if references.isEmpty {
-            let items = try catalog.items()
-            if items.isEmpty && !context.json {
-                context.note("No backups in \(storage.location) to verify.")
-            }
-            for item in items {
-                reports.append(try verifier.verify(item, in: storage))
-                presenter.finish()
-                if !context.json { show(reports[reports.count - 1], context: context) }
-            }
-        } else {
-            for argument in references {
-                let report: VerifyReport
-                switch try BackupReference.resolve(argument, explicitDestination: destinationOption != nil, context: context) {
-                case .archiveFile(let reference):
-                    let source = try FileByteSource(path: reference)
-                    defer { source.close() }
-                    report = try verifier.verify(archive: source, name: reference,
-                                                 sidecar: ArchiveFileInspector.sidecarData(forArchiveAt: reference))
-                case .backup(let reference):
-                    report = try verifier.verify(try catalog.resolve(reference), in: storage)
-                }
-                presenter.finish()
-                reports.append(report)
-                if !context.json { show(report, context: context) }
-            }
+        // Archive files alone need no destination.
+        let backups = references.isEmpty ? try context.locator(destinationOption).all()
+            : try references.map { try context.locate($0, destinationOption: destinationOption) }
+        if references.isEmpty && backups.isEmpty && !context.json {
+            context.note("No backups in \(try context.destination(destinationOption).location) to verify.")
+        }
+        for backup in backups {
+            let report = try verifier.verify(backup)
+            presenter.finish()
+            reports.append(report)
+            if !context.json { show(report, context: context) }
         }
         let damaged = reports.filter { !$0.isIntact }
         let code: ExitCode = damaged.isEmpty ? .success : .integrity
         if context.json {
             context.printJSON(.object(JSONObject([
-                ("destination", .string(storage.location)),
+                ("destination", (try? context.destination(destinationOption)).map { .string($0.location) } ?? .null),
                 ("intact", .int(Int64(reports.count - damaged.count))),
                 ("damaged", .int(Int64(damaged.count))),
                 ("backups", .array(reports.map(VerifyReportJSON.encode))),

@@ -80,8 +80,31 @@ final class CommandContext {
 
     // MARK: Destination
 
-    /// The destination for a `--dest` value.
-    func destination(_ option: String?) -> LocalFolderBackend {
-        LocalFolderBackend(path: DestinationResolver.resolve(option, environment: environment))
+    /// The destination for a `--dest` value (else `KEEPSAKE_DEST`, else the default folder).
+    func destination(_ option: String?) throws -> StorageBackend {
+        let address = try DestinationResolver.address(option, environment: environment)
+        switch address {
+        case .localFolder(let path):
+            return LocalFolderBackend(path: path)
+        case .s3, .rclone:
+            throw EngineError.invalidRequest("The destination \(address) is on another machine, which this build of Keepsake "
+                + "cannot reach yet; use a local folder")
+        }
+    }
+
+    /// Finds the backup a `BACKUP` argument names (see `BackupReference`), in the destination
+    /// `--dest` names or as an archive file. A word read as a backup while a file of that
+    /// name exists gets a hint saying how to reach the file.
+    func locate(_ argument: String, destinationOption: String?) throws -> LocatedBackup {
+        let (reference, shadowed) = BackupReference.interpret(argument, explicitDestination: destinationOption != nil)
+        if shadowed {
+            hint("'\(argument)' is read as a backup in the destination; write './\(argument)' for the file of that name here.")
+        }
+        return try locator(destinationOption).locate(reference)
+    }
+
+    /// A locator that opens the destination only when a reference needs it.
+    func locator(_ destinationOption: String?) -> BackupLocator {
+        BackupLocator { try self.destination(destinationOption) }
     }
 }

@@ -1,14 +1,22 @@
 import BackupCore
 import Foundation
 
-/// Where backups go when `--dest` is not given: `KEEPSAKE_DEST`, else
+/// Where backups go: `--dest`, else `KEEPSAKE_DEST`, else
 /// `${XDG_DATA_HOME:-~/.local/share}/keepsake/backups`.
 enum DestinationResolver {
-    /// The destination path for an optional `--dest` value.
-    static func resolve(_ option: String?, environment: [String: String]) -> String {
-        if let option, !option.isEmpty { return absolute(option) }
-        if let fromEnvironment = environment["KEEPSAKE_DEST"], !fromEnvironment.isEmpty { return absolute(fromEnvironment) }
-        return defaultDestination(environment: environment)
+    /// The destination for an optional `--dest` value (or a profile's `destination`).
+    /// - Throws: `DestinationAddressError` for a value that is not a form Keepsake knows.
+    static func address(_ option: String?, environment: [String: String]) throws -> DestinationAddress {
+        let text: String
+        if let option, !option.isEmpty {
+            text = option
+        } else if let fromEnvironment = environment["KEEPSAKE_DEST"], !fromEnvironment.isEmpty {
+            text = fromEnvironment
+        } else {
+            return .localFolder(path: defaultDestination(environment: environment))
+        }
+        return try DestinationAddress.parse(text, workingDirectory: FileManager.default.currentDirectoryPath,
+                                            home: NSHomeDirectory())
     }
 
     /// The XDG default.

@@ -1,4 +1,4 @@
-@testable import KeepsakeCLI
+@testable import BackupCore
 import XCTest
 
 /// The rule that decides whether BACKUP is a backup or an archive file.

@@ -1,10 +1,7 @@
-import BackupCore
 import Foundation
 
-// MARK: - BackupReference
-
 /// What a `BACKUP` argument of `restore`, `list`, `verify` and `diff` names: a backup in
-/// the destination, or an archive file.
+/// the destination, or an archive file. `BackupLocator` turns it into a `LocatedBackup`.
 ///
 /// The rule, so that `restore latest` never restores a stray file called `latest`:
 /// - A path — it holds a `/` (`./latest`, `/mnt/x`) or ends with an archive extension
@@ -14,7 +11,7 @@ import Foundation
 /// - Any other word is the file when one of that name exists, else a backup.
 /// A word that is read as a backup while a file of that name exists gets a hint on stderr
 /// saying `./NAME` reaches the file, so the choice is never silent.
-enum BackupReference: Sendable, Equatable {
+public enum BackupReference: Sendable, Equatable {
     /// A backup id, id prefix or `latest`, to resolve in the destination.
     case backup(String)
     /// The path of an archive file.
@@ -26,7 +23,7 @@ enum BackupReference: Sendable, Equatable {
     /// - Parameters:
     ///   - explicitDestination: `--dest` was given on the command line.
     ///   - isFile: whether a path names an existing regular file.
-    static func interpret(_ argument: String, explicitDestination: Bool,
+    public static func interpret(_ argument: String, explicitDestination: Bool,
                           isFile: (String) -> Bool = ArchiveFileInspector.isArchiveFile) -> (reference: BackupReference, shadowedFile: Bool) {
         if isPath(argument) { return (.archiveFile(argument), false) }
         let fileExists = isFile(argument)
@@ -36,29 +33,15 @@ enum BackupReference: Sendable, Equatable {
         return (fileExists ? .archiveFile(argument) : .backup(argument), false)
     }
 
-    /// Reads `argument` as `interpret` does and prints the hint when a file was passed over.
-    /// An argument that clearly is a path but names no regular file is an error naming it.
-    static func resolve(_ argument: String, explicitDestination: Bool, context: CommandContext) throws -> BackupReference {
-        let (reference, shadowed) = interpret(argument, explicitDestination: explicitDestination)
-        if shadowed {
-            context.hint("'\(argument)' is read as a backup in the destination; write './\(argument)' for the file of that name here.")
-        }
-        if case .archiveFile(let path) = reference, !ArchiveFileInspector.isArchiveFile(path) {
-            throw EngineError.invalidRequest("The archive file '\(path)' does not exist or is not a regular file. Give the path of an "
-                + "archive file, or a backup id, an id prefix or 'latest' (see 'keepsake list')")
-        }
-        return reference
-    }
-
     // MARK: Kinds of words
 
     /// A `/` or an archive extension: only a file can be meant.
-    static func isPath(_ argument: String) -> Bool {
+    public static func isPath(_ argument: String) -> Bool {
         argument.contains("/") || Compression.fromFileName(argument) != nil
     }
 
     /// `latest`, or a non-empty prefix of the id form `20261129T023000Z-3f9a1c2e`.
-    static func isBackupWord(_ argument: String) -> Bool {
+    public static func isBackupWord(_ argument: String) -> Bool {
         if argument == "latest" { return true }
         let form = Array("DDDDDDDDTDDDDDDZ-HHHHHHHH".utf8)
         let bytes = Array(argument.utf8)

@@ -1,0 +1,62 @@
+import Foundation
+
+/// Turns a `BackupReference` into a `LocatedBackup`: an id, a unique prefix or `latest` is
+/// looked up in the destination; an archive file is read through the read-only folder that
+/// holds it, with the manifest beside it when there is one. The destination is opened only
+/// when a reference needs it, so a lone archive file restores with no destination at all.
+public struct BackupLocator {
+    // MARK: State
+
+    private let destination: () throws -> StorageBackend
+
+    /// A locator that opens the destination with `destination` when it first needs it.
+    public init(destination: @escaping () throws -> StorageBackend) {
+        self.destination = destination
+    }
+
+    /// A locator for an already open destination.
+    public init(storage: StorageBackend) {
+        self.destination = { storage }
+    }
+
+    // MARK: Locating
+
+    /// The backup `reference` names.
+    /// - Throws: `EngineError.backupNotFound` / `.ambiguousReference` for a word that names
+    ///   no single backup; `EngineError.invalidRequest` for an archive file that is not there.
+    public func locate(_ reference: BackupReference) throws -> LocatedBackup {
+        switch reference {
+        case .backup(let word):
+            let storage = try destination()
+            let item = try BackupCatalog(storage: storage).resolve(word)
+            return LocatedBackup(storage: storage, origin: .destination, item: item, archiveName: item.summary?.archive?.name)
+        case .archiveFile(let path):
+            guard ArchiveFileInspector.isArchiveFile(path) else {
+                throw EngineError.invalidRequest("The archive file '\(path)' does not exist or is not a regular file. Give the path of "
+                    + "an archive file, or a backup id, an id prefix or 'latest' (see 'keepsake list')")
+            }
+            let (folder, name) = LoneArchiveFolder.holding(path)
+            return LocatedBackup(storage: folder, origin: .archiveFile(path: path), item: sidecar(of: name, in: folder),
+                                 archiveName: name)
+        }
+    }
+
+    /// Every committed backup of the destination, oldest first, as located backups.
+    public func all() throws -> [LocatedBackup] {
+        let storage = try destination()
+        return try BackupCatalog(storage: storage).items().map { item in
+            LocatedBackup(storage: storage, origin: .destination, item: item, archiveName: item.summary?.archive?.name)
+        }
+    }
+
+    /// The manifest beside the archive `name` in `folder`, when there is one whose summary
+    /// line reads (a damaged one is ignored: the archive's own manifest decides).
+    private func sidecar(of name: String, in folder: LoneArchiveFolder) -> BackupCatalog.Item? {
+        for candidate in BackupNaming.sidecarNames(forArchive: name) {
+            guard let line = try? SidecarManifest.firstLine(candidate, in: folder),
+                  let summary = try? Manifest.parseSummary(line) else { continue }
+            return BackupCatalog.Item(id: summary.id, manifestName: candidate, summary: summary, problem: nil)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+
+/// One backup found by `BackupLocator`: the storage it is in (a destination, or the
+/// read-only folder of a lone archive file), its manifest when there is one to read before
+/// the archive, and the way to the earlier archives an incremental backup relies on.
+/// Every command that reads one backup (list, diff, verify, restore) goes through it.
+public final class LocatedBackup {
+    // MARK: Kinds
+
+    /// Where the backup was found.
+    public enum Origin: Sendable, Equatable {
+        /// A committed backup in a destination.
+        case destination
+        /// An archive file outside any destination (its folder read as a `LoneArchiveFolder`).
+        case archiveFile(path: String)
+    }
+
+    // MARK: State
+
+    /// Where the archive and its manifest are stored.
+    public let storage: StorageBackend
+    public let origin: Origin
+    /// The manifest beside the archive, as the catalog lists it; nil for a lone archive
+    /// without one (its own manifest is then read at its end).
+    public let item: BackupCatalog.Item?
+    /// The archive's name in `storage`; nil when the manifest does not name one.
+    public let archiveName: String?
+    private let catalog: BackupCatalog
+
+    init(storage: StorageBackend, origin: Origin, item: BackupCatalog.Item?, archiveName: String?) {
+        self.storage = storage
+        self.origin = origin
+        self.item = item
+        self.archiveName = archiveName
+        catalog = BackupCatalog(storage: storage)
+    }
+
+    // MARK: Naming
+
+    /// The backup's id when a manifest beside the archive says it.
+    public var id: BackupID? { item?.summary?.id ?? item?.id }
+
+    /// How messages name it: the id in a destination, the path of an archive file.
+    public var label: String {
+        switch origin {
+        case .destination: return id?.rawValue ?? archiveName ?? "?"
+        case .archiveFile(let path): return path
+        }
+    }
+
+    /// How messages name the archive: its name in a destination, the path of an archive file.
+    public var archiveLabel: String {
+        switch origin {
+        case .destination: return archiveName ?? label
+        case .archiveFile(let path): return path
+        }
+    }
+
+    /// True for an archive file outside a destination.
+    public var isArchiveFile: Bool {
+        if case .archiveFile = origin { return true }
+        return false
+    }
+
+    // MARK: Manifest
+
+    /// The whole manifest beside the archive; nil for a lone archive without one (or with one
+    /// that cannot be read: the archive's own copy then decides). In a destination an
+    /// unreadable manifest is an error (`EngineError.manifestUnreadable`).
+    public func manifest() throws -> Manifest? {
+        guard let item else { return nil }
+        if isArchiveFile { return try? catalog.manifest(of: item) }
+        return try catalog.manifest(of: item)
+    }
+
+    /// What a restore of `selections` needs of the manifest (see
+    /// `BackupCatalog.manifest(of:forRestoringPaths:)`); nil as for `manifest()`.
+    public func manifest(forRestoringPaths selections: [[UInt8]]) throws -> Manifest? {
+        guard let item else { return nil }
+        if isArchiveFile { return try? catalog.manifest(of: item, forRestoringPaths: selections) }
+        return try catalog.manifest(of: item, forRestoringPaths: selections)
+    }
+
+    /// The decompressed bytes of the manifest beside the archive, if it has one that
+    /// decompresses (verify compares it with the copy inside).
+    public func manifestBytes() -> [UInt8]? {
+        guard let item else { return nil }
+        return try? SidecarManifest.read(item.manifestName, from: storage)
+    }
+
+    /// What the backup holds: from a manifest when there is one (beside the archive, else
+    /// inside it, read to its end), otherwise from the tar headers of a plain archive.
+    public func contents(cancellation: CancellationFlag) throws -> (manifest: Manifest?, entries: [ManifestEntry]) {
+        if let manifest = try manifest() { return (manifest, manifest.entries) }
+        let source = try openArchive()
+        defer { source.close() }
+        let reader = try ArchiveReader(source: source, name: label, cancellation: cancellation)
+        var entries: [ManifestEntry] = []
+        while let header = try reader.nextHeader() {
+            try cancellation.check()
+            if header.path == BackupNaming.manifestEntryPath {
+                let manifest = try Manifest.parse(try reader.readManifest(name: "the manifest inside \(label)"))
+                return (manifest, manifest.entries)
+            }
+            try reader.skipContent()
+            if BackupNaming.isMetadataEntry(header.path) { continue }
+            entries.append(ManifestEntry(path: header.path, type: header.type, size: header.size, mode: header.permissions,
+                                         uid: header.uid, gid: header.gid, userName: header.userName,
+                                         groupName: header.groupName, mtimeNanoseconds: header.mtimeTotalNanoseconds,
+                                         rdev: header.rdev, linkTarget: header.linkTarget))
+        }
+        return (nil, entries)
+    }
+
+    // MARK: Archives
+
+    /// Opens the backup's own archive.
+    public func openArchive() throws -> RandomAccessSource {
+        guard let archiveName else {
+            throw EngineError.manifestUnreadable(name: item?.manifestName ?? label, reason: "it does not name its archive")
+        }
+        do {
+            return try storage.open(archiveName)
+        } catch StorageError.notFound {
+            throw EngineError.archiveMissing(name: archiveName, backup: id?.rawValue ?? label, destination: storage.location)
+        }
+    }
+
+    /// Opens the archive of the earlier backup `holder` (an incremental backup's unchanged
+    /// files are there): in a destination, the one its manifest names; beside a lone
+    /// archive, a file of the same folder named like `HOST_ID.tar.zst`. Nil when there is none.
+    public func earlierArchive(_ holder: BackupID) throws -> (source: RandomAccessSource, name: String)? {
+        switch origin {
+        case .destination:
+            // The summary line names the archive: the rest of that manifest is not needed.
+            guard let earlier = try? catalog.resolve(holder.rawValue), earlier.id == holder,
+                  let name = earlier.summary?.archive?.name else { return nil }
+            return (try storage.open(name), name)
+        case .archiveFile(let path):
+            let marker = "_" + holder.rawValue
+            let match = try storage.list().map(\.name).first { name in
+                guard let stem = BackupNaming.stem(of: name), !BackupNaming.isManifestName(name) else { return false }
+                return stem.hasSuffix(marker) || stem == holder.rawValue
+            }
+            guard let match else { return nil }
+            let folder = (path as NSString).deletingLastPathComponent
+            return (try storage.open(match), folder.isEmpty ? match : folder + "/" + match)
+        }
+    }
+}
