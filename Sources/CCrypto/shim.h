@@ -3,5 +3,6 @@
 
 #include <openssl/evp.h>
 #include <openssl/crypto.h>
+#include <openssl/hmac.h>
 
 #endif
