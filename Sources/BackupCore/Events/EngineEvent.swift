@@ -10,6 +10,9 @@ public enum EngineEvent: Sendable {
     case caution(String)
     /// How far the run has come.
     case progress(ProgressSnapshot)
+    /// One step of a run of several (`RunWorkflow`: backup, prune, verify) is over: a
+    /// progress display can be cleared before the next.
+    case stepFinished(String)
 }
 
 /// A problem with one path that did not stop the run.

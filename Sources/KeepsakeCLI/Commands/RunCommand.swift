@@ -77,15 +77,7 @@ struct RunCommand: KeepsakeCommand {
         }
 
         let presenter = EventPresenter(context: context, progress: progress)
-        backup(&state, storage: storage, presenter: presenter, context: context)
-        if let result = state.backup, !result.dryRun {
-            if let policy = profile.retention, !context.cancellation.isCancelled {
-                prune(&state, policy: policy, storage: storage, presenter: presenter, context: context)
-            }
-            if !context.cancellation.isCancelled {
-                verify(&state, id: result.summary.id, storage: storage, presenter: presenter, context: context)
-            }
-        }
+        steps(&state, storage: storage, presenter: presenter, context: context)
         presenter.finish()
 
         // After: always, once the before hook passed.
@@ -108,7 +100,9 @@ struct RunCommand: KeepsakeCommand {
 
     // MARK: Steps
 
-    private func backup(_ state: inout RunState, storage: StorageBackend, presenter: EventPresenter, context: CommandContext) {
+    /// Backup, prune and verify (`RunWorkflow`), each failure told on stderr as it is
+    /// recorded with its exit code.
+    private func steps(_ state: inout RunState, storage: StorageBackend, presenter: EventPresenter, context: CommandContext) {
         let request: BackupRequest
         do {
             request = try state.profile.backupRequest(toolVersion: "keepsake \(KeepsakeCLI.version)",
@@ -117,55 +111,37 @@ struct RunCommand: KeepsakeCommand {
             state.fail(.failure, error.description, context: context)
             return
         }
-        do {
-            let result = try BackupEngine(storage: storage, events: presenter, cancellation: context.cancellation).run(request)
-            presenter.finish()
-            state.backup = result
-            if !result.warnings.isEmpty { state.raise(.partial) }
-        } catch {
-            presenter.finish()
-            state.fail(Self.exitCode(for: error), "The backup of profile '\(state.profile.name)' failed: \(error)", context: context)
+        let workflow = RunWorkflow(storage: storage, events: presenter, cancellation: context.cancellation)
+        let outcome = workflow.run(request, retention: state.profile.retention)
+        state.backup = outcome.backup
+        state.prune = outcome.prune
+        state.verify = outcome.verify
+        if outcome.backup?.warnings.isEmpty == false { state.raise(.partial) }
+        let name = state.profile.name
+        for failure in outcome.failures {
+            switch failure.step {
+            case .backup:
+                state.fail(Self.exitCode(for: failure.error), "The backup of profile '\(name)' failed: \(failure.error)", context: context)
+            case .prune:
+                state.fail(Self.exitCode(for: failure.error), "The prune of profile '\(name)' failed: \(failure.error)", context: context)
+            case .verify:
+                state.fail(Self.exitCode(for: failure.error), "Verifying the new backup "
+                    + "\(outcome.backup?.summary.id.rawValue ?? "") failed: \(failure.error)", context: context)
+            }
         }
-    }
-
-    private func prune(_ state: inout RunState, policy: RetentionPolicy, storage: StorageBackend,
-                       presenter: EventPresenter, context: CommandContext) {
-        do {
-            let engine = PruneEngine(storage: storage, events: presenter, cancellation: context.cancellation)
-            state.prune = try engine.run(PruneRequest(policy: policy, dryRun: false, now: Date(), calendar: .current))
-            presenter.finish()
-        } catch {
-            presenter.finish()
-            state.fail(Self.exitCode(for: error), "The prune of profile '\(state.profile.name)' failed: \(error)", context: context)
-        }
-    }
-
-    private func verify(_ state: inout RunState, id: BackupID, storage: StorageBackend, presenter: EventPresenter,
-                        context: CommandContext) {
-        if state.prune?.removed.contains(id) == true {
+        guard let id = outcome.backup?.summary.id else { return }
+        if outcome.newBackupPruned {
             context.warn("the new backup \(id.rawValue) was removed by the retention policy of profile "
-                + "'\(state.profile.name)' (no rule keeps it); there is nothing to verify")
-            return
-        }
-        do {
-            guard let item = try BackupCatalog(storage: storage).items().first(where: { $0.id == id }) else {
-                state.fail(.integrity, "The new backup \(id.rawValue) is not in \(storage.location) any more; it cannot be verified",
-                           context: context)
-                return
-            }
-            let report = try Verifier(events: presenter, cancellation: context.cancellation).verify(item, in: storage)
-            presenter.finish()
-            state.verify = report
-            if !report.isIntact {
-                var lines = ["The new backup \(id.rawValue) is damaged:"]
-                lines += report.archiveProblems.map { "  \($0)" }
-                lines += report.problems.prefix(50).map { "  \($0.path): \($0.reason)" }
-                if report.problems.count > 50 { lines.append("  … and \(report.problems.count - 50) more") }
-                state.fail(.integrity, lines.joined(separator: "\n"), context: context)
-            }
-        } catch {
-            presenter.finish()
-            state.fail(Self.exitCode(for: error), "Verifying the new backup \(id.rawValue) failed: \(error)", context: context)
+                + "'\(name)' (no rule keeps it); there is nothing to verify")
+        } else if outcome.newBackupVanished {
+            state.fail(.integrity, "The new backup \(id.rawValue) is not in \(storage.location) any more; it cannot be verified",
+                       context: context)
+        } else if let report = outcome.verify, !report.isIntact {
+            var lines = ["The new backup \(id.rawValue) is damaged:"]
+            lines += report.archiveProblems.map { "  \($0)" }
+            lines += report.problems.prefix(50).map { "  \($0.path): \($0.reason)" }
+            if report.problems.count > 50 { lines.append("  … and \(report.problems.count - 50) more") }
+            state.fail(.integrity, lines.joined(separator: "\n"), context: context)
         }
     }
 

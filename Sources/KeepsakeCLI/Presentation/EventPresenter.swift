@@ -56,6 +56,8 @@ final class EventPresenter: EngineEventSink {
             } else {
                 context.note(text)
             }
+        case .stepFinished:
+            finish()
         case .progress(let snapshot):
             let elapsed = Date().timeIntervalSince(started)
             let rate = elapsed > 0.5 ? Double(snapshot.bytesDone) / elapsed : nil

@@ -1,0 +1,96 @@
+import Foundation
+
+/// The steps of `keepsake run` between its hooks: back up, prune with the retention policy
+/// (when there is one), and verify the new backup. A failed step is recorded and the steps
+/// that still make sense go on: a failed prune does not stop the verification of the new
+/// backup. The caller (the command line) runs the hooks and turns the outcome into an exit
+/// code.
+public final class RunWorkflow {
+    // MARK: Types
+
+    /// One step of a run.
+    public enum Step: String, Sendable {
+        case backup, prune, verify
+    }
+
+    /// A step that did not work out.
+    public struct Failure: Error {
+        /// The step.
+        public var step: Step
+        /// What stopped it (an `EngineError`, a `LockError`, a `StorageError`, …).
+        public var error: Error
+    }
+
+    /// What a run did.
+    public struct Outcome {
+        /// The new backup (nil when the backup step failed).
+        public var backup: BackupResult?
+        /// What the retention policy removed and kept (nil without a policy, or when it failed).
+        public var prune: PruneResult?
+        /// The new backup's verification (nil when it was not verified).
+        public var verify: VerifyReport?
+        /// The retention policy removed the new backup itself: there was nothing to verify.
+        public var newBackupPruned = false
+        /// The new backup was gone from the destination by the time it was to be verified.
+        public var newBackupVanished = false
+        /// The steps that failed, in order.
+        public var failures: [Failure] = []
+    }
+
+    // MARK: Dependencies
+
+    private let storage: StorageBackend
+    private weak var events: EngineEventSink?
+    private let cancellation: CancellationFlag
+
+    /// A run against `storage`, reporting to `events` (a `.stepFinished` after each step).
+    public init(storage: StorageBackend, events: EngineEventSink?, cancellation: CancellationFlag) {
+        self.storage = storage
+        self.events = events
+        self.cancellation = cancellation
+    }
+
+    // MARK: Running
+
+    /// Backs up with `request`, prunes with `retention` (evaluated at `now` in `calendar`),
+    /// then verifies the new backup. Stops after a failed backup or once interrupted.
+    public func run(_ request: BackupRequest, retention: RetentionPolicy?, now: Date = Date(),
+                    calendar: Calendar = .current) -> Outcome {
+        var outcome = Outcome()
+        do {
+            outcome.backup = try BackupEngine(storage: storage, events: events, cancellation: cancellation).run(request)
+        } catch {
+            outcome.failures.append(Failure(step: .backup, error: error))
+        }
+        events?.handle(.stepFinished(Step.backup.rawValue))
+        guard let result = outcome.backup, !result.dryRun else { return outcome }
+
+        if let retention, !cancellation.isCancelled {
+            do {
+                let engine = PruneEngine(storage: storage, events: events, cancellation: cancellation)
+                outcome.prune = try engine.run(PruneRequest(policy: retention, dryRun: false, now: now, calendar: calendar))
+            } catch {
+                outcome.failures.append(Failure(step: .prune, error: error))
+            }
+            events?.handle(.stepFinished(Step.prune.rawValue))
+        }
+
+        guard !cancellation.isCancelled else { return outcome }
+        let id = result.summary.id
+        if outcome.prune?.removed.contains(id) == true {
+            outcome.newBackupPruned = true
+            return outcome
+        }
+        do {
+            guard let item = try BackupCatalog(storage: storage).items().first(where: { $0.id == id }) else {
+                outcome.newBackupVanished = true
+                return outcome
+            }
+            outcome.verify = try Verifier(events: events, cancellation: cancellation).verify(item, in: storage)
+        } catch {
+            outcome.failures.append(Failure(step: .verify, error: error))
+        }
+        events?.handle(.stepFinished(Step.verify.rawValue))
+        return outcome
+    }
+}
