@@ -21,6 +21,19 @@ typedef size_t (*ks_curl_data_callback)(char *data, size_t size, size_t count, v
 static inline CURLcode ks_curl_set_callback(CURL *handle, CURLoption option, ks_curl_data_callback callback) {
     return curl_easy_setopt(handle, option, callback);
 }
+// CURLOPT_XFERINFOFUNCTION: called during a transfer (at least once a second); a non-zero
+// return aborts it with CURLE_ABORTED_BY_CALLBACK.
+typedef int (*ks_curl_xferinfo_callback)(void *context, curl_off_t download_total, curl_off_t download_now,
+                                         curl_off_t upload_total, curl_off_t upload_now);
+static inline CURLcode ks_curl_set_xferinfo_callback(CURL *handle, ks_curl_xferinfo_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, callback);
+}
+// CURLOPT_SEEKFUNCTION: rewinds an upload, which curl needs when it resends a request on a
+// fresh connection because the reused one turned out to be closed.
+typedef int (*ks_curl_seek_callback)(void *context, curl_off_t offset, int origin);
+static inline CURLcode ks_curl_set_seek_callback(CURL *handle, ks_curl_seek_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, callback);
+}
 static inline CURLcode ks_curl_get_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }
