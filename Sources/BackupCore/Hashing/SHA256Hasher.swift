@@ -36,13 +36,25 @@ public final class SHA256Hasher {
 
     /// Finishes the digest and returns it as lowercase hex; the hasher starts over afterwards.
     public func finalizeHex() -> String {
+        HexEncoding.encode(finalizeDigest())
+    }
+
+    /// Finishes the digest and returns its 32 bytes; the hasher starts over afterwards.
+    public func finalizeDigest() -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         if let context {
             _ = digest.withUnsafeMutableBufferPointer { EVP_DigestFinal_ex(context, $0.baseAddress, &length) }
             EVP_DigestInit_ex(context, EVP_sha256(), nil)
         }
-        return HexEncoding.encode(digest)
+        return digest
+    }
+
+    /// The digest of a whole byte array.
+    public static func digest(of bytes: [UInt8]) -> [UInt8] {
+        let hasher = SHA256Hasher()
+        hasher.update(bytes)
+        return hasher.finalizeDigest()
     }
 
     /// The hex digest of a whole byte array.

@@ -66,13 +66,13 @@ public final class LocalFolderBackend: StorageBackend {
     }
 
     public func create(_ name: String) throws -> PendingObject {
-        try LocalFolderBackend.checkName(name)
+        try StoredObject.checkName(name)
         let (fd, temporary) = try LocalFolderBackend.createTemporary(in: path, stem: name, operation: "create")
         return LocalPendingObject(fd: fd, folder: path, temporaryName: temporary, finalName: name)
     }
 
     public func open(_ name: String) throws -> RandomAccessSource {
-        try LocalFolderBackend.checkName(name)
+        try StoredObject.checkName(name)
         let full = path + "/" + name
         // Never through a symlink: a name in the destination is a file Keepsake wrote there
         // (listing leaves symlinks out too), not a way to read something elsewhere.
@@ -91,7 +91,7 @@ public final class LocalFolderBackend: StorageBackend {
     }
 
     public func delete(_ name: String) throws {
-        try LocalFolderBackend.checkName(name)
+        try StoredObject.checkName(name)
         if unlink(path + "/" + name) != 0 && errno != ENOENT {
             throw StorageError.io(name: path + "/" + name, operation: "delete", reason: FileDescriptorIO.message(errno))
         }
@@ -99,8 +99,8 @@ public final class LocalFolderBackend: StorageBackend {
     }
 
     public func move(_ name: String, to newName: String) throws {
-        try LocalFolderBackend.checkName(name)
-        try LocalFolderBackend.checkName(newName)
+        try StoredObject.checkName(name)
+        try StoredObject.checkName(newName)
         guard rename(path + "/" + name, path + "/" + newName) == 0 else {
             let code = errno
             if code == ENOENT { throw StorageError.notFound(name: name, destination: path) }
@@ -327,13 +327,6 @@ public final class LocalFolderBackend: StorageBackend {
     }
 
     // MARK: Helpers
-
-    /// Object names are single path components that do not start with a dot.
-    static func checkName(_ name: String) throws {
-        guard !name.isEmpty, !name.contains("/"), !name.hasPrefix("."), !name.contains("\0") else {
-            throw StorageError.io(name: name, operation: "use", reason: "not a valid object name")
-        }
-    }
 
     /// Creates a new temporary file `.tmp-STEM-PID-RANDOM` in `folder` for writing. O_EXCL and
     /// O_NOFOLLOW: a name planted by someone else (a symbolic link pointing outside, above

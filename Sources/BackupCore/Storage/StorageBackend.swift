@@ -10,6 +10,14 @@ public struct StoredObject: Sendable, Equatable {
         self.name = name
         self.size = size
     }
+
+    /// Object names are single path components that do not start with a dot (dot-names
+    /// are the backends' own: temporaries, the lock), in every backend.
+    public static func checkName(_ name: String) throws {
+        guard !name.isEmpty, !name.contains("/"), !name.hasPrefix("."), !name.contains("\0") else {
+            throw StorageError.io(name: name, operation: "use", reason: "not a valid object name")
+        }
+    }
 }
 
 /// Where backups live. Everything above this protocol talks to a destination only through

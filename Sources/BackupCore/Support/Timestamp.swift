@@ -33,6 +33,26 @@ public enum Timestamp {
         return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
     }
 
+    /// Parses an HTTP date (`Tue, 01 Dec 2026 19:40:00 GMT`, RFC 9110's preferred form);
+    /// nil for anything else.
+    public static func parseHTTPDate(_ text: String) -> Date? {
+        let parts = text.split(separator: " ")
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        guard parts.count == 6, parts[5] == "GMT", let day = Int32(parts[1]), let monthIndex = months.firstIndex(of: String(parts[2])),
+              let year = Int32(parts[3]) else { return nil }
+        let clock = parts[4].split(separator: ":")
+        guard clock.count == 3, let hour = Int32(clock[0]), let minute = Int32(clock[1]), let second = Int32(clock[2]),
+              (1...31).contains(day), hour < 24, minute < 60, second < 61 else { return nil }
+        var fields = tm()
+        fields.tm_year = year - 1900
+        fields.tm_mon = Int32(monthIndex)
+        fields.tm_mday = day
+        fields.tm_hour = hour
+        fields.tm_min = minute
+        fields.tm_sec = second
+        return Date(timeIntervalSince1970: TimeInterval(timegm(&fields)))
+    }
+
     /// Local time for people: `2026-11-29 03:30`.
     public static func localShort(_ date: Date) -> String {
         var time = time_t(date.timeIntervalSince1970.rounded(.down))

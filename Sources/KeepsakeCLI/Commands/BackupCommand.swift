@@ -12,7 +12,7 @@ struct BackupCommand: KeepsakeCommand {
         discussion: "Each backup is one pax tar archive, compressed (zstd by default), with a manifest holding a SHA-256 for every file. Nothing is visible in the destination until the backup is complete. Files that cannot be read are reported; the backup is still committed and the exit code is 3.",
         arguments: [ArgumentSpec(name: "PATH", help: "A file or folder to back up.", optional: true, repeating: true, takesPath: true)],
         options: [
-            CommonOptions.dest,
+            CommonOptions.dest, CommonOptions.s3Endpoint,
             OptionSpec(long: "compression", short: "c", kind: .value(valueName: "codec"),
                        allowedValues: Compression.allCases.map(\.rawValue), defaultDescription: "zstd",
                        help: "How to compress the archive."),

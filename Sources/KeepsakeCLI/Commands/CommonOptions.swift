@@ -17,9 +17,13 @@ enum CommonOptions {
 
     // MARK: Shared
 
-    static let dest = OptionSpec(long: "dest", short: "d", kind: .value(valueName: "dir"),
+    static let dest = OptionSpec(long: "dest", short: "d", kind: .value(valueName: "where"),
                                  defaultDescription: "${XDG_DATA_HOME:-~/.local/share}/keepsake/backups",
-                                 environment: "KEEPSAKE_DEST", help: "The destination folder that holds the backups.")
+                                 environment: "KEEPSAKE_DEST",
+                                 help: "Where the backups are: a folder, s3://BUCKET/PREFIX, or rclone:REMOTE:PATH.")
+    static let s3Endpoint = OptionSpec(long: "s3-endpoint", kind: .value(valueName: "url"), defaultDescription: "AWS",
+                                       environment: "KEEPSAKE_S3_ENDPOINT",
+                                       help: "The S3-compatible server for s3:// destinations (http://127.0.0.1:8333); path-style addressing.")
     static let progress = OptionSpec(long: "progress",
                                      help: "Report progress even when stderr is not a terminal: plain lines every few seconds (JSON Lines with --json).")
 }

@@ -14,7 +14,7 @@ struct DiffCommand: KeepsakeCommand {
             ArgumentSpec(name: "FROM", help: "The older backup: an id, unique id prefix, 'latest', or an archive file."),
             ArgumentSpec(name: "TO", help: "The newer backup: an id, unique id prefix, 'latest', or an archive file."),
         ],
-        options: [CommonOptions.dest] + CommonOptions.global,
+        options: [CommonOptions.dest, CommonOptions.s3Endpoint] + CommonOptions.global,
         examples: [
             .init(command: "keepsake diff 20261128 latest", explanation: "What changed between a backup of 28 November and the newest one."),
             .init(command: "keepsake diff 20261128 20261129 --json", explanation: "The same as one JSON document, for scripts."),

@@ -12,7 +12,7 @@ struct ListCommand: KeepsakeCommand {
         discussion: "Without an argument: a table of the backups in the destination, oldest first. With a backup id (any unique prefix, or 'latest') or an archive file: its files, one path per line; --long adds mode, owner, size, time and SHA-256.",
         arguments: [ArgumentSpec(name: "BACKUP", help: "A backup id, unique id prefix, 'latest', or an archive file.", optional: true)],
         options: [
-            CommonOptions.dest,
+            CommonOptions.dest, CommonOptions.s3Endpoint,
             OptionSpec(long: "long", short: "l", help: "With BACKUP: show mode, owner, size, modification time and SHA-256."),
             OptionSpec(long: "ids", help: "Without BACKUP: print only the backup ids, oldest first, one per line."),
         ] + CommonOptions.global,

@@ -21,7 +21,7 @@ struct PruneCommand: KeepsakeCommand {
         name: "prune",
         abstract: "Remove the backups a retention policy does not keep.",
         discussion: "The rules are restic's 'forget --keep-*' rules, applied to each group of backups of the same host and sources: a backup is kept when any rule keeps it. Counts are whole numbers of 1 or more, or -1 (or 'unlimited') for every period. A backup that a kept incremental backup needs is always kept ('needed by ID'), and so is a backup whose manifest cannot be read. Prune refuses to run without a rule, and refuses a policy that would remove every backup of a group.\nEach backup is un-committed first (its manifest removed), then its archive, so an interruption never leaves a listed backup without its archive.",
-        options: [CommonOptions.dest]
+        options: [CommonOptions.dest, CommonOptions.s3Endpoint]
             + countOptions.map { OptionSpec(long: $0.name, kind: .value(valueName: "n"), help: $0.help) }
             + [
                 OptionSpec(long: "keep-within", kind: .value(valueName: "duration"),

@@ -17,7 +17,7 @@ struct RestoreCommand: KeepsakeCommand {
                          optional: true, repeating: true, takesPath: true),
         ],
         options: [
-            CommonOptions.dest,
+            CommonOptions.dest, CommonOptions.s3Endpoint,
             OptionSpec(long: "target", short: "C", kind: .value(valueName: "dir"), defaultDescription: "the current folder",
                        help: "The folder to restore into; created when missing. Paths inside keep their full original path.",
                        takesPath: true),

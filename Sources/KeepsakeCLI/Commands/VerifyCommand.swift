@@ -12,7 +12,7 @@ struct VerifyCommand: KeepsakeCommand {
         discussion: "Decompresses each archive completely, checks every file against the manifest, that every file in the manifest is present, and the archive's size and SHA-256 recorded when it was stored. Exit 4 names each damaged backup and, where possible, the damaged files.",
         arguments: [ArgumentSpec(name: "BACKUP", help: "Backup ids, unique prefixes, 'latest', or archive files; all backups when none.",
                                  optional: true, repeating: true)],
-        options: [CommonOptions.dest, CommonOptions.progress] + CommonOptions.global,
+        options: [CommonOptions.dest, CommonOptions.s3Endpoint, CommonOptions.progress] + CommonOptions.global,
         examples: [
             .init(command: "keepsake verify", explanation: "Verify every backup in the default destination."),
             .init(command: "keepsake verify latest --dest /mnt/usb/backups", explanation: "Verify the newest backup on a USB disk."),

@@ -23,8 +23,14 @@ final class CommandContext {
         json = arguments.flag("json")
         quiet = arguments.flag("quiet")
         noInput = arguments.flag("no-input")
+        s3Endpoint = arguments.value("s3-endpoint")
         self.cancellation = cancellation
     }
+
+    /// `--s3-endpoint`, for s3:// destinations.
+    let s3Endpoint: String?
+    /// A profile's S3 settings (`keepsake run`), under `--s3-endpoint`.
+    var s3Overrides = S3Configuration.Overrides()
 
     // MARK: Rendering contexts
 
@@ -86,9 +92,15 @@ final class CommandContext {
         switch address {
         case .localFolder(let path):
             return LocalFolderBackend(path: path)
-        case .s3, .rclone:
-            throw EngineError.invalidRequest("The destination \(address) is on another machine, which this build of Keepsake "
-                + "cannot reach yet; use a local folder")
+        case .s3(let bucket, let prefix):
+            var overrides = s3Overrides
+            overrides.endpoint = s3Endpoint ?? overrides.endpoint
+            let configuration = try S3Configuration.resolve(environment: environment, overrides: overrides)
+            return try S3Backend(bucket: bucket, prefix: prefix, configuration: configuration, environment: environment,
+                                 cancellation: cancellation)
+        case .rclone:
+            throw EngineError.invalidRequest("The destination \(address) is an rclone remote, which this build of Keepsake "
+                + "cannot reach yet; use a local folder or s3://")
         }
     }
 

@@ -33,6 +33,8 @@ public final class HTTPClient {
         public var userAgent: String?
         /// How much of a non-2xx body (an error document) a response keeps.
         public var errorBodyLimit: Int
+        /// A file of CA certificates to trust instead of the system's (`AWS_CA_BUNDLE`).
+        public var caBundle: String?
 
         /// The defaults: 10 s to connect; abort when under 1 byte/s for 60 s, i.e. after a
         /// minute without data; no proxy; 64 KiB of an error body.
@@ -44,6 +46,7 @@ public final class HTTPClient {
             self.useEnvironmentProxy = useEnvironmentProxy
             self.userAgent = userAgent
             self.errorBodyLimit = errorBodyLimit
+            caBundle = nil
         }
     }
 
@@ -197,6 +200,9 @@ public final class HTTPClient {
         }
         if let userAgent = settings.userAgent {
             try check(ks_curl_set_string(handle, CURLOPT_USERAGENT, userAgent), "the user agent")
+        }
+        if let caBundle = settings.caBundle {
+            try check(ks_curl_set_string(handle, CURLOPT_CAINFO, caBundle), "the CA bundle")
         }
         try check(ks_curl_set_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer), "the error buffer")
         try check(ks_curl_set_pointer(handle, CURLOPT_HTTPHEADER, headerList), "the headers")
