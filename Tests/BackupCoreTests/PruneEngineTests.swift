@@ -90,9 +90,12 @@ final class PruneEngineTests: KeepsakeTestCase {
     @discardableResult
     private func prune(_ policy: RetentionPolicy, dryRun: Bool = false, now: Date, events: EngineEventSink? = nil,
                        cancellation: CancellationFlag = CancellationFlag(),
-                       storage backend: StorageBackend? = nil) throws -> PruneResult {
+                       storage backend: StorageBackend? = nil, hosts: HostSelection = .all) throws -> PruneResult {
         let engine = PruneEngine(storage: backend ?? storage, events: events, cancellation: cancellation)
-        return try engine.run(PruneRequest(policy: policy, dryRun: dryRun, now: now, calendar: utc))
+        var request = PruneRequest(policy: policy, dryRun: dryRun, now: now, calendar: utc)
+        // The backups here are made up, by hosts that are not this one.
+        request.hosts = hosts
+        return try engine.run(request)
     }
 
     /// The ids still listed in the destination.
@@ -200,6 +203,23 @@ final class PruneEngineTests: KeepsakeTestCase {
         XCTAssertEqual(try decision(c1, in: result).host, "host-b")
         XCTAssertEqual(try decision(a2, in: result).sources, ["/home", "/etc"])
         XCTAssertEqual(try listedIDs(), [a2, b2, c1])
+    }
+
+    /// Hosts sharing a destination prune their own: another host's backups are neither
+    /// judged nor removed, whatever the policy.
+    func testOnlyTheSelectedHostsBackupsArePruned() throws {
+        let day = try date(2024, 5, 1)
+        var mine: [BackupID] = []
+        var theirs: [BackupID] = []
+        for minute in 0..<3 {
+            mine.append(try craftedBackup(at: day.addingTimeInterval(Double(minute) * 60)))
+            theirs.append(try craftedBackup(at: day.addingTimeInterval(Double(minute) * 60 + 30), host: "host-b"))
+        }
+        let result = try prune(RetentionPolicy(keepLast: 1), now: day.addingTimeInterval(3600), hosts: .only("host-a"))
+        XCTAssertEqual(Set(result.decisions.map(\.host)), ["host-a"], "only host-a's backups are in the report")
+        XCTAssertEqual(result.kept, [mine[2]])
+        XCTAssertEqual(Set(result.removed), Set([mine[0], mine[1]]))
+        XCTAssertEqual(try listedIDs(), Set([mine[2]] + theirs))
     }
 
     /// Backups made in the same second (dates stored to the second) count newest by id.

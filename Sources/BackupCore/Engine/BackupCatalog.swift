@@ -52,11 +52,17 @@ public final class BackupCatalog {
         try storage.list().compactMap { BackupNaming.id(fromManifestName: $0.name) }.max()
     }
 
-    /// Finds one backup by full id, unique prefix, or `latest`.
-    public func resolve(_ reference: String) throws -> Item {
+    /// Finds one backup by full id, unique prefix, or `latest`: the newest of the hosts
+    /// `hosts` selects (an id or a prefix names a backup of any host).
+    public func resolve(_ reference: String, hosts: HostSelection = .all) throws -> Item {
         let all = try items()
         if reference == "latest" {
-            guard let newest = all.last else {
+            guard let newest = all.last(where: { item in item.summary.map { hosts.includes($0.host) } ?? (hosts == .all) }) else {
+                if case .only(let host) = hosts, !all.isEmpty {
+                    let others = Set(all.compactMap { $0.summary?.host }).sorted()
+                    throw EngineError.invalidRequest("No backup of host '\(host)' in \(storage.location); it holds backups of "
+                        + "\(others.map { "'\($0)'" }.joined(separator: ", ")): give --host NAME or --all-hosts")
+                }
                 throw EngineError.backupNotFound(reference: reference, destination: storage.location)
             }
             return newest

@@ -9,13 +9,18 @@ public struct BackupLocator {
 
     private let destination: () throws -> StorageBackend
 
+    /// Whose backup `latest` means (ids and prefixes name backups of any host).
+    public var hosts: HostSelection
+
     /// A locator that opens the destination with `destination` when it first needs it.
-    public init(destination: @escaping () throws -> StorageBackend) {
+    public init(hosts: HostSelection = .all, destination: @escaping () throws -> StorageBackend) {
+        self.hosts = hosts
         self.destination = destination
     }
 
     /// A locator for an already open destination.
-    public init(storage: StorageBackend) {
+    public init(storage: StorageBackend, hosts: HostSelection = .all) {
+        self.hosts = hosts
         self.destination = { storage }
     }
 
@@ -28,7 +33,7 @@ public struct BackupLocator {
         switch reference {
         case .backup(let word):
             let storage = try destination()
-            let item = try BackupCatalog(storage: storage).resolve(word)
+            let item = try BackupCatalog(storage: storage).resolve(word, hosts: hosts)
             return LocatedBackup(storage: storage, origin: .destination, item: item, archiveName: item.summary?.archive?.name)
         case .archiveFile(let path):
             guard ArchiveFileInspector.isArchiveFile(path) else {

@@ -120,6 +120,7 @@ public final class PruneEngine {
         var ordered: [PruneDecision] = []
         var removals: [Removal] = []
         for item in items.reversed() {
+            if let host = item.summary?.host, !request.hosts.includes(host) { continue }
             let decision = decisions[item.id] ?? RetentionDecision(id: item.id.rawValue, keep: true,
                                                                    reasons: [PruneEngine.unreadableReason])
             ordered.append(PruneDecision(id: item.id, created: item.summary?.created ?? item.id.date,
@@ -146,6 +147,8 @@ public final class PruneEngine {
                                                        reasons: [PruneEngine.unreadableReason])
                 continue
             }
+            // Other hosts' backups are theirs to prune: left out (and kept).
+            guard request.hosts.includes(summary.host) else { continue }
             let key = GroupKey(host: summary.host, sources: summary.sources.sorted())
             if groups[key] == nil { groupOrder.append(key) }
             groups[key, default: []].append(item)

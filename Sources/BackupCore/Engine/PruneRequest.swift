@@ -12,6 +12,9 @@ public struct PruneRequest: Sendable {
     public var now: Date
     /// Where hours, days, weeks, months and years begin (its time zone matters).
     public var calendar: Calendar
+    /// Whose backups the policy is applied to: this host's unless `--host` or `--all-hosts`
+    /// says otherwise (hosts sharing a destination each prune their own).
+    public var hosts: HostSelection = .only(HostIdentity.hostName)
     /// A pause before each removal; only for fault-injection tests, which signal a prune
     /// between two removals (see README, `KEEPSAKE_TEST_REMOVAL_PAUSE_MS`).
     public var removalPause: TimeInterval = 0

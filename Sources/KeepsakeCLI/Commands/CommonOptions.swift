@@ -24,6 +24,9 @@ enum CommonOptions {
     static let s3Endpoint = OptionSpec(long: "s3-endpoint", kind: .value(valueName: "url"), defaultDescription: "AWS",
                                        environment: "KEEPSAKE_S3_ENDPOINT",
                                        help: "The S3-compatible server for s3:// destinations (http://127.0.0.1:8333); path-style addressing.")
+    static let host = OptionSpec(long: "host", kind: .value(valueName: "name"), defaultDescription: "this host",
+                                 help: "Act on the backups this host made (hosts sharing a destination keep their own chains).")
+    static let allHosts = OptionSpec(long: "all-hosts", help: "Act on the backups of every host in the destination.")
     static let progress = OptionSpec(long: "progress",
                                      help: "Report progress even when stderr is not a terminal: plain lines every few seconds (JSON Lines with --json).")
 }

@@ -15,6 +15,8 @@ struct ListCommand: KeepsakeCommand {
             CommonOptions.dest, CommonOptions.s3Endpoint,
             OptionSpec(long: "long", short: "l", help: "With BACKUP: show mode, owner, size, modification time and SHA-256."),
             OptionSpec(long: "ids", help: "Without BACKUP: print only the backup ids, oldest first, one per line."),
+            OptionSpec(long: "host", kind: .value(valueName: "name"), defaultDescription: "every host",
+                       help: "Without BACKUP: only the backups this host made; with BACKUP, whose backup 'latest' is."),
         ] + CommonOptions.global,
         examples: [
             .init(command: "keepsake list", explanation: "Show the backups in the default destination."),
@@ -27,12 +29,15 @@ struct ListCommand: KeepsakeCommand {
     private let destinationOption: String?
     private let long: Bool
     private let idsOnly: Bool
+    /// `--host`: whose backups to show.
+    private let host: String?
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         reference = arguments.positionals.first
         destinationOption = arguments.value("dest")
         long = arguments.flag("long")
         idsOnly = arguments.flag("ids")
+        host = arguments.value("host")
         if idsOnly && reference != nil {
             throw UsageError.custom("The option '--ids' lists backups; it does not take a BACKUP.", command: Self.spec)
         }
@@ -42,7 +47,7 @@ struct ListCommand: KeepsakeCommand {
 
     func run(context: CommandContext) throws -> ExitCode {
         guard let argument = reference else { return try listBackups(try context.destination(destinationOption), context: context) }
-        let backup = try context.locate(argument, destinationOption: destinationOption)
+        let backup = try context.locate(argument, destinationOption: destinationOption, hosts: host.map { .only($0) } ?? .all)
         let contents = try backup.contents(cancellation: context.cancellation)
         if contents.manifest == nil && !context.json {
             context.note("\(backup.label) has no Keepsake manifest: a plain tar archive, listed from its headers.")
@@ -52,7 +57,12 @@ struct ListCommand: KeepsakeCommand {
     }
 
     private func listBackups(_ storage: StorageBackend, context: CommandContext) throws -> ExitCode {
-        let items = try BackupCatalog(storage: storage).items()
+        let items = try BackupCatalog(storage: storage).items().filter { item in
+            guard let host else { return true }
+            return item.summary?.host == host
+        }
+        // A destination several hosts back up to shows whose each backup is.
+        let hosts = Set(items.compactMap { $0.summary?.host })
         if idsOnly && !context.json {
             for item in items { context.printLine(item.id.rawValue) }
             return .success
@@ -70,13 +80,13 @@ struct ListCommand: KeepsakeCommand {
         guard !items.isEmpty else {
             if !context.quiet {
                 context.message(Stack([
-                    Text("No backups in \(storage.location) yet."),
+                    Text(host.map { "No backups of host '\($0)' in \(storage.location)." } ?? "No backups in \(storage.location) yet."),
                     HintLine("Make one with", command: "keepsake backup PATH"),
                 ]))
             }
             return .success
         }
-        let columns: [Table.Column] = [
+        var columns: [Table.Column] = [
             .init("ID", minWidth: 25, priority: 10),
             .init("KIND", minWidth: 6, priority: 5, optional: true),
             .init("CREATED", minWidth: 16, priority: 4, optional: true),
@@ -87,18 +97,23 @@ struct ListCommand: KeepsakeCommand {
             .path("SOURCES"),
             .init("TAGS", minWidth: 4, flexible: true, priority: 1, optional: true),
         ]
+        let showsHost = hosts.count > 1
+        if showsHost { columns.insert(.init("HOST", minWidth: 4, priority: 8), at: 1) }
         let rows: [[Table.Cell]] = items.map { item in
             guard let summary = item.summary else {
-                return [Table.Cell(item.id.rawValue), .badge(Badge("??", role: .danger, emphasis: .small)), "", "", "", "", "",
-                        Table.Cell("unreadable manifest", role: .danger), ""]
+                let row: [Table.Cell] = [Table.Cell(item.id.rawValue), .badge(Badge("??", role: .danger, emphasis: .small)), "", "", "",
+                                         "", "", Table.Cell("unreadable manifest", role: .danger), ""]
+                return showsHost ? [row[0], ""] + row.dropFirst() : row
             }
             let stored = summary.archive?.size ?? 0
             let ratio = stored > 0 && summary.newBytes > 0 ? String(format: "%.1f×", Double(summary.newBytes) / Double(stored)) : "-"
             let kind = summary.isIncremental ? Badge("INCR", role: .muted, emphasis: .small) : Badge("FULL", role: .accent, emphasis: .small)
-            return [Table.Cell(summary.id.rawValue, role: .accent), .badge(kind), Table.Cell(Timestamp.localShort(summary.created)),
-                    Table.Cell(Units.count(Int(summary.fileCount))), Table.Cell(Units.bytes(summary.originalBytes)),
-                    Table.Cell(Units.bytes(stored)), Table.Cell(ratio),
-                    Table.Cell(summary.sources.joined(separator: ", ")), Table.Cell(summary.tags.joined(separator: ","))]
+            let row: [Table.Cell] = [Table.Cell(summary.id.rawValue, role: .accent), .badge(kind),
+                                     Table.Cell(Timestamp.localShort(summary.created)),
+                                     Table.Cell(Units.count(Int(summary.fileCount))), Table.Cell(Units.bytes(summary.originalBytes)),
+                                     Table.Cell(Units.bytes(stored)), Table.Cell(ratio),
+                                     Table.Cell(summary.sources.joined(separator: ", ")), Table.Cell(summary.tags.joined(separator: ","))]
+            return showsHost ? [row[0], Table.Cell(summary.host)] + row.dropFirst() : row
         }
         context.print(Table(columns: columns, cells: rows))
         return .success

@@ -20,7 +20,7 @@ struct PruneCommand: KeepsakeCommand {
     static let spec = CommandSpec(
         name: "prune",
         abstract: "Remove the backups a retention policy does not keep.",
-        discussion: "The rules are restic's 'forget --keep-*' rules, applied to each group of backups of the same host and sources: a backup is kept when any rule keeps it. Counts are whole numbers of 1 or more, or -1 (or 'unlimited') for every period. A backup that a kept incremental backup needs is always kept ('needed by ID'), and so is a backup whose manifest cannot be read. Prune refuses to run without a rule, and refuses a policy that would remove every backup of a group.\nEach backup is un-committed first (its manifest removed), then its archive, so an interruption never leaves a listed backup without its archive.",
+        discussion: "The rules are restic's 'forget --keep-*' rules, applied to each group of backups of the same host and sources (this host's only, unless --host or --all-hosts): a backup is kept when any rule keeps it. Counts are whole numbers of 1 or more, or -1 (or 'unlimited') for every period. A backup that a kept incremental backup needs is always kept ('needed by ID'), and so is a backup whose manifest cannot be read. Prune refuses to run without a rule, and refuses a policy that would remove every backup of a group.\nEach backup is un-committed first (its manifest removed), then its archive, so an interruption never leaves a listed backup without its archive.",
         options: [CommonOptions.dest, CommonOptions.s3Endpoint]
             + countOptions.map { OptionSpec(long: $0.name, kind: .value(valueName: "n"), help: $0.help) }
             + [
@@ -29,6 +29,8 @@ struct PruneCommand: KeepsakeCommand {
                 OptionSpec(long: "keep-tag", kind: .value(valueName: "tags"), repeatable: true,
                            help: "Keep every backup that carries all of these comma-separated tags ('' for backups without tags)."),
                 OptionSpec(long: "dry-run", short: "n", help: "Show what would be kept and removed, and why; remove nothing."),
+                CommonOptions.host,
+                CommonOptions.allHosts,
             ]
             + CommonOptions.global,
         examples: [
@@ -46,6 +48,8 @@ struct PruneCommand: KeepsakeCommand {
     private let policy: RetentionPolicy
     private let dryRun: Bool
     private let destinationOption: String?
+    /// Whose backups the policy is applied to.
+    private let hosts: HostSelection
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         var problems = UsageProblems(Self.spec)
@@ -80,7 +84,11 @@ struct PruneCommand: KeepsakeCommand {
         if policy.isEmpty && arguments.optionArguments.keys.allSatisfy({ !$0.hasPrefix("keep-") }) {
             problems.add("Give at least one rule of what to keep: --keep-last, --keep-hourly, --keep-daily, --keep-weekly, --keep-monthly, --keep-yearly, --keep-within or --keep-tag (prune never removes backups without a policy).")
         }
+        if arguments.value("host") != nil && arguments.flag("all-hosts") {
+            problems.add("Give either '--host' or '--all-hosts', not both.")
+        }
         try problems.throwIfAny()
+        hosts = HostSelection.from(host: arguments.value("host"), allHosts: arguments.flag("all-hosts"))
         self.policy = policy
         dryRun = arguments.flag("dry-run")
         destinationOption = arguments.value("dest")
@@ -100,6 +108,7 @@ struct PruneCommand: KeepsakeCommand {
         let presenter = EventPresenter(context: context, progress: false)
         let engine = PruneEngine(storage: storage, events: presenter, cancellation: context.cancellation)
         var request = PruneRequest(policy: policy, dryRun: dryRun)
+        request.hosts = hosts
         // Fault-injection tests slow removals down to signal a prune between two (see README).
         if let pause = context.environment["KEEPSAKE_TEST_REMOVAL_PAUSE_MS"].flatMap(Double.init), pause > 0 {
             request.removalPause = pause / 1000

@@ -27,6 +27,8 @@ struct RestoreCommand: KeepsakeCommand {
             OptionSpec(long: "dry-run", short: "n", help: "Read and check the archive, list what would be restored, write nothing."),
             OptionSpec(long: "same-owner", help: "As root: also restore setuid/setgid bits, device files and extended attributes outside user.* (security.capability and the like; owners are restored as root anyway)."),
             OptionSpec(long: "same-permissions", short: "p", help: "Give entries exactly their recorded permissions; without it, users other than root get them less the umask (as with tar)."),
+            CommonOptions.host,
+            CommonOptions.allHosts,
             CommonOptions.progress,
         ] + CommonOptions.global,
         examples: [
@@ -43,9 +45,15 @@ struct RestoreCommand: KeepsakeCommand {
     private let request: RestoreRequest
     private let destinationOption: String?
     private let progress: Bool
+    /// Whose backup `latest` (and the picker) means.
+    private let hosts: HostSelection
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         reference = arguments.argument("BACKUP")
+        if arguments.value("host") != nil && arguments.flag("all-hosts") {
+            throw UsageError.custom("Give either '--host' or '--all-hosts', not both.", command: Self.spec)
+        }
+        hosts = HostSelection.from(host: arguments.value("host"), allHosts: arguments.flag("all-hosts"))
         if reference == nil && (!context.capabilities.canPrompt || context.noInput) {
             // Without a terminal to pick on, the backup must be named.
             throw UsageError(.missingArgument("BACKUP"), command: Self.spec)
@@ -77,7 +85,7 @@ struct RestoreCommand: KeepsakeCommand {
 
     func run(context: CommandContext) throws -> ExitCode {
         // A backup picked from the list is a backup, never a file of the same name.
-        let backup = try reference.map { try context.locate($0, destinationOption: destinationOption) }
+        let backup = try reference.map { try context.locate($0, destinationOption: destinationOption, hosts: hosts) }
             ?? context.locator(destinationOption).locate(.backup(pickBackup(context: context)))
         let source = backup.label
         let presenter = EventPresenter(context: context, progress: progress)
@@ -101,7 +109,9 @@ struct RestoreCommand: KeepsakeCommand {
     /// Lets the user choose a backup on the terminal, newest first.
     private func pickBackup(context: CommandContext) throws -> String {
         let storage = try context.destination(destinationOption)
-        let items = try BackupCatalog(storage: storage).items().reversed().filter { $0.summary != nil }
+        let items = try BackupCatalog(storage: storage).items().reversed().filter { item in
+            item.summary.map { hosts.includes($0.host) } ?? false
+        }
         guard !items.isEmpty else {
             throw EngineError.backupNotFound(reference: "latest", destination: storage.location)
         }

@@ -107,16 +107,17 @@ final class CommandContext {
     /// Finds the backup a `BACKUP` argument names (see `BackupReference`), in the destination
     /// `--dest` names or as an archive file. A word read as a backup while a file of that
     /// name exists gets a hint saying how to reach the file.
-    func locate(_ argument: String, destinationOption: String?) throws -> LocatedBackup {
+    /// `latest` is the newest backup of `hosts`.
+    func locate(_ argument: String, destinationOption: String?, hosts: HostSelection = .all) throws -> LocatedBackup {
         let (reference, shadowed) = BackupReference.interpret(argument, explicitDestination: destinationOption != nil)
         if shadowed {
             hint("'\(argument)' is read as a backup in the destination; write './\(argument)' for the file of that name here.")
         }
-        return try locator(destinationOption).locate(reference)
+        return try locator(destinationOption, hosts: hosts).locate(reference)
     }
 
     /// A locator that opens the destination only when a reference needs it.
-    func locator(_ destinationOption: String?) -> BackupLocator {
-        BackupLocator { try self.destination(destinationOption) }
+    func locator(_ destinationOption: String?, hosts: HostSelection = .all) -> BackupLocator {
+        BackupLocator(hosts: hosts) { try self.destination(destinationOption) }
     }
 }

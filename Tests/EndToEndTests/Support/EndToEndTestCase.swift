@@ -52,9 +52,10 @@ class EndToEndTestCase: KeepsakeTestCase {
     /// Runs `keepsake ARGUMENTS` (see `KeepsakeProcess.run`).
     @discardableResult
     func run(_ arguments: [String], stdin: Data? = nil, environment: [String: String?] = [:],
-             asNobody: Bool = false, executable: String? = nil, currentDirectory: String? = nil) throws -> ProcessRunner.Outcome {
+             asNobody: Bool = false, executable: String? = nil, currentDirectory: String? = nil,
+             hostName: String? = nil) throws -> ProcessRunner.Outcome {
         try keepsake.run(arguments, stdin: stdin, environment: environment, asNobody: asNobody, executable: executable,
-                         currentDirectory: currentDirectory)
+                         currentDirectory: currentDirectory, hostName: hostName)
     }
 
     /// Runs another program (tar, zstd, sha256sum, …) with the test process's environment.

@@ -88,11 +88,18 @@ struct KeepsakeProcess {
     ///   - environment: variables to add or (with nil) remove.
     ///   - asNobody: run as uid/gid 65534 through `setpriv` (the test must run as root).
     ///   - executable: another copy of the binary (one an unprivileged user can reach).
+    ///   - hostName: run as if on a machine of this name: in a UTS namespace of its own
+    ///     (`unshare --uts`, the test must run as root) whose host name is set first.
     @discardableResult
     func run(_ arguments: [String], stdin: Data? = nil, environment changes: [String: String?] = [:],
              asNobody: Bool = false, executable override: String? = nil, currentDirectory: String? = nil,
-             timeout: TimeInterval = 120) throws -> ProcessRunner.Outcome {
+             timeout: TimeInterval = 120, hostName: String? = nil) throws -> ProcessRunner.Outcome {
         let binary = override ?? executable
+        if let hostName {
+            return try ProcessRunner.run("unshare", ["--uts", "sh", "-c", "hostname \"$0\" && exec \"$@\"", hostName, binary] + arguments,
+                                         stdin: stdin, environment: environment(changes),
+                                         currentDirectory: currentDirectory, timeout: timeout)
+        }
         if asNobody {
             return try ProcessRunner.run("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", binary] + arguments,
                                          stdin: stdin, environment: environment(changes),
