@@ -47,6 +47,9 @@ public final class S3Backend: StorageBackend {
         lockTimeToLive = S3Lock.timeToLive(environment: environment)
     }
 
+    /// How an unfinished upload is named among leftovers: `upload:NAME:UPLOADID`.
+    static func uploadRawName(_ name: String, uploadID: String) -> String { "upload:\(name):\(uploadID)" }
+
     /// The key of the object `name`.
     func key(_ name: String) -> String { prefix.isEmpty ? name : prefix + "/" + name }
 
@@ -98,7 +101,7 @@ public final class S3Backend: StorageBackend {
 
     public func create(_ name: String) throws -> PendingObject {
         try StoredObject.checkName(name)
-        return S3PendingObject(backend: self, name: name)
+        return try S3PendingObject(backend: self, name: name)
     }
 
     public func open(_ name: String) throws -> RandomAccessSource {
@@ -139,8 +142,8 @@ public final class S3Backend: StorageBackend {
     }
 
     /// Multipart uploads under the prefix that were never completed (a run killed while
-    /// storing): aborted, so their parts stop taking space. Called under the lock, so no
-    /// other run is uploading.
+    /// storing): aborted, so their parts stop taking space; returned as
+    /// `upload:NAME:UPLOADID`. Called under the lock, so no other run is uploading.
     public func removeLeftovers() throws -> [String] {
         let listed = prefix.isEmpty ? "" : prefix + "/"
         var removed: [String] = []
@@ -160,7 +163,7 @@ public final class S3Backend: StorageBackend {
                     try client.send(.init(method: .delete, key: key, query: [("uploadId", id)], operation: "abort the upload of"),
                                     accepted: { $0 == 404 || (200..<300).contains($0) })
                 }
-                removed.append(name)
+                removed.append(S3Backend.uploadRawName(name, uploadID: id))
             }
             if document.text(of: "IsTruncated") == "true", let key = document.text(of: "NextKeyMarker"),
                let upload = document.text(of: "NextUploadIdMarker") {

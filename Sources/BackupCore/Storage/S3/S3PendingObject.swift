@@ -1,10 +1,12 @@
 import Foundation
 
-/// An object being uploaded to S3 while it is produced: bytes fill a part; a full part is
-/// handed to a worker and uploaded (up to `uploadWorkers` at once) while the next fills.
-/// Memory stays at most `uploadWorkers + 1` parts whatever the object's size. Nothing is
-/// visible until `commit` completes the multipart upload (or, for an object smaller than
-/// one part, PUTs it whole); `abort` aborts the upload so no part is left behind.
+/// An object being uploaded to S3 while it is produced: a multipart upload is started at
+/// once (so a store in progress is visible to the next run's clean-up even if this process
+/// is killed), bytes fill a part, and a full part is handed to a worker and uploaded (up to
+/// `uploadWorkers` at once) while the next fills. Memory stays at most `uploadWorkers + 1`
+/// parts whatever the object's size. Nothing is visible until `commit` completes the upload
+/// (an empty object is PUT instead: S3 refuses an upload without bytes); `abort` aborts it
+/// so no part is left behind.
 ///
 /// Every part carries `x-amz-checksum-sha256`, which the server checks against what
 /// arrived: a part damaged on the way is refused, and retried.
@@ -31,12 +33,14 @@ final class S3PendingObject: PendingObject {
     private var finished = false
     private(set) var bytesWritten: Int64 = 0
 
-    init(backend: S3Backend, name: String) {
+    /// Starts the upload of `name`.
+    init(backend: S3Backend, name: String) throws {
         self.backend = backend
         self.name = name
         key = backend.key(name)
         workers = OrderedWorkPool(capacity: backend.uploadWorkers)
         part.reserveCapacity(backend.partSize)
+        uploadID = try startUpload()
     }
 
     deinit { abort() }
@@ -66,8 +70,7 @@ final class S3PendingObject: PendingObject {
     /// Starts the multipart upload when needed and hands the full part to a worker, first
     /// waiting for one when all are busy.
     private func sendPart() throws {
-        if uploadID == nil { uploadID = try startUpload() }
-        guard let uploadID else { return }
+        guard let uploadID else { throw StorageError.io(name: name, operation: "write", reason: "the upload was aborted") }
         while workers.isFull { try collect(workers.take()) }
         partNumber += 1
         let number = partNumber
@@ -134,10 +137,11 @@ final class S3PendingObject: PendingObject {
         guard !finished else { return }
         if let failure { throw failure }
         do {
-            if uploadID == nil {
+            if bytesWritten == 0 {
+                abortUpload()
                 try putWhole()
             } else {
-                if !part.isEmpty || partNumber == 0 { try sendPart() }
+                if !part.isEmpty { try sendPart() }
                 while workers.outstanding > 0 { try collect(workers.take()) }
                 try completeUpload()
             }
@@ -148,7 +152,7 @@ final class S3PendingObject: PendingObject {
         }
     }
 
-    /// An object smaller than one part goes up in one PUT.
+    /// An empty object goes up in one PUT.
     private func putWhole() throws {
         let hash = SHA256Hasher.digest(of: part)
         let bytes = part
@@ -193,6 +197,11 @@ final class S3PendingObject: PendingObject {
         // Let the workers finish their requests before the upload is aborted under them.
         while workers.outstanding > 0 { _ = workers.take() }
         part = []
+        abortUpload()
+    }
+
+    /// Aborts the multipart upload, even once the run is interrupted.
+    private func abortUpload() {
         guard let uploadID else { return }
         self.uploadID = nil
         let key = self.key
