@@ -1,0 +1,141 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Free TCP ports on 127.0.0.1 for servers the tests start.
+///
+/// A port is found by binding a socket to port 0 on 127.0.0.1 and reading back the port the
+/// kernel chose; the socket is closed before the port is handed out, so the server can bind
+/// it. Several ports asked for at once are distinct (every socket stays open until all are
+/// chosen), and no port is handed out twice in one test process, so servers started side by
+/// side by parallel tests do not collide with each other.
+public enum FreePort {
+    // MARK: Errors
+
+    /// A socket call failed while looking for a free port.
+    public struct Failure: Error, CustomStringConvertible {
+        /// What failed, with the system's error text.
+        public let description: String
+    }
+
+    // MARK: Picking
+
+    /// One free TCP port on 127.0.0.1.
+    public static func pick() throws -> UInt16 {
+        try pick(1)[0]
+    }
+
+    /// `count` distinct free TCP ports on 127.0.0.1.
+    public static func pick(_ count: Int) throws -> [UInt16] {
+        precondition(count > 0, "ask for at least one port")
+        var sockets: [Int32] = []
+        defer { sockets.forEach { _ = close($0) } }
+        var ports: [UInt16] = []
+        var attempts = 0
+        while ports.count < count {
+            attempts += 1
+            guard attempts <= count + 200 else {
+                throw Failure(description: "no free TCP port on 127.0.0.1 after \(attempts - 1) tries")
+            }
+            let (socket, port) = try bindEphemeral()
+            sockets.append(socket)
+            // Kept open either way: a port refused here must not come back in this call.
+            if claim(port) { ports.append(port) }
+        }
+        return ports
+    }
+
+    /// `count` pairs of free ports `(p, p + offset)` on 127.0.0.1, all distinct. SeaweedFS
+    /// dials some gRPC ports at "HTTP port + 10000" whatever it was told (weed mini's admin
+    /// worker does), so its servers get pairs whose gRPC port is exactly there.
+    public static func pickPairs(_ count: Int, offset: UInt16) throws -> [(UInt16, UInt16)] {
+        precondition(count > 0 && offset > 0, "ask for at least one pair, with a positive offset")
+        var sockets: [Int32] = []
+        defer { sockets.forEach { _ = close($0) } }
+        var pairs: [(UInt16, UInt16)] = []
+        var attempts = 0
+        while pairs.count < count {
+            attempts += 1
+            guard attempts <= 50 * count + 500 else {
+                throw Failure(description: "no free pair of TCP ports \(offset) apart on 127.0.0.1 after \(attempts - 1) tries")
+            }
+            let (socket, port) = try bindEphemeral()
+            sockets.append(socket)
+            guard port <= UInt16.max - offset, let partner = try? bind(port + offset) else { continue }
+            sockets.append(partner)
+            if claim(port) && claim(port + offset) { pairs.append((port, port + offset)) }
+        }
+        return pairs
+    }
+
+    // MARK: Checking
+
+    /// Whether a TCP listener could bind `port` on 127.0.0.1 right now (nothing holds it).
+    public static func isFree(_ port: UInt16) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var reuse: Int32 = 1
+        // As a server would: SO_REUSEADDR lets a port whose old connections linger in TIME_WAIT count as free.
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
+    // MARK: Internals
+
+    /// Ports already handed out in this process.
+    private static let handedOut = Mutex<Set<UInt16>>([])
+
+    /// Records `port` as handed out; false if it already was.
+    private static func claim(_ port: UInt16) -> Bool {
+        handedOut.withLock { $0.insert(port).inserted }
+    }
+
+    /// A socket bound to 127.0.0.1 on a port the kernel chose (still open), and that port.
+    private static func bindEphemeral() throws -> (Int32, UInt16) {
+        let fd = try bind(0)
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) == 0 }
+        }
+        guard named else {
+            let text = String(cString: strerror(errno))
+            close(fd)
+            throw Failure(description: "getsockname(): \(text)")
+        }
+        return (fd, UInt16(bigEndian: address.sin_port))
+    }
+
+    /// A socket bound to 127.0.0.1:`port` (0: one the kernel chooses), still open.
+    private static func bind(_ port: UInt16) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "socket(): \(String(cString: strerror(errno)))") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        guard bound else {
+            let text = String(cString: strerror(errno))
+            close(fd)
+            throw Failure(description: "bind() to 127.0.0.1:\(port): \(text)")
+        }
+        return fd
+    }
+}
