@@ -59,7 +59,7 @@ public final class S3Backend: StorageBackend {
         // The bucket must exist: a typo must not start a new one somewhere.
         do {
             _ = try pool.withClient { client in
-                try client.send(.init(method: .head, key: "", operation: "reach the bucket"))
+                try client.send(.init(method: .head, key: "", operation: "use"))
             }
         } catch S3Error.server(404, _, _, let operation, let endpoint, _, _) {
             // A HEAD has no error document to say so.

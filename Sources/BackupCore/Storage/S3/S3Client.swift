@@ -138,8 +138,8 @@ final class S3Client {
             if accepted(response.status) { return response }
             let document = S3XML(response.body).root
             let code = document.text(of: "Code") ?? ""
-            if S3Client.isTransient(status: response.status, code: code) && attempt < retry.attempts {
-                lastProblem = "HTTP \(response.status) \(code)"
+            if S3Client.isTransient(status: response.status, code: code) {
+                lastProblem = "it answered HTTP \(response.status)" + (code.isEmpty ? "" : " \(code)")
                 continue
             }
             throw S3Error.server(status: response.status, code: code, message: document.text(of: "Message") ?? "",

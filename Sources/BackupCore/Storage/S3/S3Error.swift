@@ -33,8 +33,8 @@ public enum S3Error: Error, Sendable, Equatable, CustomStringConvertible {
                 return "\(what) failed with HTTP \(status)\(detail.isEmpty ? "" : " (\(detail))")"
             }
         case .unreachable(let reason, let operation, let endpoint, let bucket, let key, let attempts):
-            return "Cannot reach \(endpoint) to \(operation) \(S3Error.place(bucket: bucket, key: key)) after \(attempts) "
-                + "attempt\(attempts == 1 ? "" : "s"): \(reason); check the endpoint and the network"
+            return "\(endpoint) gave no usable answer to \(operation) \(S3Error.place(bucket: bucket, key: key)) in \(attempts) "
+                + "attempt\(attempts == 1 ? "" : "s") (the last: \(reason)); check the endpoint and the network, or try again later"
         case .unexpected(let reason, let operation, let endpoint, let bucket, let key):
             return "Unexpected answer from \(endpoint) to \(operation) \(S3Error.place(bucket: bucket, key: key)): \(reason)"
         }

@@ -1,0 +1,211 @@
+import Foundation
+import KeepsakeTestSupport
+import XCTest
+
+/// `keepsake` against a real S3 server (SeaweedFS on loopback): the whole workflow, a
+/// restore with nothing but curl and tar, and the faults a network brings — a storm of
+/// 503s, a download cut short, the connection dying mid-upload, a wrong secret, a bucket
+/// that does not exist, and a storage node lost in the middle of a backup.
+final class S3EndToEndTests: EndToEndTestCase {
+    // MARK: Setup
+
+    private var server: SeaweedServer?
+    private let bucket = "backups"
+
+    override func tearDownWithError() throws {
+        server?.stop()
+        server = nil
+        try super.tearDownWithError()
+    }
+
+    private func started(access: SeaweedServer.Access = .open) throws -> SeaweedServer {
+        let made = try SeaweedServer(buckets: [bucket], access: access)
+        server = made
+        return made
+    }
+
+    /// The environment a run needs to reach `endpoint`: its credentials and the endpoint.
+    private func environment(_ server: SeaweedServer, endpoint: URL? = nil, secret: String? = nil,
+                             attempts: Int? = nil) -> [String: String?] {
+        var environment: [String: String?] = [
+            "AWS_ACCESS_KEY_ID": server.accessKey,
+            "AWS_SECRET_ACCESS_KEY": secret ?? server.secretKey,
+            "KEEPSAKE_S3_ENDPOINT": (endpoint ?? server.endpoint).absoluteString,
+            "AWS_PROFILE": nil, "AWS_SESSION_TOKEN": nil,
+        ]
+        if let attempts { environment["KEEPSAKE_S3_MAX_ATTEMPTS"] = String(attempts) }
+        return environment
+    }
+
+    /// The keys under `prefix/` in the bucket, and the unfinished uploads there.
+    private func stored(_ server: SeaweedServer, prefix: String) throws -> (objects: [String], uploads: [String]) {
+        let listing = try toolSucceeds("curl", ["-s", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", "\(server.accessKey):\(server.secretKey)",
+                                                "\(server.endpoint.absoluteString)/\(bucket)?list-type=2&prefix=\(prefix)/"])
+        let uploads = try toolSucceeds("curl", ["-s", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", "\(server.accessKey):\(server.secretKey)",
+                                                "\(server.endpoint.absoluteString)/\(bucket)?uploads&prefix=\(prefix)/"])
+        func keys(_ text: String, _ element: String) -> [String] {
+            text.components(separatedBy: "<\(element)>").dropFirst().compactMap { $0.components(separatedBy: "</\(element)>").first }
+        }
+        return (keys(listing.stdoutText, "Key"), keys(uploads.stdoutText, "Key"))
+    }
+
+    // MARK: Workflow
+
+    func testTheWholeWorkflowOnS3() throws {
+        let server = try started()
+        try RemoteWorkflow(test: self, dest: "s3://\(bucket)/hosts/web", environment: environment(server)).runAll()
+        let (objects, uploads) = try stored(server, prefix: "hosts/web")
+        XCTAssertEqual(uploads, [], "no unfinished upload is left")
+        XCTAssertEqual(objects.filter { $0.hasSuffix(".tar.zst") }.count, 1)
+        XCTAssertFalse(objects.contains { $0.hasSuffix(".lock") }, "the lock is released")
+    }
+
+    /// The README's promise: an archive in the bucket restores with standard tools alone.
+    func testAnArchiveInTheBucketRestoresWithCurlAndTar() throws {
+        let server = try started()
+        let source = path("src")
+        try Fixtures.makeMixedTree(at: source)
+        let made = try json(try run(["backup", source, "--dest", "s3://\(bucket)/plain", "--json"], environment: environment(server)))
+        let archive = try XCTUnwrap(made["archive"] as? String)
+        let target = path("by-hand")
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(target))
+        let script = "curl -sf --aws-sigv4 aws:amz:us-east-1:s3 --user \"$1\" \"$2\" | tar --zstd -x -C \"$3\""
+        try toolSucceeds("sh", ["-c", script, "sh", "\(server.accessKey):\(server.secretKey)",
+                                "\(server.endpoint.absoluteString)/\(bucket)/plain/\(archive)", target])
+        try assertTreesEqual(expected: source, actual: restored(source, into: target))
+    }
+
+    // MARK: Faults
+
+    /// 503 SlowDown for a while: retried with backoff, and the backup and the restore succeed.
+    func testAStormOf503sIsRiddenOut() throws {
+        let server = try started()
+        let proxy = try FaultProxy(upstream: server.endpoint)
+        defer { proxy.stop() }
+        let source = path("src")
+        try Fixtures.makeMixedTree(at: source)
+        let through = environment(server, endpoint: proxy.endpoint)
+        try proxy.storm(5)
+        assertExit(try run(["backup", source, "--dest", "s3://\(bucket)/storm", "-q"], environment: through), 0, "the storm passes")
+        XCTAssertEqual(try proxy.faultsServed(), 5, "every 503 was met and retried")
+        try proxy.storm(4)
+        let target = path("restored")
+        assertExit(try run(["restore", "latest", "--dest", "s3://\(bucket)/storm", "--target", target], environment: through), 0)
+        try assertTreesEqual(expected: source, actual: restored(source, into: target))
+    }
+
+    /// A storm that outlasts the retries: a clear error naming the endpoint, bucket and key,
+    /// nothing committed, and the next run works and leaves no unfinished upload.
+    func testAStormLongerThanTheRetriesFailsCleanly() throws {
+        let server = try started()
+        let proxy = try FaultProxy(upstream: server.endpoint)
+        defer { proxy.stop() }
+        let source = path("src")
+        try Fixtures.makeMixedTree(at: source)
+        let dest = "s3://\(bucket)/long-storm"
+        assertExit(try run(["backup", source, "--dest", dest, "-q"], environment: environment(server)), 0)
+        try proxy.storm(10_000)
+        let failed = try run(["backup", source, "--dest", dest], environment: environment(server, endpoint: proxy.endpoint, attempts: 2))
+        assertExit(failed, 1, "the store never answers")
+        XCTAssertTrue(failed.stderrText.contains(proxy.endpoint.absoluteString) && failed.stderrText.contains("s3://\(bucket)"),
+                      "names the endpoint and where:\n\(failed)")
+        XCTAssertTrue(failed.stderrText.contains("503"), "says what the store answered:\n\(failed)")
+        try proxy.pass()
+        let listed = try json(try run(["list", "--dest", dest, "--json"], environment: environment(server)))
+        XCTAssertEqual((listed["backups"] as? [Any])?.count, 1, "nothing new was committed")
+        assertExit(try run(["backup", source, "--dest", dest, "-q"], environment: environment(server)), 0, "the next run works")
+        assertExit(try run(["verify", "--dest", dest], environment: environment(server)), 0)
+        XCTAssertEqual(try stored(server, prefix: "long-storm").uploads, [])
+    }
+
+    /// A download cut halfway is fetched again: restore and verify succeed.
+    func testATruncatedDownloadIsFetchedAgain() throws {
+        let server = try started()
+        let proxy = try FaultProxy(upstream: server.endpoint)
+        defer { proxy.stop() }
+        let source = path("src")
+        try Fixtures.makeMixedTree(at: source)
+        let dest = "s3://\(bucket)/cut"
+        assertExit(try run(["backup", source, "--dest", dest, "-q"], environment: environment(server)), 0)
+        let through = environment(server, endpoint: proxy.endpoint)
+        for arguments in [["restore", "latest", "--target", path("restored")], ["verify"]] {
+            try proxy.truncateNextDownload()
+            assertExit(try run(arguments + ["--dest", dest], environment: through), 0, "\(arguments[0]) after a cut download")
+        }
+        XCTAssertEqual(try proxy.faultsServed(), 2, "both downloads were cut once")
+        try assertTreesEqual(expected: source, actual: restored(source, into: path("restored")))
+    }
+
+    /// The way to the store dies in the middle of an upload: the backup fails cleanly (exit 1),
+    /// the earlier backup still verifies, and the next run aborts the unfinished upload.
+    func testTheConnectionDyingMidUploadLeavesEarlierBackupsIntact() throws {
+        let server = try started()
+        let source = path("src")
+        try Fixtures.makeMixedTree(at: source)
+        let dest = "s3://\(bucket)/dying"
+        assertExit(try run(["backup", source, "--dest", dest, "-q"], environment: environment(server)), 0)
+        try Fixtures.makeIncompressibleTree(at: source + "/bulk", count: 12, size: 8 << 20)
+        let proxy = try FaultProxy(upstream: server.endpoint)
+        let running = try keepsake.start(["backup", source, "--dest", dest],
+                                         environment: environment(server, endpoint: proxy.endpoint, attempts: 2))
+        // Wait for the upload to begin, then take the way to the store away.
+        let deadline = Date().addingTimeInterval(60)
+        while try stored(server, prefix: "dying").uploads.isEmpty && running.isRunning && Date() < deadline { usleep(20_000) }
+        usleep(300_000)
+        proxy.process.kill()
+        let finished = try running.finish()
+        assertExit(finished, 1, "the backup fails")
+        XCTAssertEqual(try json(try run(["list", "--dest", dest, "--json"], environment: environment(server)))["backups"]
+                        .map { ($0 as? [Any])?.count }, 1, "nothing half-done is listed")
+        assertExit(try run(["verify", "--dest", dest], environment: environment(server)), 0, "the earlier backup is intact")
+        XCTAssertFalse(try stored(server, prefix: "dying").uploads.isEmpty, "the killed run left an unfinished upload")
+        let next = try run(["backup", source, "--dest", dest], environment: environment(server))
+        assertExit(next, 0)
+        XCTAssertTrue(next.stderrText.contains("leftover"), "the clean-up is reported:\n\(next)")
+        XCTAssertEqual(try stored(server, prefix: "dying").uploads, [], "and the upload is gone")
+    }
+
+    /// The two mistakes people make first, each a clear error with exit 1.
+    func testAWrongSecretAndAMissingBucketAreClearErrors() throws {
+        let server = try started(access: .enforcedWithRandomKeys())
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["a.txt": "a\n"])
+        let wrong = try run(["backup", source, "--dest", "s3://\(bucket)/x"], environment: environment(server, secret: "not-the-secret"))
+        assertExit(wrong, 1)
+        XCTAssertTrue(wrong.stderrText.contains("Access denied") && wrong.stderrText.contains("AWS_SECRET_ACCESS_KEY"), "\(wrong)")
+        XCTAssertFalse(wrong.stderrText.contains("not-the-secret") || wrong.stdoutText.contains("not-the-secret"), "no secret shown")
+        let missing = try run(["backup", source, "--dest", "s3://no-such-bucket/x"], environment: environment(server))
+        assertExit(missing, 1)
+        XCTAssertTrue(missing.stderrText.contains("'no-such-bucket' does not exist"), "\(missing)")
+        let noKeys = try run(["list", "--dest", "s3://\(bucket)/x"],
+                             environment: ["AWS_ACCESS_KEY_ID": nil, "AWS_SECRET_ACCESS_KEY": nil,
+                                           "KEEPSAKE_S3_ENDPOINT": server.endpoint.absoluteString])
+        assertExit(noKeys, 1)
+        XCTAssertTrue(noKeys.stderrText.contains("No S3 credentials"), "\(noKeys)")
+    }
+
+    /// A replicated cluster loses a volume server in the middle of a backup: the backup
+    /// either succeeds or fails cleanly, and every earlier backup still verifies.
+    func testAVolumeServerLostMidBackupLeavesEveryBackupReadable() throws {
+        let cluster = try SeaweedCluster(volumeServers: 3, buckets: [bucket])
+        defer { cluster.stop() }
+        let environment: [String: String?] = [
+            "AWS_ACCESS_KEY_ID": cluster.accessKey, "AWS_SECRET_ACCESS_KEY": cluster.secretKey,
+            "KEEPSAKE_S3_ENDPOINT": cluster.endpoint.absoluteString, "KEEPSAKE_S3_MAX_ATTEMPTS": "4",
+        ]
+        let source = path("src")
+        try Fixtures.makeMixedTree(at: source)
+        let dest = "s3://\(bucket)/cluster"
+        assertExit(try run(["backup", source, "--dest", dest, "-q"], environment: environment), 0)
+        try Fixtures.makeIncompressibleTree(at: source + "/bulk", count: 8, size: 6 << 20)
+        let running = try keepsake.start(["backup", source, "--dest", dest, "--json"], environment: environment)
+        usleep(400_000)
+        cluster.stopVolumeServer(1)
+        let finished = try running.finish()
+        XCTAssertTrue([0, 1].contains(finished.exitCode), "succeeds or fails cleanly:\n\(finished)")
+        let verified = try run(["verify", "--dest", dest], environment: environment)
+        assertExit(verified, 0, "every committed backup still verifies with a volume server gone")
+        let listed = try json(try run(["list", "--dest", dest, "--json"], environment: environment))
+        XCTAssertEqual((listed["backups"] as? [Any])?.count, finished.exitCode == 0 ? 2 : 1)
+    }
+}

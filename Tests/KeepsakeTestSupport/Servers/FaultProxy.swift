@@ -1,0 +1,163 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real HTTP proxy on 127.0.0.1 in front of a test server (SeaweedFS), which passes every
+/// request through unchanged (Host header and all, so signatures still match) until a test
+/// asks it to misbehave: answer the next N requests with `503 SlowDown` (a storm), or cut
+/// the body of the next GET halfway and close the connection (a truncated download).
+///
+/// The test switches modes through the proxy itself: `GET /__fault__/storm/N`,
+/// `GET /__fault__/truncate`, `GET /__fault__/pass`; `GET /__fault__/count` answers how many
+/// requests were forwarded. It is a python3 program (python3 runs in CI), started and stopped
+/// by pid like every test server.
+public final class FaultProxy: Sendable {
+    // MARK: Properties
+
+    /// `http://127.0.0.1:<port>`: the endpoint to give the client instead of the server's.
+    public let endpoint: URL
+    /// The proxy's port.
+    public let port: UInt16
+    /// The python3 process.
+    public let process: ServerProcess
+    private let directory: URL
+
+    // MARK: Starting
+
+    /// Starts a proxy to `upstream` (`http://127.0.0.1:PORT`).
+    public init(upstream: URL) throws {
+        guard let upstreamPort = upstream.port else { throw ServerProcess.Failure("fault proxy: \(upstream) has no port") }
+        directory = try ScratchDirectory.make("fault-proxy")
+        let script = directory.appendingPathComponent("proxy.py")
+        try Self.program.write(to: script, atomically: true, encoding: .utf8)
+        port = try FreePort.pick()
+        endpoint = URL(string: "http://127.0.0.1:\(port)") ?? upstream
+        let python = try Self.locate("python3")
+        process = try ServerProcess(name: "fault proxy", executable: python,
+                                    arguments: [script.path, String(port), String(upstreamPort)],
+                                    environment: ServerProcess.inheritedEnvironment(),
+                                    logFile: directory.appendingPathComponent("proxy.log"))
+        try process.waitForPort(port, timeout: .seconds(20))
+    }
+
+    deinit { stop() }
+
+    /// Stops the proxy and removes its files.
+    public func stop() {
+        _ = process.stop(grace: .seconds(2))
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    // MARK: Faults
+
+    /// Answers the next `count` requests with 503 SlowDown (without passing them on).
+    public func storm(_ count: Int) throws { try control("storm/\(count)") }
+
+    /// Cuts the body of the next successful GET halfway, then closes the connection.
+    public func truncateNextDownload() throws { try control("truncate") }
+
+    /// Passes everything through again.
+    public func pass() throws { try control("pass") }
+
+    /// How many requests were answered with a fault so far.
+    public func faultsServed() throws -> Int {
+        Int(try control("count").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
+
+    @discardableResult
+    private func control(_ command: String) throws -> String {
+        let response = try LoopbackHTTP.request("GET", port: port, path: "/__fault__/" + command)
+        guard response.status == 200 else { throw ServerProcess.Failure("fault proxy: \(command) answered \(response.status)") }
+        return response.text
+    }
+
+    private static func locate(_ program: String) throws -> String {
+        for folder in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":") {
+            let candidate = folder + "/" + program
+            if access(candidate, X_OK) == 0 { return candidate }
+        }
+        throw ServerProcess.Failure("\(program) is not on PATH")
+    }
+
+    // MARK: The program
+
+    private static let program = #"""
+    import http.client, socketserver, sys, threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    port, upstream = int(sys.argv[1]), int(sys.argv[2])
+    state = {"storm": 0, "truncate": False, "faults": 0}
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True
+
+        def log_message(self, *args):
+            pass
+
+        def reply(self, status, body, headers=()):
+            self.send_response(status)
+            for name, value in headers:
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        def handle_any(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            if self.path.startswith("/__fault__/"):
+                command = self.path[len("/__fault__/"):]
+                with lock:
+                    if command.startswith("storm/"):
+                        state["storm"] = int(command[len("storm/"):])
+                    elif command == "truncate":
+                        state["truncate"] = True
+                    elif command == "pass":
+                        state["storm"], state["truncate"] = 0, False
+                    answer = str(state["faults"]).encode()
+                return self.reply(200, answer)
+            with lock:
+                stormy = state["storm"] > 0
+                if stormy:
+                    state["storm"] -= 1
+                    state["faults"] += 1
+            if stormy:
+                document = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+                return self.reply(503, document, [("Content-Type", "application/xml")])
+            connection = http.client.HTTPConnection("127.0.0.1", upstream, timeout=60)
+            headers = {name: value for name, value in self.headers.items()}
+            connection.request(self.command, self.path, body=body if body or self.command in ("PUT", "POST") else None,
+                               headers=headers)
+            response = connection.getresponse()
+            data = response.read() if self.command != "HEAD" else b""
+            with lock:
+                cut = state["truncate"] and self.command == "GET" and 200 <= response.status < 300 and len(data) > 1
+                if cut:
+                    state["truncate"] = False
+                    state["faults"] += 1
+            self.send_response(response.status)
+            for name, value in response.getheaders():
+                if name.lower() not in ("transfer-encoding", "connection", "content-length"):
+                    self.send_header(name, value)
+            self.send_header("Content-Length", response.getheader("Content-Length") or str(len(data)))
+            self.end_headers()
+            if cut:
+                self.wfile.write(data[: len(data) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            self.wfile.write(data)
+            connection.close()
+
+        do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = handle_any
+
+    ThreadingHTTPServer.daemon_threads = True
+    ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+    """#
+}
