@@ -1,0 +1,157 @@
+import Foundation
+
+/// Copies backups from one destination to another (a local folder to a bucket for a 3-2-1
+/// setup, one bucket to another): the archive streams across while its size and SHA-256
+/// are checked against the manifest, and the manifest is stored last, as a backup commits,
+/// so the copy becomes visible only once whole and verified. A backup the destination
+/// already holds is skipped; an incremental one brings along every backup it relies on, so
+/// chains arrive whole; backups go oldest first, so a parent always lands before its child.
+public final class BackupCopier {
+    // MARK: Types
+
+    /// What a copy did.
+    public struct Result: Sendable {
+        /// The backups copied, oldest first.
+        public var copied: [BackupID] = []
+        /// The backups the destination held already.
+        public var skipped: [BackupID] = []
+        /// Archive and manifest bytes sent.
+        public var bytes: Int64 = 0
+        public var elapsed: TimeInterval = 0
+    }
+
+    // MARK: Dependencies
+
+    private let source: StorageBackend
+    private let destination: StorageBackend
+    private weak var events: EngineEventSink?
+    private let cancellation: CancellationFlag
+    private var lastProgress = Date.distantPast
+
+    /// A copier from `source` to `destination`, reporting to `events`.
+    public init(from source: StorageBackend, to destination: StorageBackend, events: EngineEventSink?,
+                cancellation: CancellationFlag) {
+        self.source = source
+        self.destination = destination
+        self.events = events
+        self.cancellation = cancellation
+    }
+
+    // MARK: Copying
+
+    /// Copies `ids` (every backup of the source when nil) and the backups they rely on.
+    /// - Throws: `EngineError.archiveMissing` / `.manifestUnreadable` for a source backup that
+    ///   is not whole, `CopyError.damaged` when an archive's bytes do not match its manifest
+    ///   (nothing of that backup is stored), `LockError` when the destination is locked.
+    public func copy(_ ids: [BackupID]? = nil) throws -> Result {
+        let started = Date()
+        let items = try BackupCatalog(storage: source).items()
+        let byID = Dictionary(items.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+        var wanted = Set(ids ?? items.map(\.id))
+        // Whole chains: what each wanted backup relies on comes too.
+        var queue = Array(wanted)
+        while let id = queue.popLast() {
+            guard let summary = byID[id]?.summary else { continue }
+            let needed = (summary.reliesOn ?? []) + (summary.parent.map { [$0] } ?? [])
+            for earlier in needed where wanted.insert(earlier).inserted { queue.append(earlier) }
+        }
+        if let missing = wanted.sorted().first(where: { byID[$0] == nil }) {
+            throw EngineError.backupNotFound(reference: missing.rawValue, destination: source.location)
+        }
+
+        try destination.prepare()
+        let lock = try destination.acquireLock(.current(operation: "copy"))
+        defer { lock.release() }
+        lock.report(to: events)
+        let present = Set(try destination.list().map(\.name))
+        var result = Result()
+        for id in wanted.sorted() {
+            try cancellation.check()
+            guard let item = byID[id] else { continue }
+            let stem = BackupNaming.stem(of: item.manifestName) ?? item.manifestName
+            if BackupNaming.manifestSuffixes.contains(where: { present.contains(stem + $0) }) {
+                result.skipped.append(id)
+                continue
+            }
+            result.bytes += try copyBackup(item)
+            result.copied.append(id)
+            events?.handle(.notice("copied \(id) to \(destination.location)"))
+        }
+        result.elapsed = Date().timeIntervalSince(started)
+        return result
+    }
+
+    /// Copies one backup: the archive (checked on the way), then its manifest.
+    private func copyBackup(_ item: BackupCatalog.Item) throws -> Int64 {
+        guard let summary = item.summary, let facts = summary.archive else {
+            throw EngineError.manifestUnreadable(name: item.manifestName, reason: item.problem ?? "it does not name its archive")
+        }
+        // The manifest as stored (compressed); no bigger than what it describes can need.
+        let entries = summary.fileCount + summary.directoryCount + summary.symlinkCount + summary.hardlinkCount + summary.otherCount
+        let manifestBytes: [UInt8]
+        do {
+            manifestBytes = try source.readObject(item.manifestName, limit: ManifestSizeLimit.limit(forEntries: entries))
+        } catch StorageError.notFound {
+            throw EngineError.manifestUnreadable(name: item.manifestName, reason: "it is gone from \(source.location)")
+        }
+        let archive: RandomAccessSource
+        do {
+            archive = try source.open(facts.name)
+        } catch StorageError.notFound {
+            throw EngineError.archiveMissing(name: facts.name, backup: item.id.rawValue, destination: source.location)
+        }
+        defer { archive.close() }
+        let pending = try destination.create(facts.name)
+        do {
+            let hashing = HashingSink(target: pending)
+            var buffer = [UInt8](repeating: 0, count: 1 << 20)
+            while true {
+                try cancellation.check()
+                let count = try buffer.withUnsafeMutableBytes { try archive.read(into: $0) }
+                if count == 0 { break }
+                try buffer.withUnsafeBytes { try hashing.write(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+                reportProgress(hashing.count, total: facts.size, name: facts.name)
+            }
+            guard hashing.count == facts.size, hashing.finalizeHex() == facts.sha256 else {
+                throw CopyError.damaged(backup: item.id, archive: facts.name, source: source.location,
+                                        reason: hashing.count == facts.size ? "has another SHA-256 than its manifest records"
+                                            : "is \(hashing.count) bytes where its manifest records \(facts.size)")
+            }
+            try pending.commit()
+        } catch {
+            pending.abort()
+            throw error
+        }
+        // The manifest last: the copy is a backup only once its archive is whole.
+        let sidecar = try destination.create(item.manifestName)
+        do {
+            try manifestBytes.withUnsafeBytes { try sidecar.write($0) }
+            try sidecar.commit()
+        } catch {
+            sidecar.abort()
+            try? destination.delete(facts.name)
+            throw error
+        }
+        return facts.size + Int64(manifestBytes.count)
+    }
+
+    private func reportProgress(_ done: Int64, total: Int64, name: String) {
+        let now = Date()
+        guard now.timeIntervalSince(lastProgress) >= 0.1 else { return }
+        lastProgress = now
+        events?.handle(.progress(ProgressSnapshot(entriesDone: 0, bytesDone: done, totalBytes: total, currentPath: name)))
+    }
+}
+
+/// A backup that cannot be copied because its bytes are not what its manifest says.
+public enum CopyError: Error, Sendable, Equatable, CustomStringConvertible {
+    case damaged(backup: BackupID, archive: String, source: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .damaged(let backup, let archive, let source, let reason):
+            return "Backup \(backup) in \(source) is damaged: its archive \(archive) \(reason); nothing of it was copied "
+                + "(run 'keepsake verify \(backup)' there)"
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import BackupCore
+import Foundation
+import TerminalUI
+
+/// `keepsake copy`: backups from one destination to another, verified on the way.
+struct CopyCommand: KeepsakeCommand {
+    // MARK: Spec
+
+    static let spec = CommandSpec(
+        name: "copy",
+        abstract: "Copy backups to another destination (a second disk, a bucket), verified on the way.",
+        discussion: "Each archive streams from --from to --to while its size and SHA-256 are checked against its manifest; the manifest is stored last, so a copy is listed only once whole and checked. Backups --to already holds are skipped, and an incremental backup brings the backups it relies on, so chains arrive whole. A damaged source backup is not copied (exit 4); the others are.",
+        arguments: [ArgumentSpec(name: "BACKUP", help: "Backup ids, unique prefixes or 'latest' (this host's newest); every backup when none.",
+                                 optional: true, repeating: true)],
+        options: [
+            OptionSpec(long: "from", kind: .value(valueName: "where"), defaultDescription: "the default destination",
+                       environment: "KEEPSAKE_DEST", help: "Where the backups are: a folder, s3://BUCKET/PREFIX, or rclone:REMOTE:PATH."),
+            OptionSpec(long: "to", kind: .value(valueName: "where"), help: "Where to copy them (required)."),
+            CommonOptions.s3Endpoint,
+            CommonOptions.progress,
+        ] + CommonOptions.global,
+        examples: [
+            .init(command: "keepsake copy --to s3://backups/laptop", explanation: "Copy every backup of the default destination to a bucket."),
+            .init(command: "keepsake copy latest --from /mnt/usb/backups --to rclone:nas:keepsake",
+                  explanation: "Copy the newest backup (and the chain it needs) from a USB disk to a NAS."),
+        ]
+    )
+
+    // MARK: Validated options
+
+    private let references: [String]
+    private let fromOption: String?
+    private let toOption: String
+    private let progress: Bool
+
+    init(arguments: ParsedArguments, context: CommandContext) throws {
+        references = arguments.positionals
+        fromOption = arguments.value("from")
+        guard let to = arguments.value("to"), !to.isEmpty else {
+            throw UsageError.custom("Give the destination to copy to with '--to <where>' (a folder, s3://BUCKET/PREFIX, or rclone:REMOTE:PATH).",
+                                    command: Self.spec)
+        }
+        toOption = to
+        progress = arguments.flag("progress")
+    }
+
+    // MARK: Running
+
+    func run(context: CommandContext) throws -> ExitCode {
+        let source = try context.destination(fromOption)
+        let target = try context.destination(toOption)
+        guard source.location != target.location else {
+            throw UsageError.custom("'--from' and '--to' are both \(source.location); copy to another destination.", command: Self.spec)
+        }
+        let catalog = BackupCatalog(storage: source)
+        var ids: [BackupID]?
+        if !references.isEmpty {
+            ids = try references.map { try catalog.resolve($0, hosts: $0 == "latest" ? .only(HostIdentity.hostName) : .all).id }
+        }
+        let presenter = EventPresenter(context: context, progress: progress)
+        defer { presenter.finish() }
+        let copier = BackupCopier(from: source, to: target, events: presenter, cancellation: context.cancellation)
+        let result: BackupCopier.Result
+        do {
+            result = try copier.copy(ids)
+        } catch let error as CopyError {
+            presenter.finish()
+            _ = ConsoleWriter.standardError.writeLine(context.err.apply(.danger, to: "damaged:") + " \(error)")
+            if context.json {
+                context.printJSON(.object(JSONObject([("error", .string(error.description)), ("exit_code", .int(4))])))
+            }
+            return .integrity
+        }
+        presenter.finish()
+        if context.json {
+            context.printJSON(.object(JSONObject([
+                ("from", .string(source.location)),
+                ("to", .string(target.location)),
+                ("copied", .array(result.copied.map { .string($0.rawValue) })),
+                ("skipped", .array(result.skipped.map { .string($0.rawValue) })),
+                ("bytes", .int(result.bytes)),
+                ("elapsed_seconds", .double((result.elapsed * 1000).rounded() / 1000)),
+                ("exit_code", .int(0)),
+            ])))
+        } else if !context.quiet {
+            context.print(KeyValueList(items: [
+                .init("From", source.location),
+                .init("To", target.location),
+                .init("Copied", "\(Units.count(result.copied.count, "backup")), \(Units.bytes(result.bytes)), every archive checked",
+                      valueRole: .success),
+                .init("Skipped", "\(Units.count(result.skipped.count, "backup")) already there"),
+                .init("Time", Units.elapsed(result.elapsed)),
+            ]))
+        }
+        return .success
+    }
+}
