@@ -32,4 +32,18 @@ static inline ssize_t ks_fgetxattr(int fd, const char *name, void *value, size_t
 static inline ssize_t ks_lgetxattr(const char *path, const char *name, void *value, size_t size) { return lgetxattr(path, name, value, size); }
 static inline int ks_fsetxattr(int fd, const char *name, const void *value, size_t size, int flags) { return fsetxattr(fd, name, value, size, flags); }
 
+// Child processes (the rclone backend). Declared here because Glibc's Swift module leaves out
+// the GNU extensions.
+#include <spawn.h>
+extern int pipe2(int fds[2], int flags);
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
+static const int KS_O_CLOEXEC = 02000000;
+/// A pipe whose two ends are closed on exec, made in one step (no window for another thread's
+/// spawn to inherit them).
+static inline int ks_pipe_cloexec(int fds[2]) { return pipe2(fds, KS_O_CLOEXEC); }
+/// Makes a spawned child close every descriptor from `from` up before it runs the program.
+static inline int ks_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
+
 #endif

@@ -318,8 +318,8 @@ final class LocalFolderConformanceTests: KeepsakeTestCase {
 // MARK: - Race bookkeeping
 
 /// What the threads of one takeover round got: lock handles (kept, so nobody releases
-/// before every thread has tried) and errors.
-private final class RaceOutcomes: @unchecked Sendable {
+/// before every thread has tried) and errors. (The rclone checks race for locks too.)
+final class RaceOutcomes: @unchecked Sendable {
     private let guardLock = NSLock()
     private var winners: [DestinationLock] = []
     private var errors: [Error] = []

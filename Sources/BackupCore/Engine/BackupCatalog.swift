@@ -57,8 +57,8 @@ public final class BackupCatalog {
     public func resolve(_ reference: String, hosts: HostSelection = .all) throws -> Item {
         let all = try items()
         if reference == "latest" {
-            guard let newest = all.last(where: { item in item.summary.map { hosts.includes($0.host) } ?? (hosts == .all) }) else {
-                if case .only(let host) = hosts, !all.isEmpty {
+            guard let newest = all.last(where: { BackupCatalog.item($0, isOf: hosts) }) else {
+                if case .only(let host) = hosts, !all.isEmpty, !all.allSatisfy({ $0.summary == nil }) {
                     let others = Set(all.compactMap { $0.summary?.host }).sorted()
                     throw EngineError.invalidRequest("No backup of host '\(host)' in \(storage.location); it holds backups of "
                         + "\(others.map { "'\($0)'" }.joined(separator: ", ")): give --host NAME or --all-hosts")
@@ -74,6 +74,16 @@ public final class BackupCatalog {
             throw EngineError.backupNotFound(reference: reference, destination: storage.location)
         }
         throw EngineError.ambiguousReference(reference: reference, candidates: matches.map(\.id.rawValue))
+    }
+
+    /// Whether `item` is a backup of `hosts`: by its summary, or, when that cannot be read,
+    /// by the host its name begins with (so a damaged manifest is still found, and reported).
+    static func item(_ item: Item, isOf hosts: HostSelection) -> Bool {
+        if let summary = item.summary { return hosts.includes(summary.host) }
+        switch hosts {
+        case .all: return true
+        case .only(let host): return item.manifestName.hasPrefix(HostIdentity.fileSafe(host) + "_")
+        }
     }
 
     /// The whole manifest of a backup.

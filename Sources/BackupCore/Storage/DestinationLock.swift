@@ -22,6 +22,11 @@ public struct LockOwner: Sendable, Equatable {
         self.processStartTicks = processStartTicks
     }
 
+    /// Stands for a holder whose lock record cannot be read (being written, or garbled).
+    static var unknownHolder: LockOwner {
+        LockOwner(pid: 0, host: "unknown", started: Date(), operation: "another run", processStartTicks: nil)
+    }
+
     /// This process, about to do `operation`.
     public static func current(operation: String) -> LockOwner {
         let pid = getpid()

@@ -174,8 +174,7 @@ public final class LocalFolderBackend: StorageBackend {
                     usleep(2000)
                     continue
                 }
-                throw LockError.held(by: holder ?? LockOwner(pid: 0, host: "unknown", started: Date(), operation: "another run",
-                                                            processStartTicks: nil), destination: path)
+                throw LockError.held(by: holder ?? .unknownHolder, destination: path)
             case .stale(let staleFD, let holder):
                 defer { close(staleFD) }
                 previous = holder
@@ -188,8 +187,7 @@ public final class LocalFolderBackend: StorageBackend {
                 return LocalLock(fd: fd, path: lockPath, tookOverFrom: previous, warnings: warnings)
             }
         }
-        throw LockError.held(by: lastHolder ?? LockOwner(pid: 0, host: "unknown", started: Date(), operation: "another run",
-                                                       processStartTicks: nil), destination: path)
+        throw LockError.held(by: lastHolder ?? .unknownHolder, destination: path)
     }
 
     /// What `inspectLock` found at the lock's name.
@@ -305,13 +303,19 @@ public final class LocalFolderBackend: StorageBackend {
                 names.append(text)
             }
         }
-        for name in names {
-            // What a live process is writing (a lock attempt, or an object of a run that
-            // should not be running beside us) is not a leftover.
-            if let pid = LocalFolderBackend.writerPID(ofTemporary: name), kill(pid, 0) == 0 || errno != ESRCH { continue }
+        for name in names where LocalFolderBackend.isLeftoverTemporary(name) {
             if unlink(path + "/" + name) == 0 { removed.append(name) }
         }
         return removed
+    }
+
+    /// True for a temporary's name whose writer is no longer running on this host. What a
+    /// live process is writing (a lock attempt, or an object of a run that should not be
+    /// running beside us) is not a leftover.
+    static func isLeftoverTemporary(_ name: String) -> Bool {
+        guard name.hasPrefix(temporaryPrefix) else { return false }
+        if let pid = writerPID(ofTemporary: name), kill(pid, 0) == 0 || errno != ESRCH { return false }
+        return true
     }
 
     /// The pid in a temporary's name: `.tmp-lock-PID[-RANDOM]` or `.tmp-NAME-PID-RANDOM`.
@@ -328,6 +332,11 @@ public final class LocalFolderBackend: StorageBackend {
 
     // MARK: Helpers
 
+    /// A fresh name `.tmp-STEM-PID-RANDOM` for a temporary of this process (see `writerPID`).
+    static func temporaryName(stem: String) -> String {
+        temporaryPrefix + stem + "-\(getpid())-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+    }
+
     /// Creates a new temporary file `.tmp-STEM-PID-RANDOM` in `folder` for writing. O_EXCL and
     /// O_NOFOLLOW: a name planted by someone else (a symbolic link pointing outside, above
     /// all) is never opened; another random name is tried instead.
@@ -335,7 +344,7 @@ public final class LocalFolderBackend: StorageBackend {
         var code: Int32 = 0
         var name = ""
         for _ in 0..<8 {
-            name = temporaryPrefix + stem + "-\(getpid())-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+            name = temporaryName(stem: stem)
             let fd = Glibc.open(folder + "/" + name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             if fd >= 0 { return (fd, name) }
             code = errno

@@ -98,9 +98,9 @@ final class CommandContext {
             let configuration = try S3Configuration.resolve(environment: environment, overrides: overrides)
             return try S3Backend(bucket: bucket, prefix: prefix, configuration: configuration, environment: environment,
                                  cancellation: cancellation)
-        case .rclone:
-            throw EngineError.invalidRequest("The destination \(address) is an rclone remote, which this build of Keepsake "
-                + "cannot reach yet; use a local folder or s3://")
+        case .rclone(let remote, let path):
+            return RcloneBackend(remote: remote, path: path, rclone: environment["KEEPSAKE_RCLONE"] ?? "rclone",
+                                 environment: environment, cancellation: cancellation)
         }
     }
 

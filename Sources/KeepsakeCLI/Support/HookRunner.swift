@@ -8,7 +8,8 @@ import Glibc
 ///
 /// The command's standard input is `/dev/null`; its standard output and standard error both
 /// go to Keepsake's standard error, so `keepsake run` keeps standard output for its own
-/// results. Signal dispositions are reset (Keepsake ignores SIGPIPE; the command must not).
+/// results. It is started by `ProcessSpawner`: signal dispositions are reset (Keepsake
+/// ignores SIGPIPE; the command must not) and no descriptor of Keepsake's above 2 is inherited.
 /// The command runs in a process group of its own; when SIGINT or SIGTERM reaches Keepsake
 /// while the command runs, that group gets SIGTERM and Keepsake waits for the command to end.
 enum HookRunner {
@@ -59,38 +60,16 @@ enum HookRunner {
     ///   - environment: The complete environment the command gets.
     ///   - cancellation: Polled while waiting; when it becomes set, the command gets SIGTERM.
     static func run(_ command: String, environment: [String: String], cancellation: CancellationFlag) -> Outcome {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, 2, 1)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&defaults, signal) }
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setsigmask(&attributes, &mask)
-        // Its own process group, so a stop reaches the command's children too (`sh -c 'a; b'`).
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
-
-        let words: [String] = [shell, "-c", command]
-        let arguments: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) }
-        let variables: [UnsafeMutablePointer<CChar>?] = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") }
-        defer {
-            arguments.forEach { free($0) }
-            variables.forEach { free($0) }
+        let pid: pid_t
+        do {
+            // Its own process group, so a stop reaches the command's children too (`sh -c 'a; b'`).
+            pid = try ProcessSpawner.spawn(shell, arguments: ["-c", command], environment: environment) { actions in
+                posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+                posix_spawn_file_actions_adddup2(&actions, 2, 1)
+            }
+        } catch {
+            return .notStarted(error.message)
         }
-        var argv = arguments + [nil]
-        var envp = variables + [nil]
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, shell, &actions, &attributes, &argv, &envp)
-        guard spawned == 0 else { return .notStarted(String(cString: strerror(spawned))) }
         return wait(for: pid, cancellation: cancellation)
     }
 

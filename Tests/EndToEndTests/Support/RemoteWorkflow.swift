@@ -3,8 +3,8 @@ import XCTest
 
 /// The end-to-end workflow every remote destination must carry, run by each remote's test
 /// class (S3, rclone) against its real server: a full backup, an incremental one, list,
-/// verify, prune, a whole restore compared with the source tree, and a partial restore
-/// that reads only part of the archive.
+/// verify, a whole restore compared with the source tree, a partial restore that reads only
+/// part of the archive, copies out to a local folder and back in, and prune.
 struct RemoteWorkflow {
     // MARK: Configuration
 
@@ -58,10 +58,25 @@ struct RemoteWorkflow {
         XCTAssertEqual(try String(contentsOfFile: test.restored(source, into: part) + "/docs/deeper/notes.md", encoding: .utf8),
                        "# notes\n", file: file, line: line)
 
-        // A third backup on a new chain, then keep the last: the first chain goes.
+        // Copied out to a local folder (chains whole, every archive checked) and verified there.
+        let local = test.path("copied-out")
+        let copied = try test.json(try test.run(["copy", "--from", dest, "--to", local, "--json"], environment: environment),
+                                   file: file, line: line)
+        XCTAssertEqual(Set((copied["copied"] as? [String]) ?? []), Set(ids), file: file, line: line)
+        test.assertExit(try test.run(["verify", "--dest", local]), 0, "the copy verifies", file: file, line: line)
+        // And a local backup copied in: skipped when there, copied when not.
+        test.assertExit(try test.run(["backup", source, "--dest", local, "--full", "-q"]), 0, file: file, line: line)
+        let into = try test.json(try test.run(["copy", "--from", local, "--to", dest, "--json"], environment: environment),
+                                 file: file, line: line)
+        XCTAssertEqual((into["copied"] as? [String])?.count, 1, "the new one: \(into)", file: file, line: line)
+        XCTAssertEqual(Set((into["skipped"] as? [String]) ?? []), Set(ids), file: file, line: line)
+
+        // A fourth backup on a new chain, then keep the last: the first chain goes.
         test.assertExit(try run(["backup", source, "--full", "-q"], file: file, line: line), 0, file: file, line: line)
         let pruned = try test.json(try run(["prune", "--keep-last", "1", "--json"], file: file, line: line), file: file, line: line)
-        XCTAssertEqual(Set((pruned["removed"] as? [String]) ?? []), Set(ids), "the first chain is removed", file: file, line: line)
+        XCTAssertEqual(Set((pruned["removed"] as? [String]) ?? []).count, 3, "the first chain and the copied-in backup go",
+                       file: file, line: line)
+        XCTAssertTrue(Set((pruned["removed"] as? [String]) ?? []).isSuperset(of: ids), file: file, line: line)
         let after = try test.json(try run(["list", "--json"], file: file, line: line), file: file, line: line)
         XCTAssertEqual((after["backups"] as? [Any])?.count, 1, file: file, line: line)
         test.assertExit(try run(["verify"], file: file, line: line), 0, file: file, line: line)

@@ -1,0 +1,56 @@
+import Foundation
+import KeepsakeTestSupport
+import XCTest
+@testable import BackupCore
+
+/// The rclone backend against the conformance suite over a real network protocol: rclone's
+/// sftp backend talking to OpenSSH's sshd on a loopback port (a throwaway host key and user
+/// key), as a NAS or a rented server would be reached.
+final class RcloneSFTPConformanceTests: KeepsakeTestCase {
+    // MARK: Setup
+
+    private var server: SSHServer?
+    private var remote = RcloneTestRemote(name: "", configPath: "", basePath: "")
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        // As keepsake's main does: a write to an rclone that has ended fails with EPIPE.
+        signal(SIGPIPE, SIG_IGN)
+        let started = try SSHServer()
+        server = started
+        let config = try started.rcloneConfig(remoteName: "keepsake-sftp")
+        remote = RcloneTestRemote(name: config.remoteName, configPath: config.file.path, basePath: started.folder.path + "/remote")
+    }
+
+    override func tearDownWithError() throws {
+        XCTAssertEqual(RcloneBackendChecks.leftoverChildren(), [], "no rclone is left running")
+        server?.stop()
+        server = nil
+        try super.tearDownWithError()
+    }
+
+    private var suite: StorageConformanceSuite { remote.conformanceSuite() }
+
+    // MARK: Conformance
+
+    func testConformanceOverSFTP() throws {
+        try suite.checkPrepareIsIdempotentAndStartsEmpty()
+        try suite.checkCommitMakesObjectVisibleWithItsSize()
+        try suite.checkEmptyObject()
+        try suite.checkListIsSortedAndCommitReplaces()
+        try suite.checkAbortLeavesNothing()
+        try suite.checkBigObjectWrittenInPiecesOfEverySize()
+        try suite.checkListNeverShowsTemporariesOrTheLock()
+        try suite.checkOpenReadsTheBytesInChunks()
+        try suite.checkRangedReads()
+        try suite.checkMissingObjectsAreNotFound()
+        try suite.checkDelete()
+        try suite.checkMoveRenamesAndReplaces()
+        try suite.checkBadObjectNamesAreRefused()
+        try suite.checkRemoveLeftovers()
+        try suite.checkSecondLockIsRefusedNamingTheHolder()
+        try suite.checkReleaseThenAcquireWorks()
+        try suite.checkStaleLockIsTakenOver()
+        try suite.checkLockOfAnotherHostIsNotTakenOver()
+    }
+}

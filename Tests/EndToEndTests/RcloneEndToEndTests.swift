@@ -1,0 +1,85 @@
+import Foundation
+import KeepsakeTestSupport
+import XCTest
+
+/// `keepsake` against an rclone remote: rclone's sftp backend on OpenSSH's sshd (loopback),
+/// the whole workflow, copying between a local folder, the remote and back, and what a
+/// user sees when rclone or the remote is missing.
+final class RcloneEndToEndTests: EndToEndTestCase {
+    // MARK: Setup
+
+    private var server: SSHServer?
+
+    override func tearDownWithError() throws {
+        server?.stop()
+        server = nil
+        try super.tearDownWithError()
+    }
+
+    private func remote() throws -> (config: SSHServer.RcloneConfig, environment: [String: String?], base: String) {
+        let started = try SSHServer()
+        server = started
+        let config = try started.rcloneConfig(remoteName: "nas")
+        return (config, ["RCLONE_CONFIG": config.file.path], started.folder.path)
+    }
+
+    // MARK: Tests
+
+    func testTheWholeWorkflowOverSFTP() throws {
+        let (_, environment, base) = try remote()
+        try RemoteWorkflow(test: self, dest: "rclone:nas:\(base)/keepsake", environment: environment).runAll()
+        let left = try FileManager.default.contentsOfDirectory(atPath: base + "/keepsake")
+        XCTAssertEqual(left.filter { $0.hasPrefix(".tmp-") || $0.hasSuffix(".lock") }, [], "no temporary and no lock is left: \(left)")
+    }
+
+    /// A 3-2-1 round: local folder → the remote → another local folder, each copy verified.
+    func testCopyToTheRemoteAndBack() throws {
+        let (_, environment, base) = try remote()
+        let source = path("src")
+        try Fixtures.makeMixedTree(at: source)
+        let local = path("local")
+        assertExit(try run(["backup", source, "--dest", local, "-q"]), 0)
+        try "changed\n".write(toFile: source + "/readme.txt", atomically: true, encoding: .utf8)
+        assertExit(try run(["backup", source, "--dest", local, "-q"]), 0)
+        let remote = "rclone:nas:\(base)/copies"
+
+        // Only the newest asked for: its chain comes along.
+        let first = try json(try run(["copy", "latest", "--from", local, "--to", remote, "--json"], environment: environment))
+        XCTAssertEqual((first["copied"] as? [String])?.count, 2, "the incremental and the full it relies on: \(first)")
+        let again = try json(try run(["copy", "--from", local, "--to", remote, "--json"], environment: environment))
+        XCTAssertEqual((again["copied"] as? [String]) ?? ["?"], [], "nothing new")
+        XCTAssertEqual((again["skipped"] as? [String])?.count, 2)
+        assertExit(try run(["verify", "--dest", remote], environment: environment), 0)
+
+        let back = path("back")
+        assertExit(try run(["copy", "--from", remote, "--to", back], environment: environment), 0)
+        let target = path("restored")
+        assertExit(try run(["restore", "latest", "--dest", back, "--target", target]), 0)
+        try assertTreesEqual(expected: source, actual: restored(source, into: target))
+    }
+
+    /// A copy refuses a source archive whose bytes are not what its manifest says: exit 4,
+    /// and nothing of that backup appears at the destination.
+    func testADamagedArchiveIsNotCopied() throws {
+        let source = path("src")
+        try Fixtures.makeMixedTree(at: source)
+        let local = path("local")
+        assertExit(try run(["backup", source, "--dest", local, "-q"]), 0)
+        try Fixtures.flipByte(in: try onlyArchive(in: local))
+        let other = path("other")
+        let copied = try run(["copy", "--from", local, "--to", other])
+        assertExit(copied, 4)
+        XCTAssertTrue(copied.stderrText.contains("damaged") && copied.stderrText.contains("keepsake verify"), "\(copied)")
+        XCTAssertEqual(try names(in: other).filter { !$0.hasPrefix(".") }, [], "nothing of it was stored")
+    }
+
+    func testAMissingRemoteOrProgramIsNamed() throws {
+        let (_, environment, _) = try remote()
+        let unknown = try run(["list", "--dest", "rclone:no-such-remote:x"], environment: environment)
+        assertExit(unknown, 1)
+        XCTAssertTrue(unknown.stderrText.contains("no-such-remote"), "\(unknown)")
+        let missing = try run(["list", "--dest", "rclone:nas:x"], environment: environment.merging(["KEEPSAKE_RCLONE": "/nonexistent/rclone"]) { $1 })
+        assertExit(missing, 1)
+        XCTAssertTrue(missing.stderrText.contains("rclone"), "\(missing)")
+    }
+}
