@@ -116,6 +116,44 @@ final class ConfigFileTests: KeepsakeTestCase {
         XCTAssertFalse(request.scan.excludeCaches)
     }
 
+    /// Destinations off the machine and further copies, and the S3 settings a profile may hold.
+    func testRemoteDestinationsCopiesAndS3Settings() throws {
+        let profile = try load("""
+            [profiles.fleet]
+            sources = ["/srv"]
+            destination = "s3://backups/hosts/web"
+            copy-to = ["usb-copy", "rclone:nas:keepsake", "~/third"]
+            s3-endpoint = "http://127.0.0.1:8333"
+            s3-region = "eu-west-3"
+            aws-profile = "backup"
+            aws-access-key-id = "AKIDPROFILE"
+            aws-secret-access-key = "secret-in-the-file"
+            """).profile(named: "fleet")
+        XCTAssertEqual(profile.destination, "s3://backups/hosts/web")
+        XCTAssertEqual(profile.copyTo, ["/etc/keepsake/usb-copy", "rclone:nas:keepsake", "/home/ana/third"],
+                       "relative folders from the file's folder, as other paths")
+        XCTAssertEqual(profile.s3, S3Configuration.Overrides(endpoint: "http://127.0.0.1:8333", region: "eu-west-3", awsProfile: "backup",
+                                                             accessKeyID: "AKIDPROFILE", secretAccessKey: "secret-in-the-file"))
+        XCTAssertEqual(try load("[profiles.p]\nsources = [\"/a\"]\ndestination = \"relative\"\n").profile(named: "p").destination,
+                       "/etc/keepsake/relative")
+    }
+
+    func testDestinationsThatAreNoKnownFormAreRefusedWhereTheyAreWritten() {
+        assertProblems("""
+            [profiles.p]
+            sources = ["/a"]
+            destination = "s3:/backups/x"
+            copy-to = ["gs://bucket", "s3://backups/x"]
+            aws-access-key-id = "AKID"
+            """, [
+                "/etc/keepsake/config.toml:3:1: 'destination' is not a destination: an S3 destination is written "
+                    + "s3://BUCKET/PREFIX; did you mean 's3://backups/x'? (a folder, s3://BUCKET/PREFIX or rclone:REMOTE:PATH)",
+                "/etc/keepsake/config.toml:4:1: 'copy-to' is not a destination: Keepsake does not speak 'gs://'; reach it "
+                    + "through an rclone remote (rclone:REMOTE:PATH, see 'rclone config') (a folder, s3://BUCKET/PREFIX or rclone:REMOTE:PATH)",
+                "/etc/keepsake/config.toml:5:1: give both 'aws-access-key-id' and 'aws-secret-access-key', or neither",
+            ])
+    }
+
     func testDottedAndInlineRetentionAndEmptyFile() throws {
         let dotted = try load("""
             [profiles.a]
@@ -251,7 +289,8 @@ final class ConfigFileTests: KeepsakeTestCase {
             colour = "blue"
             """, "\(file):3:1: unknown key 'colour' in profile 'home'; known keys: sources, destination, exclude, exclude-from, "
                 + "exclude-caches, exclude-if-present, one-file-system, compression, level, threads, tags, full-every, "
-                + "full-if-older-than, ignore-ctime, ignore-inode, reread, before, after, retention")
+                + "full-if-older-than, ignore-ctime, ignore-inode, reread, before, after, retention, copy-to, s3-endpoint, "
+                + "s3-region, aws-profile, aws-access-key-id, aws-secret-access-key, aws-session-token")
     }
 
     // MARK: Wrong types
@@ -297,7 +336,7 @@ final class ConfigFileTests: KeepsakeTestCase {
                       "\(file):3:1: 'exclude-if-present' takes file names, not paths or empty names: 'a/b'")
         assertProblem(header + "tags = [\"a,b\"]\n",
                       "\(file):3:1: 'tags' holds an invalid tag 'a,b': tags are non-empty and hold no commas or newlines")
-        assertProblem(header + "destination = \"\"\n", "\(file):3:1: 'destination' is empty; give a folder or remove the key")
+        assertProblem(header + "destination = \"\"\n", "\(file):3:1: 'destination' is empty; give a folder, s3://BUCKET/PREFIX or rclone:REMOTE:PATH, or remove the key")
         assertProblem(header + "before = \"  \"\n", "\(file):3:1: 'before' is empty; give a shell command or remove the key")
         assertProblem(header + "[profiles.home.retention]\nkeep-daily = -2\n",
                       "\(file):4:1: 'keep-daily' must be a whole number of 0 or more, or \"unlimited\", not -2")

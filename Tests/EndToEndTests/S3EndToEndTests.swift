@@ -75,6 +75,49 @@ final class S3EndToEndTests: EndToEndTestCase {
         try assertTreesEqual(expected: source, actual: restored(source, into: target))
     }
 
+    /// `keepsake run` of a profile whose backups go to a local folder and are copied on to a
+    /// bucket, with the endpoint and the keys in the profile (nothing in the environment).
+    func testRunCopiesEachNewBackupToTheProfilesFurtherDestinations() throws {
+        let server = try started(access: .enforcedWithRandomKeys())
+        let source = path("src")
+        try Fixtures.makeMixedTree(at: source)
+        let config = path("config.toml")
+        try """
+            [profiles.laptop]
+            sources = ["\(source)"]
+            destination = "\(path("local"))"
+            copy-to = ["s3://\(bucket)/laptop"]
+            s3-endpoint = "\(server.endpoint.absoluteString)"
+            aws-access-key-id = "\(server.accessKey)"
+            aws-secret-access-key = "\(server.secretKey)"
+            [profiles.laptop.retention]
+            keep-last = 5
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        XCTAssertEqual(chmod(config, 0o600), 0)
+        let bare: [String: String?] = ["AWS_ACCESS_KEY_ID": nil, "AWS_SECRET_ACCESS_KEY": nil]
+        for round in 1...2 {
+            try "round \(round)\n".write(toFile: source + "/readme.txt", atomically: true, encoding: .utf8)
+            let outcome = try run(["run", "laptop", "--config", config, "--json"], environment: bare)
+            assertExit(outcome, 0, "round \(round)")
+            XCTAssertFalse(outcome.stdoutText.contains(server.secretKey) || outcome.stderrText.contains(server.secretKey),
+                           "the secret is never shown")
+            let report = try json(outcome)
+            let copies = try XCTUnwrap(report["copies"] as? [[String: Any]])
+            XCTAssertEqual(copies.first?["destination"] as? String, "s3://\(bucket)/laptop")
+            XCTAssertEqual((copies.first?["copied"] as? [String])?.count, 1, "round \(round): the new backup (its parent is there)")
+        }
+        let keys: [String: String?] = ["AWS_ACCESS_KEY_ID": server.accessKey, "AWS_SECRET_ACCESS_KEY": server.secretKey,
+                                       "KEEPSAKE_S3_ENDPOINT": server.endpoint.absoluteString]
+        // The file holds a secret: others must not read it.
+        XCTAssertEqual(chmod(config, 0o644), 0)
+        let exposed = try run(["run", "laptop", "--config", config], environment: bare)
+        assertExit(exposed, 0)
+        XCTAssertTrue(exposed.stderrText.contains("chmod 600 \(config)"), "a secret others can read is warned about:\n\(exposed)")
+        let listed = try json(try run(["list", "--dest", "s3://\(bucket)/laptop", "--json"], environment: keys))
+        XCTAssertEqual((listed["backups"] as? [Any])?.count, 3)
+        assertExit(try run(["verify", "--dest", "s3://\(bucket)/laptop"], environment: keys), 0)
+    }
+
     // MARK: Faults
 
     /// 503 SlowDown for a while: retried with backoff, and the backup and the restore succeed.

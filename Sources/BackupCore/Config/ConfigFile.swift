@@ -184,7 +184,8 @@ private struct ConfigValidator {
     static let profileKeys = [
         "sources", "destination", "exclude", "exclude-from", "exclude-caches", "exclude-if-present", "one-file-system",
         "compression", "level", "threads", "tags", "full-every", "full-if-older-than", "ignore-ctime", "ignore-inode",
-        "reread", "before", "after", "retention",
+        "reread", "before", "after", "retention", "copy-to", "s3-endpoint", "s3-region", "aws-profile", "aws-access-key-id",
+        "aws-secret-access-key", "aws-session-token",
     ]
     static let retentionKeys = [
         "keep-last", "keep-hourly", "keep-daily", "keep-weekly", "keep-monthly", "keep-yearly", "keep-within", "keep-tag",
@@ -297,13 +298,26 @@ private struct ConfigValidator {
             sources = list.filter { !$0.isEmpty }.map(resolve)
         }
 
-        var destination: String?
-        if let text = string("destination", in: table) {
-            if text.isEmpty {
-                add(.invalidValue, at: table.position(of: "destination"), "'destination' is empty; give a folder or remove the key")
+        let destination = address("destination", in: table)
+        var copyTo: [String] = []
+        for text in strings("copy-to", in: table) ?? [] {
+            guard let parsed = parseAddress(text, key: "copy-to", in: table) else { continue }
+            if parsed == destination {
+                add(.invalidValue, at: table.position(of: "copy-to"), "'copy-to' names the destination itself (\(parsed))")
             } else {
-                destination = resolve(text)
+                copyTo.append(parsed)
             }
+        }
+        var s3 = S3Configuration.Overrides()
+        s3.endpoint = string("s3-endpoint", in: table)
+        s3.region = string("s3-region", in: table)
+        s3.awsProfile = string("aws-profile", in: table)
+        s3.accessKeyID = string("aws-access-key-id", in: table)
+        s3.secretAccessKey = string("aws-secret-access-key", in: table)
+        s3.sessionToken = string("aws-session-token", in: table)
+        if (s3.accessKeyID == nil) != (s3.secretAccessKey == nil) {
+            add(.missingKey, at: table.position(of: s3.accessKeyID == nil ? "aws-secret-access-key" : "aws-access-key-id"),
+                "give both 'aws-access-key-id' and 'aws-secret-access-key', or neither")
         }
 
         let exclude = strings("exclude", in: table) ?? []
@@ -397,7 +411,32 @@ private struct ConfigValidator {
             profile.excludeFromLine = position.line
             profile.excludeFromColumn = position.column
         }
+        profile.copyTo = copyTo
+        profile.s3 = s3
         return profile
+    }
+
+    /// A destination key (`destination`): a folder (relative to the file's folder), an
+    /// s3:// or rclone: address; as text in the form `DestinationAddress` reads back.
+    private mutating func address(_ key: String, in table: TOMLTable) -> String? {
+        guard let text = string(key, in: table) else { return nil }
+        return parseAddress(text, key: key, in: table)
+    }
+
+    private mutating func parseAddress(_ text: String, key: String, in table: TOMLTable) -> String? {
+        guard !text.isEmpty else {
+            add(.invalidValue, at: table.position(of: key), "'\(key)' is empty; give a folder, s3://BUCKET/PREFIX or rclone:REMOTE:PATH, or remove the key")
+            return nil
+        }
+        do {
+            // Relative folders are taken from the configuration file's folder, as other paths are.
+            let folder = (resolve("x") as NSString).deletingLastPathComponent
+            return try DestinationAddress.parse(text, workingDirectory: folder, home: home).description
+        } catch {
+            add(.invalidValue, at: table.position(of: key), "'\(key)' is not a destination: \(error.problem)"
+                + (error.suggestion.map { "; did you mean '\($0)'?" } ?? "") + " (a folder, s3://BUCKET/PREFIX or rclone:REMOTE:PATH)")
+            return nil
+        }
     }
 
     private mutating func command(_ key: String, in table: TOMLTable) -> String? {

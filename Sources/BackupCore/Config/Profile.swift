@@ -17,8 +17,15 @@ public struct Profile: Sendable, Equatable {
 
     /// The files and folders to back up; never empty.
     public var sources: [String]
-    /// The destination folder; nil for `KEEPSAKE_DEST` or the default destination.
+    /// The destination (a folder, `s3://…` or `rclone:…`); nil for `KEEPSAKE_DEST` or the
+    /// default destination.
     public var destination: String?
+    /// Further destinations each new backup (and the chain it needs) is copied to by
+    /// `keepsake run` (`copy-to`).
+    public var copyTo: [String] = []
+    /// S3 settings for s3:// destinations (`s3-endpoint`, `s3-region`, `aws-profile`,
+    /// `aws-access-key-id`, `aws-secret-access-key`, `aws-session-token`).
+    public var s3 = S3Configuration.Overrides()
 
     // MARK: What to leave out
 

@@ -1,16 +1,17 @@
 import Foundation
 
 /// The steps of `keepsake run` between its hooks: back up, prune with the retention policy
-/// (when there is one), and verify the new backup. A failed step is recorded and the steps
-/// that still make sense go on: a failed prune does not stop the verification of the new
-/// backup. The caller (the command line) runs the hooks and turns the outcome into an exit
-/// code.
+/// (when there is one), verify the new backup, and copy it (with the chain it needs) to the
+/// profile's further destinations. A failed step is recorded and the steps that still make
+/// sense go on: a failed prune does not stop the verification of the new backup, nor one
+/// failed copy the others. The caller (the command line) runs the hooks and turns the
+/// outcome into an exit code.
 public final class RunWorkflow {
     // MARK: Types
 
     /// One step of a run.
     public enum Step: String, Sendable {
-        case backup, prune, verify
+        case backup, prune, verify, copy
     }
 
     /// A step that did not work out.
@@ -19,6 +20,8 @@ public final class RunWorkflow {
         public var step: Step
         /// What stopped it (an `EngineError`, a `LockError`, a `StorageError`, …).
         public var error: Error
+        /// For a copy: the destination it was to.
+        public var destination: String?
     }
 
     /// What a run did.
@@ -33,6 +36,8 @@ public final class RunWorkflow {
         public var newBackupPruned = false
         /// The new backup was gone from the destination by the time it was to be verified.
         public var newBackupVanished = false
+        /// What each copy to a further destination did, in order (failed ones are in `failures`).
+        public var copies: [(destination: String, result: BackupCopier.Result)] = []
         /// The steps that failed, in order.
         public var failures: [Failure] = []
     }
@@ -54,7 +59,7 @@ public final class RunWorkflow {
 
     /// Backs up with `request`, prunes with `retention` (evaluated at `now` in `calendar`),
     /// then verifies the new backup. Stops after a failed backup or once interrupted.
-    public func run(_ request: BackupRequest, retention: RetentionPolicy?, now: Date = Date(),
+    public func run(_ request: BackupRequest, retention: RetentionPolicy?, copyTo: [StorageBackend] = [], now: Date = Date(),
                     calendar: Calendar = .current) -> Outcome {
         var outcome = Outcome()
         do {
@@ -91,6 +96,18 @@ public final class RunWorkflow {
             outcome.failures.append(Failure(step: .verify, error: error))
         }
         events?.handle(.stepFinished(Step.verify.rawValue))
+        // A damaged backup is not copied on: the copies would be damaged too.
+        guard outcome.verify?.isIntact == true else { return outcome }
+        for target in copyTo {
+            guard !cancellation.isCancelled else { break }
+            do {
+                let copier = BackupCopier(from: storage, to: target, events: events, cancellation: cancellation)
+                outcome.copies.append((target.location, try copier.copy([id])))
+            } catch {
+                outcome.failures.append(Failure(step: .copy, error: error, destination: target.location))
+            }
+            events?.handle(.stepFinished(Step.copy.rawValue))
+        }
         return outcome
     }
 }

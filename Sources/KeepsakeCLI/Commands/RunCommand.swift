@@ -55,7 +55,9 @@ struct RunCommand: KeepsakeCommand {
             return .failure
         }
         var state = RunState(profile: profile, config: config)
+        context.s3Overrides = profile.s3
         let storage = try context.destination(profile.destination)
+        let copyTo = try profile.copyTo.map { try context.destination($0) }
         state.destination = storage.location
         var environment = context.environment
         environment["KEEPSAKE_PROFILE"] = profile.name
@@ -77,7 +79,7 @@ struct RunCommand: KeepsakeCommand {
         }
 
         let presenter = EventPresenter(context: context, progress: progress)
-        steps(&state, storage: storage, presenter: presenter, context: context)
+        steps(&state, storage: storage, copyTo: copyTo, presenter: presenter, context: context)
         presenter.finish()
 
         // After: always, once the before hook passed.
@@ -102,7 +104,8 @@ struct RunCommand: KeepsakeCommand {
 
     /// Backup, prune and verify (`RunWorkflow`), each failure told on stderr as it is
     /// recorded with its exit code.
-    private func steps(_ state: inout RunState, storage: StorageBackend, presenter: EventPresenter, context: CommandContext) {
+    private func steps(_ state: inout RunState, storage: StorageBackend, copyTo: [StorageBackend], presenter: EventPresenter,
+                       context: CommandContext) {
         let request: BackupRequest
         do {
             request = try state.profile.backupRequest(toolVersion: "keepsake \(KeepsakeCLI.version)",
@@ -112,8 +115,9 @@ struct RunCommand: KeepsakeCommand {
             return
         }
         let workflow = RunWorkflow(storage: storage, events: presenter, cancellation: context.cancellation)
-        let outcome = workflow.run(request, retention: state.profile.retention)
+        let outcome = workflow.run(request, retention: state.profile.retention, copyTo: copyTo)
         state.backup = outcome.backup
+        state.copies = outcome.copies
         state.prune = outcome.prune
         state.verify = outcome.verify
         if outcome.backup?.warnings.isEmpty == false { state.raise(.partial) }
@@ -127,6 +131,9 @@ struct RunCommand: KeepsakeCommand {
             case .verify:
                 state.fail(Self.exitCode(for: failure.error), "Verifying the new backup "
                     + "\(outcome.backup?.summary.id.rawValue ?? "") failed: \(failure.error)", context: context)
+            case .copy:
+                state.fail(Self.exitCode(for: failure.error), "Copying the new backup to \(failure.destination ?? "?") failed: "
+                    + "\(failure.error)", context: context)
             }
         }
         guard let id = outcome.backup?.summary.id else { return }
@@ -151,6 +158,7 @@ struct RunCommand: KeepsakeCommand {
         case EngineError.interrupted: return .interrupted
         case is LockError: return .locked
         case EngineError.archiveMissing: return .integrity
+        case is CopyError: return .integrity
         default: return .failure
         }
     }
@@ -195,6 +203,10 @@ struct RunCommand: KeepsakeCommand {
                 ? "intact (\(Units.count(Int(report.filesChecked), "file")), \(Units.bytes(report.bytesChecked)))" : "DAMAGED",
                 valueRole: report.isIntact ? .success : .danger))
         }
+        for copy in state.copies {
+            items.append(.init("Copied", "to \(copy.destination): \(Units.count(copy.result.copied.count, "backup")), "
+                + "\(Units.bytes(copy.result.bytes))"))
+        }
         if let outcome = state.after { items.append(.init("After", outcome.description)) }
         return items
     }
@@ -218,6 +230,14 @@ struct RunCommand: KeepsakeCommand {
         object["backup"] = state.backup.map(backupJSON) ?? .null
         object["prune"] = state.prune.map(pruneJSON) ?? .null
         object["verify"] = state.verify.map(VerifyReportJSON.encode) ?? .null
+        object["copies"] = .array(state.copies.map { copy in
+            .object(JSONObject([
+                ("destination", .string(copy.destination)),
+                ("copied", .array(copy.result.copied.map { .string($0.rawValue) })),
+                ("skipped", .array(copy.result.skipped.map { .string($0.rawValue) })),
+                ("bytes", .int(copy.result.bytes)),
+            ]))
+        })
         object["after"] = hook(state.profile.after, state.after)
         object["errors"] = .array(state.errors.map { .string($0) })
         object["status"] = .string(state.succeeded ? "success" : "failure")
@@ -275,6 +295,7 @@ private struct RunState {
     var backup: BackupResult?
     var prune: PruneResult?
     var verify: VerifyReport?
+    var copies: [(destination: String, result: BackupCopier.Result)] = []
     var after: HookRunner.Outcome?
     /// Every error message, in order.
     var errors: [String] = []

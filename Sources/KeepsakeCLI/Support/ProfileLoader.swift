@@ -25,11 +25,23 @@ enum ProfileLoader {
         do {
             let config = try ConfigFile.load(path: configPath(configOption, environment: context.environment),
                                              environment: context.environment)
-            return (config, try config.profile(named: name))
+            let profile = try config.profile(named: name)
+            warnIfSecretsAreExposed(profile, context: context)
+            return (config, profile)
         } catch {
             report(error, context: context)
             return nil
         }
+    }
+
+    /// A configuration file holding a secret (`aws-secret-access-key`) that others may read
+    /// gets a warning naming it and the fix: the secret is as safe as the file.
+    private static func warnIfSecretsAreExposed(_ profile: Profile, context: CommandContext) {
+        guard profile.s3.secretAccessKey != nil || profile.s3.sessionToken != nil else { return }
+        var info = stat()
+        guard stat(profile.file, &info) == 0, info.st_mode & 0o077 != 0 else { return }
+        context.warn("\(profile.file) holds an S3 secret (aws-secret-access-key) and others may read it "
+            + "(mode \(String(info.st_mode & 0o777, radix: 8))); run 'chmod 600 \(profile.file)'")
     }
 
     // MARK: Reporting
