@@ -37,4 +37,16 @@ final class BackupReferenceTests: KeepsakeTestCase {
         XCTAssertEqual(read("monday", dest: true, files: ["monday"]).0, .backup("monday"))
         XCTAssertTrue(read("monday", dest: true, files: ["monday"]).1)
     }
+
+    func testArchivesOnOtherMachinesAreNamedByTheirAddress() {
+        XCTAssertEqual(read("s3://backups/hosts/web/web_20261129T023000Z-3f9a1c2e.tar.zst").0,
+                       .remoteArchive(folder: .s3(bucket: "backups", prefix: "hosts/web"), name: "web_20261129T023000Z-3f9a1c2e.tar.zst",
+                                      text: "s3://backups/hosts/web/web_20261129T023000Z-3f9a1c2e.tar.zst"))
+        XCTAssertEqual(read("s3://backups/x.tar.zst").0,
+                       .remoteArchive(folder: .s3(bucket: "backups", prefix: ""), name: "x.tar.zst", text: "s3://backups/x.tar.zst"))
+        XCTAssertEqual(read("rclone:nas:keepsake/x.tar.zst").0,
+                       .remoteArchive(folder: .rclone(remote: "nas", path: "keepsake"), name: "x.tar.zst", text: "rclone:nas:keepsake/x.tar.zst"))
+        // A bucket alone names no archive: read as a path (and refused where it is used).
+        XCTAssertEqual(read("s3://backups").0, .archiveFile("s3://backups"))
+    }
 }

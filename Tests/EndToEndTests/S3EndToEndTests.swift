@@ -118,6 +118,26 @@ final class S3EndToEndTests: EndToEndTestCase {
         assertExit(try run(["verify", "--dest", "s3://\(bucket)/laptop"], environment: keys), 0)
     }
 
+    /// An archive in a bucket is named by its address, as a local archive file by its path:
+    /// listed, verified and restored with no --dest.
+    func testAnArchiveIsNamedByItsAddress() throws {
+        let server = try started()
+        let source = path("src")
+        try Fixtures.makeMixedTree(at: source)
+        let made = try json(try run(["backup", source, "--dest", "s3://\(bucket)/by-address", "--json"], environment: environment(server)))
+        let address = "s3://\(bucket)/by-address/" + (try XCTUnwrap(made["archive"] as? String))
+        let listed = try run(["list", address], environment: environment(server))
+        assertExit(listed, 0)
+        XCTAssertTrue(listed.stdoutText.contains("readme.txt"), "\(listed)")
+        assertExit(try run(["verify", address], environment: environment(server)), 0)
+        let target = path("restored")
+        assertExit(try run(["restore", address, "--target", target], environment: environment(server)), 0)
+        try assertTreesEqual(expected: source, actual: restored(source, into: target))
+        let missing = try run(["restore", "s3://\(bucket)/by-address/nothing.tar.zst", "--target", target], environment: environment(server))
+        assertExit(missing, 1)
+        XCTAssertTrue(missing.stderrText.contains("no archive 'nothing.tar.zst'"), "\(missing)")
+    }
+
     // MARK: Faults
 
     /// 503 SlowDown for a while: retried with backoff, and the backup and the restore succeed.

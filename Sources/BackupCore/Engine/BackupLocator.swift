@@ -8,20 +8,31 @@ public struct BackupLocator {
     // MARK: State
 
     private let destination: () throws -> StorageBackend
+    /// Opens the destination an archive on another machine lies in.
+    private let remote: (DestinationAddress) throws -> StorageBackend
 
     /// Whose backup `latest` means (ids and prefixes name backups of any host).
     public var hosts: HostSelection
 
     /// A locator that opens the destination with `destination` when it first needs it.
-    public init(hosts: HostSelection = .all, destination: @escaping () throws -> StorageBackend) {
+    /// `remote` opens the destination of an archive named by an `s3://` or `rclone:` address.
+    public init(hosts: HostSelection = .all, remote: @escaping (DestinationAddress) throws -> StorageBackend = BackupLocator.noRemote,
+                destination: @escaping () throws -> StorageBackend) {
         self.hosts = hosts
+        self.remote = remote
         self.destination = destination
     }
 
     /// A locator for an already open destination.
     public init(storage: StorageBackend, hosts: HostSelection = .all) {
         self.hosts = hosts
+        self.remote = BackupLocator.noRemote
         self.destination = { storage }
+    }
+
+    /// For callers that reach no other machine.
+    public static func noRemote(_ address: DestinationAddress) throws -> StorageBackend {
+        throw EngineError.invalidRequest("The archive at \(address) is on another machine; give it as --dest")
     }
 
     // MARK: Locating
@@ -43,6 +54,14 @@ public struct BackupLocator {
             let (folder, name) = LoneArchiveFolder.holding(path)
             return LocatedBackup(storage: folder, origin: .archiveFile(path: path), item: sidecar(of: name, in: folder),
                                  archiveName: name)
+        case .remoteArchive(let address, let name, let text):
+            let storage = try remote(address)
+            guard try storage.list().contains(where: { $0.name == name }) else {
+                throw EngineError.invalidRequest("There is no archive '\(name)' in \(storage.location). Give the address of an "
+                    + "archive there (see 'keepsake list --dest \(storage.location)'), or a backup id with --dest")
+            }
+            return LocatedBackup(storage: storage, origin: .archiveFile(path: text), item: sidecar(of: name, in: storage),
+                                 archiveName: name)
         }
     }
 
@@ -56,7 +75,7 @@ public struct BackupLocator {
 
     /// The manifest beside the archive `name` in `folder`, when there is one whose summary
     /// line reads (a damaged one is ignored: the archive's own manifest decides).
-    private func sidecar(of name: String, in folder: LoneArchiveFolder) -> BackupCatalog.Item? {
+    private func sidecar(of name: String, in folder: StorageBackend) -> BackupCatalog.Item? {
         for candidate in BackupNaming.sidecarNames(forArchive: name) {
             guard let line = try? SidecarManifest.firstLine(candidate, in: folder),
                   let summary = try? Manifest.parseSummary(line) else { continue }

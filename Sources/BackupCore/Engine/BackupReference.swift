@@ -16,6 +16,9 @@ public enum BackupReference: Sendable, Equatable {
     case backup(String)
     /// The path of an archive file.
     case archiveFile(String)
+    /// An archive file on object storage or an rclone remote (`s3://b/p/HOST_ID.tar.zst`,
+    /// `rclone:nas:keepsake/HOST_ID.tar.zst`): the object `name` in the destination `folder`.
+    case remoteArchive(folder: DestinationAddress, name: String, text: String)
 
     // MARK: Deciding
 
@@ -25,12 +28,34 @@ public enum BackupReference: Sendable, Equatable {
     ///   - isFile: whether a path names an existing regular file.
     public static func interpret(_ argument: String, explicitDestination: Bool,
                           isFile: (String) -> Bool = ArchiveFileInspector.isArchiveFile) -> (reference: BackupReference, shadowedFile: Bool) {
+        if let remote = remoteArchive(argument) { return (remote, false) }
         if isPath(argument) { return (.archiveFile(argument), false) }
         let fileExists = isFile(argument)
         if isBackupWord(argument) || explicitDestination {
             return (.backup(argument), fileExists)
         }
         return (fileExists ? .archiveFile(argument) : .backup(argument), false)
+    }
+
+    /// The archive an `s3://` or `rclone:` address names, split into its folder and name.
+    static func remoteArchive(_ argument: String) -> BackupReference? {
+        guard let scheme = DestinationAddress.scheme(of: argument), scheme == "s3" || scheme == "rclone",
+              let address = try? DestinationAddress.parse(argument, workingDirectory: "/", home: "/") else { return nil }
+        func split(_ path: String) -> (String, String)? {
+            let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+            guard let last = parts.last, !last.isEmpty else { return nil }
+            return (parts.dropLast().joined(separator: "/"), String(last))
+        }
+        switch address {
+        case .s3(let bucket, let prefix):
+            guard let (folder, name) = split(prefix) else { return nil }
+            return .remoteArchive(folder: .s3(bucket: bucket, prefix: folder), name: name, text: argument)
+        case .rclone(let remote, let path):
+            guard let (folder, name) = split(path) else { return nil }
+            return .remoteArchive(folder: .rclone(remote: remote, path: folder), name: name, text: argument)
+        case .localFolder:
+            return nil
+        }
     }
 
     // MARK: Kinds of words

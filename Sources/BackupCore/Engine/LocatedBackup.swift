@@ -11,7 +11,8 @@ public final class LocatedBackup {
     public enum Origin: Sendable, Equatable {
         /// A committed backup in a destination.
         case destination
-        /// An archive file outside any destination (its folder read as a `LoneArchiveFolder`).
+        /// An archive file outside any destination (its folder read as a `LoneArchiveFolder`),
+        /// or one object of a remote destination named by its address.
         case archiveFile(path: String)
     }
 
@@ -136,15 +137,14 @@ public final class LocatedBackup {
             guard let earlier = try? catalog.resolve(holder.rawValue), earlier.id == holder,
                   let name = earlier.summary?.archive?.name else { return nil }
             return (try storage.open(name), name)
-        case .archiveFile(let path):
+        case .archiveFile:
             let marker = "_" + holder.rawValue
             let match = try storage.list().map(\.name).first { name in
                 guard let stem = BackupNaming.stem(of: name), !BackupNaming.isManifestName(name) else { return false }
                 return stem.hasSuffix(marker) || stem == holder.rawValue
             }
             guard let match else { return nil }
-            let folder = (path as NSString).deletingLastPathComponent
-            return (try storage.open(match), folder.isEmpty ? match : folder + "/" + match)
+            return (try storage.open(match), storage.location + "/" + match)
         }
     }
 }

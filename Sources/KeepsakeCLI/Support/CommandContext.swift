@@ -88,7 +88,11 @@ final class CommandContext {
 
     /// The destination for a `--dest` value (else `KEEPSAKE_DEST`, else the default folder).
     func destination(_ option: String?) throws -> StorageBackend {
-        let address = try DestinationResolver.address(option, environment: environment)
+        try backend(for: try DestinationResolver.address(option, environment: environment))
+    }
+
+    /// The backend that reaches `address`.
+    func backend(for address: DestinationAddress) throws -> StorageBackend {
         switch address {
         case .localFolder(let path):
             return LocalFolderBackend(path: path)
@@ -118,6 +122,6 @@ final class CommandContext {
 
     /// A locator that opens the destination only when a reference needs it.
     func locator(_ destinationOption: String?, hosts: HostSelection = .all) -> BackupLocator {
-        BackupLocator(hosts: hosts) { try self.destination(destinationOption) }
+        BackupLocator(hosts: hosts, remote: { try self.backend(for: $0) }) { try self.destination(destinationOption) }
     }
 }
