@@ -123,6 +123,7 @@ final class ConfigFileTests: KeepsakeTestCase {
             sources = ["/srv"]
             destination = "s3://backups/hosts/web"
             copy-to = ["usb-copy", "rclone:nas:keepsake", "~/third"]
+            lock-wait = "15min"
             s3-endpoint = "http://127.0.0.1:8333"
             s3-region = "eu-west-3"
             aws-profile = "backup"
@@ -134,6 +135,8 @@ final class ConfigFileTests: KeepsakeTestCase {
                        "relative folders from the file's folder, as other paths")
         XCTAssertEqual(profile.s3, S3Configuration.Overrides(endpoint: "http://127.0.0.1:8333", region: "eu-west-3", awsProfile: "backup",
                                                              accessKeyID: "AKIDPROFILE", secretAccessKey: "secret-in-the-file"))
+        XCTAssertEqual(profile.lockWait, 900)
+        XCTAssertEqual(try profile.backupRequest(toolVersion: "t", defaultThreads: 1).lockWait, 900)
         XCTAssertEqual(try load("[profiles.p]\nsources = [\"/a\"]\ndestination = \"relative\"\n").profile(named: "p").destination,
                        "/etc/keepsake/relative")
     }
@@ -214,7 +217,7 @@ final class ConfigFileTests: KeepsakeTestCase {
             XCTAssertEqual((error as? ConfigError)?.kind, .fileMissing)
             XCTAssertEqual("\(error)", """
                 No configuration file at \(folder)/.config/keepsake/config.toml; create it with a profile like this one \
-                (the README describes every key):
+                (docs/configuration.md describes every key):
 
                 [profiles.home]
                 sources = ["\(folder)"]
@@ -289,7 +292,7 @@ final class ConfigFileTests: KeepsakeTestCase {
             colour = "blue"
             """, "\(file):3:1: unknown key 'colour' in profile 'home'; known keys: sources, destination, exclude, exclude-from, "
                 + "exclude-caches, exclude-if-present, one-file-system, compression, level, threads, tags, full-every, "
-                + "full-if-older-than, ignore-ctime, ignore-inode, reread, before, after, retention, copy-to, s3-endpoint, "
+                + "full-if-older-than, ignore-ctime, ignore-inode, reread, before, after, retention, copy-to, lock-wait, s3-endpoint, "
                 + "s3-region, aws-profile, aws-access-key-id, aws-secret-access-key, aws-session-token")
     }
 

@@ -87,7 +87,7 @@ final class ByteArgumentTests: EndToEndTestCase {
             ([Array("backup".utf8), source, Array("--dest".utf8), dest, Array("--exclude=".utf8) + Self.latin1("x")], "--exclude <pattern>"),
             ([Array("backup".utf8), source, Self.latin1("--de", "st"), dest], "--de\\xffst"),
             ([Array("list".utf8), Self.latin1("2026"), Array("--dest".utf8), dest], "BACKUP"),
-            // Destinations are opened by UTF-8 paths for now (see README).
+            // Destinations are opened by UTF-8 paths for now (see docs/commands.md).
             ([Array("backup".utf8), source, Array("--dest".utf8), dest + [0xff]], "--dest <where>"),
             ([Self.latin1("bac", "kup")], "bac\\xffkup"),
         ]

@@ -48,6 +48,32 @@ final class LockingTests: EndToEndTestCase {
         assertExit(afterwards, 0, "once the lock is free, backups work again")
     }
 
+    /// With --lock-wait, a run that finds the destination locked waits its turn (hosts
+    /// sharing a destination at the same cron minute) instead of exiting 5.
+    func testLockWaitTakesTurns() throws {
+        let dest = path("dest")
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["a.txt": "a\n"])
+        let first = try keepsake.start(["backup", "--stdin", "--stdin-name", "stream.bin", "--dest", dest])
+        defer { first.kill() }
+        first.write(Data(Fixtures.pseudoRandomBytes(count: 1 << 16, seed: 3)))
+        let deadline = Date().addingTimeInterval(30)
+        while !RawFileSystem.exists(dest + "/keepsake.lock") && first.isRunning && Date() < deadline { usleep(5000) }
+        let waiting = try keepsake.start(["backup", source, "--dest", dest, "--lock-wait", "60s"])
+        defer { waiting.kill() }
+        sleep(3)
+        XCTAssertTrue(waiting.isRunning, "the second backup waits for the lock")
+        assertExit(try first.finish(), 0)
+        let second = try waiting.finish()
+        assertExit(second, 0, "it goes on once the lock is free")
+        XCTAssertTrue(second.stderrText.contains("waiting for it"), "it says it waited:\n\(second)")
+        XCTAssertEqual((try json(try run(["list", "--dest", dest, "--json"]))["backups"] as? [Any])?.count, 2)
+
+        let bad = try run(["backup", source, "--dest", dest, "--lock-wait", "soon"])
+        assertExit(bad, 2)
+        XCTAssertTrue(bad.stderrText.contains("'soon'") && bad.stderrText.contains("15min"), "\(bad)")
+    }
+
     func testStaleLockIsTakenOver() throws {
         let dest = path("dest")
         let source = path("src")

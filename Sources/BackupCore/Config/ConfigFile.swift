@@ -108,7 +108,7 @@ public struct ConfigFile: Sendable, Equatable {
                 let command = path == nil ? "keepsake run home" : "keepsake run home --config \(file)"
                 throw ConfigError(file: file, kind: .fileMissing, message:
                     "No configuration file at \(file); create it with a profile like this one "
-                    + "(the README describes every key):\n\n"
+                    + "(docs/configuration.md describes every key):\n\n"
                     + "[profiles.home]\nsources = [\"\(home(environment: environment))\"]\n\n"
                     + "then run '\(command)'")
             }
@@ -184,7 +184,7 @@ private struct ConfigValidator {
     static let profileKeys = [
         "sources", "destination", "exclude", "exclude-from", "exclude-caches", "exclude-if-present", "one-file-system",
         "compression", "level", "threads", "tags", "full-every", "full-if-older-than", "ignore-ctime", "ignore-inode",
-        "reread", "before", "after", "retention", "copy-to", "s3-endpoint", "s3-region", "aws-profile", "aws-access-key-id",
+        "reread", "before", "after", "retention", "copy-to", "lock-wait", "s3-endpoint", "s3-region", "aws-profile", "aws-access-key-id",
         "aws-secret-access-key", "aws-session-token",
     ]
     static let retentionKeys = [
@@ -308,6 +308,15 @@ private struct ConfigValidator {
                 copyTo.append(parsed)
             }
         }
+        var lockWait: TimeInterval = 0
+        if let value = table["lock-wait"] {
+            let text: String? = value.intValue.map(String.init) ?? value.stringValue
+            if let text, let seconds = LockWait.parse(text) {
+                lockWait = seconds
+            } else {
+                add(.invalidValue, at: table.position(of: "lock-wait"), "'lock-wait' must be \(LockWait.expected)")
+            }
+        }
         var s3 = S3Configuration.Overrides()
         s3.endpoint = string("s3-endpoint", in: table)
         s3.region = string("s3-region", in: table)
@@ -413,6 +422,7 @@ private struct ConfigValidator {
         }
         profile.copyTo = copyTo
         profile.s3 = s3
+        profile.lockWait = lockWait
         return profile
     }
 

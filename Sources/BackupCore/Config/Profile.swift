@@ -23,6 +23,9 @@ public struct Profile: Sendable, Equatable {
     /// Further destinations each new backup (and the chain it needs) is copied to by
     /// `keepsake run` (`copy-to`).
     public var copyTo: [String] = []
+    /// How long `keepsake run` waits for the destination's lock when another run holds it
+    /// (`lock-wait`; 0: fail at once with exit 5).
+    public var lockWait: TimeInterval = 0
     /// S3 settings for s3:// destinations (`s3-endpoint`, `s3-region`, `aws-profile`,
     /// `aws-access-key-id`, `aws-secret-access-key`, `aws-session-token`).
     public var s3 = S3Configuration.Overrides()
@@ -140,11 +143,13 @@ public struct Profile: Sendable, Equatable {
         } catch {
             throw problem("invalid exclude pattern '\(error.pattern)' in profile '\(name)': \(error.reason)")
         }
-        return BackupRequest(sources: sources, compression: compression, level: level,
-                             threads: threads ?? max(1, defaultThreads), tags: tags,
-                             scan: ScanOptions(excludes: rules, excludeCaches: excludeCaches,
-                                               excludeIfPresent: excludeIfPresent, oneFileSystem: oneFileSystem),
-                             chain: chain, toolVersion: toolVersion, now: now)
+        var request = BackupRequest(sources: sources, compression: compression, level: level,
+                                    threads: threads ?? max(1, defaultThreads), tags: tags,
+                                    scan: ScanOptions(excludes: rules, excludeCaches: excludeCaches,
+                                                      excludeIfPresent: excludeIfPresent, oneFileSystem: oneFileSystem),
+                                    chain: chain, toolVersion: toolVersion, now: now)
+        request.lockWait = lockWait
+        return request
     }
 
     // MARK: Equality
@@ -156,7 +161,8 @@ public struct Profile: Sendable, Equatable {
             && lhs.excludeIfPresent == rhs.excludeIfPresent && lhs.oneFileSystem == rhs.oneFileSystem
             && lhs.compression == rhs.compression && lhs.level == rhs.level && lhs.threads == rhs.threads
             && lhs.tags == rhs.tags && lhs.chain == rhs.chain && lhs.retention == rhs.retention
-            && lhs.before == rhs.before && lhs.after == rhs.after
+            && lhs.before == rhs.before && lhs.after == rhs.after && lhs.copyTo == rhs.copyTo && lhs.s3 == rhs.s3
+            && lhs.lockWait == rhs.lockWait
     }
 
     // MARK: Errors

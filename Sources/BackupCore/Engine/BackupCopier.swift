@@ -43,7 +43,7 @@ public final class BackupCopier {
     /// - Throws: `EngineError.archiveMissing` / `.manifestUnreadable` for a source backup that
     ///   is not whole, `CopyError.damaged` when an archive's bytes do not match its manifest
     ///   (nothing of that backup is stored), `LockError` when the destination is locked.
-    public func copy(_ ids: [BackupID]? = nil) throws -> Result {
+    public func copy(_ ids: [BackupID]? = nil, lockWait: TimeInterval = 0) throws -> Result {
         let started = Date()
         let items = try BackupCatalog(storage: source).items()
         let byID = Dictionary(items.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
@@ -60,7 +60,8 @@ public final class BackupCopier {
         }
 
         try destination.prepare()
-        let lock = try destination.acquireLock(.current(operation: "copy"))
+        let lock = try destination.acquireLock(.current(operation: "copy"), waitingUpTo: lockWait, cancellation: cancellation,
+                                               events: events)
         defer { lock.release() }
         lock.report(to: events)
         let present = Set(try destination.list().map(\.name))

@@ -48,7 +48,8 @@ public final class BackupEngine {
         }
 
         try storage.prepare()
-        let lock = try storage.acquireLock(.current(operation: "backup"))
+        let lock = try storage.acquireLock(.current(operation: "backup"), waitingUpTo: request.lockWait,
+                                           cancellation: cancellation, events: events)
         defer { lock.release() }
         lock.report(to: events)
         try cleanUpLeftovers()

@@ -67,6 +67,9 @@ public struct BackupRequest: Sendable {
     public var toolVersion: String
     /// The backup's creation time (injectable for tests).
     public var now: Date
+    /// How long to wait for the destination's lock when another run holds it (0: fail at
+    /// once with exit 5, the default; `--lock-wait`, a profile's `lock-wait`).
+    public var lockWait: TimeInterval = 0
     /// A pause before each file is opened and after each MiB read, for fault-injection tests
     /// that change sources while a backup reads them (0 in normal use).
     public var readPause: TimeInterval = 0

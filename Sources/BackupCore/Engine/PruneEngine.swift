@@ -63,7 +63,8 @@ public final class PruneEngine {
         guard try BackupCatalog(storage: storage).newestID() != nil else {
             return PruneResult(decisions: [], removed: [], dryRun: false, freedBytes: 0)
         }
-        let lock = try storage.acquireLock(.current(operation: "prune"))
+        let lock = try storage.acquireLock(.current(operation: "prune"), waitingUpTo: request.lockWait,
+                                           cancellation: cancellation, events: events)
         defer { lock.release() }
         lock.report(to: events)
         let plan = try makePlan(request)

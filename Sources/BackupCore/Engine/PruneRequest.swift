@@ -15,8 +15,10 @@ public struct PruneRequest: Sendable {
     /// Whose backups the policy is applied to: this host's unless `--host` or `--all-hosts`
     /// says otherwise (hosts sharing a destination each prune their own).
     public var hosts: HostSelection = .only(HostIdentity.hostName)
+    /// How long to wait for the destination's lock when another run holds it (0: fail at once).
+    public var lockWait: TimeInterval = 0
     /// A pause before each removal; only for fault-injection tests, which signal a prune
-    /// between two removals (see README, `KEEPSAKE_TEST_REMOVAL_PAUSE_MS`).
+    /// between two removals (see docs/development.md, `KEEPSAKE_TEST_REMOVAL_PAUSE_MS`).
     public var removalPause: TimeInterval = 0
 
     // MARK: Creation

@@ -73,7 +73,9 @@ public final class RunWorkflow {
         if let retention, !cancellation.isCancelled {
             do {
                 let engine = PruneEngine(storage: storage, events: events, cancellation: cancellation)
-                outcome.prune = try engine.run(PruneRequest(policy: retention, dryRun: false, now: now, calendar: calendar))
+                var prune = PruneRequest(policy: retention, dryRun: false, now: now, calendar: calendar)
+                prune.lockWait = request.lockWait
+                outcome.prune = try engine.run(prune)
             } catch {
                 outcome.failures.append(Failure(step: .prune, error: error))
             }
@@ -102,7 +104,7 @@ public final class RunWorkflow {
             guard !cancellation.isCancelled else { break }
             do {
                 let copier = BackupCopier(from: storage, to: target, events: events, cancellation: cancellation)
-                outcome.copies.append((target.location, try copier.copy([id])))
+                outcome.copies.append((target.location, try copier.copy([id], lockWait: request.lockWait)))
             } catch {
                 outcome.failures.append(Failure(step: .copy, error: error, destination: target.location))
             }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// One stored object as a listing shows it.
 public struct StoredObject: Sendable, Equatable {
     /// The object's name in the destination (no directories).
@@ -69,6 +71,35 @@ public protocol StorageBackend: AnyObject {
 extension StorageBackend {
     /// Writable unless a backend says otherwise.
     public var isReadOnly: Bool { false }
+
+    /// Takes the lock as `acquireLock` does, but when another run holds it, waits for it up
+    /// to `wait` seconds, looking again every few seconds: hosts sharing a destination take
+    /// turns instead of failing. Throws `LockError.held` once the wait is over, and
+    /// `EngineError.interrupted` when `cancellation` is set meanwhile.
+    public func acquireLock(_ owner: LockOwner, waitingUpTo wait: TimeInterval,
+                            cancellation: CancellationFlag?, events: EngineEventSink?) throws -> DestinationLock {
+        let deadline = Date().addingTimeInterval(max(0, wait))
+        var told = false
+        while true {
+            do {
+                return try acquireLock(owner)
+            } catch LockError.held(let holder, let destination) {
+                guard Date() < deadline else { throw LockError.held(by: holder, destination: destination) }
+                if !told {
+                    told = true
+                    events?.handle(.notice("\(destination) is locked by \(holder.operation) pid \(holder.pid) on \(holder.host); "
+                        + "waiting for it (up to \(Int(wait)) s)"))
+                }
+                // A few seconds, with jitter, so the hosts that wait do not all look at once.
+                let pause = min(deadline.timeIntervalSinceNow, Double.random(in: 2...5))
+                let until = Date().addingTimeInterval(max(0, pause))
+                while Date() < until {
+                    try cancellation?.check()
+                    usleep(50_000)
+                }
+            }
+        }
+    }
 
     /// Reads a whole (small) object into memory.
     public func readObject(_ name: String, limit: Int = 1 << 30) throws -> [UInt8] {

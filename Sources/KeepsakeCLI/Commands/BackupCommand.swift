@@ -43,6 +43,7 @@ struct BackupCommand: KeepsakeCommand {
             OptionSpec(long: "ignore-ctime", help: "Decide a file is unchanged without looking at its ctime."),
             OptionSpec(long: "ignore-inode", help: "Decide a file is unchanged without looking at its inode and device numbers."),
             OptionSpec(long: "reread", help: "Read and hash every file, and compare contents instead of size and times."),
+            CommonOptions.lockWait,
             CommonOptions.progress,
         ] + CommonOptions.global,
         examples: [
@@ -148,10 +149,11 @@ struct BackupCommand: KeepsakeCommand {
         // Paths go as bytes: a name need not be UTF-8.
         request.sourcePaths = paths
         request.stdinPath = readsStdin ? (arguments.path("stdin-name") ?? Array("stdin".utf8)) : nil
-        // Fault-injection tests slow reading down to change sources mid-run (see README).
+        // Fault-injection tests slow reading down to change sources mid-run (see docs/development.md).
         if let pause = context.environment["KEEPSAKE_TEST_READ_PAUSE_MS"].flatMap(Double.init), pause > 0 {
             request.readPause = pause / 1000
         }
+        request.lockWait = try CommonOptions.lockWaitSeconds(arguments, command: Self.spec)
         destinationOption = arguments.value("dest")
         progress = arguments.flag("progress")
     }

@@ -1,4 +1,5 @@
 import BackupCore
+import Foundation
 import TerminalUI
 
 /// Options every command accepts, and the ones several share.
@@ -24,6 +25,18 @@ enum CommonOptions {
     static let s3Endpoint = OptionSpec(long: "s3-endpoint", kind: .value(valueName: "url"), defaultDescription: "AWS",
                                        environment: "KEEPSAKE_S3_ENDPOINT",
                                        help: "The S3-compatible server for s3:// destinations (http://127.0.0.1:8333); path-style addressing.")
+    static let lockWait = OptionSpec(long: "lock-wait", kind: .value(valueName: "time"), defaultDescription: "0 (fail at once)",
+                                     help: "When another run holds the destination, wait this long for it (900, 90s, 15min, 2h) before exit 5.")
+
+    /// `--lock-wait`'s seconds; a usage error for a value that is not a wait.
+    static func lockWaitSeconds(_ arguments: ParsedArguments, command: CommandSpec) throws -> TimeInterval {
+        guard let text = arguments.value("lock-wait") else { return 0 }
+        guard let seconds = LockWait.parse(text) else {
+            throw UsageError.custom("The value '\(text)' is invalid for '--lock-wait <time>'. Give \(LockWait.expected).", command: command)
+        }
+        return seconds
+    }
+
     static let host = OptionSpec(long: "host", kind: .value(valueName: "name"), defaultDescription: "this host",
                                  help: "Act on the backups this host made (hosts sharing a destination keep their own chains).")
     static let allHosts = OptionSpec(long: "all-hosts", help: "Act on the backups of every host in the destination.")

@@ -17,6 +17,7 @@ struct CopyCommand: KeepsakeCommand {
                        environment: "KEEPSAKE_DEST", help: "Where the backups are: a folder, s3://BUCKET/PREFIX, or rclone:REMOTE:PATH."),
             OptionSpec(long: "to", kind: .value(valueName: "where"), help: "Where to copy them (required)."),
             CommonOptions.s3Endpoint,
+            CommonOptions.lockWait,
             CommonOptions.progress,
         ] + CommonOptions.global,
         examples: [
@@ -32,6 +33,7 @@ struct CopyCommand: KeepsakeCommand {
     private let fromOption: String?
     private let toOption: String
     private let progress: Bool
+    private let lockWait: TimeInterval
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         references = arguments.positionals
@@ -42,6 +44,7 @@ struct CopyCommand: KeepsakeCommand {
         }
         toOption = to
         progress = arguments.flag("progress")
+        lockWait = try CommonOptions.lockWaitSeconds(arguments, command: Self.spec)
     }
 
     // MARK: Running
@@ -62,7 +65,7 @@ struct CopyCommand: KeepsakeCommand {
         let copier = BackupCopier(from: source, to: target, events: presenter, cancellation: context.cancellation)
         let result: BackupCopier.Result
         do {
-            result = try copier.copy(ids)
+            result = try copier.copy(ids, lockWait: lockWait)
         } catch let error as CopyError {
             presenter.finish()
             _ = ConsoleWriter.standardError.writeLine(context.err.apply(.danger, to: "damaged:") + " \(error)")

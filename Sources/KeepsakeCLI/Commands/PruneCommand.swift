@@ -31,6 +31,7 @@ struct PruneCommand: KeepsakeCommand {
                 OptionSpec(long: "dry-run", short: "n", help: "Show what would be kept and removed, and why; remove nothing."),
                 CommonOptions.host,
                 CommonOptions.allHosts,
+                CommonOptions.lockWait,
             ]
             + CommonOptions.global,
         examples: [
@@ -50,6 +51,7 @@ struct PruneCommand: KeepsakeCommand {
     private let destinationOption: String?
     /// Whose backups the policy is applied to.
     private let hosts: HostSelection
+    private let lockWait: TimeInterval
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         var problems = UsageProblems(Self.spec)
@@ -92,6 +94,7 @@ struct PruneCommand: KeepsakeCommand {
         self.policy = policy
         dryRun = arguments.flag("dry-run")
         destinationOption = arguments.value("dest")
+        lockWait = try CommonOptions.lockWaitSeconds(arguments, command: Self.spec)
     }
 
     /// A count option's value: 1 or more, or -1 / `unlimited`; nil when invalid.
@@ -109,7 +112,8 @@ struct PruneCommand: KeepsakeCommand {
         let engine = PruneEngine(storage: storage, events: presenter, cancellation: context.cancellation)
         var request = PruneRequest(policy: policy, dryRun: dryRun)
         request.hosts = hosts
-        // Fault-injection tests slow removals down to signal a prune between two (see README).
+        request.lockWait = lockWait
+        // Fault-injection tests slow removals down to signal a prune between two (see docs/development.md).
         if let pause = context.environment["KEEPSAKE_TEST_REMOVAL_PAUSE_MS"].flatMap(Double.init), pause > 0 {
             request.removalPause = pause / 1000
         }
