@@ -58,19 +58,31 @@ final class RcloneEndToEndTests: EndToEndTestCase {
         try assertTreesEqual(expected: source, actual: restored(source, into: target))
     }
 
-    /// A copy refuses a source archive whose bytes are not what its manifest says: exit 4,
-    /// and nothing of that backup appears at the destination.
-    func testADamagedArchiveIsNotCopied() throws {
+    /// A copy refuses a source archive whose bytes are not what its manifest says, and the
+    /// incremental that relies on it: exit 4, nothing of them at the destination, and the
+    /// other backups copied all the same.
+    func testADamagedArchiveIsNotCopiedAndTheOthersAre() throws {
         let source = path("src")
         try Fixtures.makeMixedTree(at: source)
         let local = path("local")
-        assertExit(try run(["backup", source, "--dest", local, "-q"]), 0)
-        try Fixtures.flipByte(in: try onlyArchive(in: local))
+        let first = try backup([source], dest: local)
+        try "changed\n".write(toFile: source + "/readme.txt", atomically: true, encoding: .utf8)
+        let child = try backup([source], dest: local)
+        let separate = try backup([source], dest: local, options: ["--full"])
+        let archive = try XCTUnwrap(try names(in: local).first { $0.contains(first) && $0.hasSuffix(".tar.zst") })
+        try Fixtures.flipByte(in: local + "/" + archive)
         let other = path("other")
-        let copied = try run(["copy", "--from", local, "--to", other])
+        let copied = try run(["copy", "--from", local, "--to", other, "--json"])
         assertExit(copied, 4)
-        XCTAssertTrue(copied.stderrText.contains("damaged") && copied.stderrText.contains("keepsake verify"), "\(copied)")
-        XCTAssertEqual(try names(in: other).filter { !$0.hasPrefix(".") }, [], "nothing of it was stored")
+        let report = try json(copied)
+        XCTAssertEqual(report["copied"] as? [String], [separate])
+        XCTAssertEqual((report["damaged"] as? [String])?.count, 2, "the damaged one and the one relying on it: \(report)")
+        XCTAssertTrue((report["damaged"] as? [String])?.contains { $0.contains(child) && $0.contains("relies on") } == true)
+        let stored = try names(in: other).filter { !$0.hasPrefix(".") && $0 != "keepsake.lock" }
+        XCTAssertFalse(stored.contains { $0.contains(first) || $0.contains(child) }, "nothing of them was stored: \(stored)")
+        XCTAssertEqual(stored.count, 2, "the intact backup's archive and manifest")
+        let text = try run(["copy", "--from", local, "--to", path("third")])
+        XCTAssertTrue(text.stderrText.contains("damaged") && text.stderrText.contains("keepsake verify"), "\(text)")
     }
 
     func testAMissingRemoteOrProgramIsNamed() throws {

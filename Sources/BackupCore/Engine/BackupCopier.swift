@@ -15,6 +15,9 @@ public final class BackupCopier {
         public var copied: [BackupID] = []
         /// The backups the destination held already.
         public var skipped: [BackupID] = []
+        /// Backups not copied because their bytes are not what their manifest says (and
+        /// those that rely on them), each with why; the others were copied.
+        public var damaged: [CopyError] = []
         /// Archive and manifest bytes sent.
         public var bytes: Int64 = 0
         public var elapsed: TimeInterval = 0
@@ -40,9 +43,10 @@ public final class BackupCopier {
     // MARK: Copying
 
     /// Copies `ids` (every backup of the source when nil) and the backups they rely on.
-    /// - Throws: `EngineError.archiveMissing` / `.manifestUnreadable` for a source backup that
-    ///   is not whole, `CopyError.damaged` when an archive's bytes do not match its manifest
-    ///   (nothing of that backup is stored), `LockError` when the destination is locked.
+    /// A backup whose archive does not match its manifest (or is missing) is not copied,
+    /// nor are the backups that rely on it: they are listed in `Result.damaged`, and the
+    /// others are copied all the same.
+    /// - Throws: `LockError` when the destination is locked, storage errors.
     public func copy(_ ids: [BackupID]? = nil, lockWait: TimeInterval = 0) throws -> Result {
         let started = Date()
         let items = try BackupCatalog(storage: source).items()
@@ -66,6 +70,7 @@ public final class BackupCopier {
         lock.report(to: events)
         let present = Set(try destination.list().map(\.name))
         var result = Result()
+        var failed = Set<BackupID>()
         for id in wanted.sorted() {
             try cancellation.check()
             guard let item = byID[id] else { continue }
@@ -74,7 +79,26 @@ public final class BackupCopier {
                 result.skipped.append(id)
                 continue
             }
-            result.bytes += try copyBackup(item)
+            let needs = (item.summary?.reliesOn ?? []) + (item.summary?.parent.map { [$0] } ?? [])
+            if let broken = needs.first(where: failed.contains) {
+                failed.insert(id)
+                result.damaged.append(.reliesOnDamaged(backup: id, on: broken))
+                continue
+            }
+            do {
+                result.bytes += try copyBackup(item)
+            } catch let error as CopyError {
+                failed.insert(id)
+                result.damaged.append(error)
+                events?.handle(.caution(error.description))
+                continue
+            } catch let error as EngineError {
+                guard case .archiveMissing = error else { throw error }
+                failed.insert(id)
+                result.damaged.append(.damaged(backup: id, archive: item.summary?.archive?.name ?? "?", source: source.location,
+                                               reason: "is missing"))
+                continue
+            }
             result.copied.append(id)
             events?.handle(.notice("copied \(id) to \(destination.location)"))
         }
@@ -147,12 +171,16 @@ public final class BackupCopier {
 /// A backup that cannot be copied because its bytes are not what its manifest says.
 public enum CopyError: Error, Sendable, Equatable, CustomStringConvertible {
     case damaged(backup: BackupID, archive: String, source: String, reason: String)
+    /// An incremental backup whose parent (or a backup it takes files from) was not copied.
+    case reliesOnDamaged(backup: BackupID, on: BackupID)
 
     public var description: String {
         switch self {
         case .damaged(let backup, let archive, let source, let reason):
             return "Backup \(backup) in \(source) is damaged: its archive \(archive) \(reason); nothing of it was copied "
                 + "(run 'keepsake verify \(backup)' there)"
+        case .reliesOnDamaged(let backup, let earlier):
+            return "Backup \(backup) was not copied: it relies on backup \(earlier), which could not be copied"
         }
     }
 }

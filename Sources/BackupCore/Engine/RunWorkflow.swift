@@ -104,7 +104,11 @@ public final class RunWorkflow {
             guard !cancellation.isCancelled else { break }
             do {
                 let copier = BackupCopier(from: storage, to: target, events: events, cancellation: cancellation)
-                outcome.copies.append((target.location, try copier.copy([id], lockWait: request.lockWait)))
+                let copied = try copier.copy([id], lockWait: request.lockWait)
+                outcome.copies.append((target.location, copied))
+                for problem in copied.damaged {
+                    outcome.failures.append(Failure(step: .copy, error: problem, destination: target.location))
+                }
             } catch {
                 outcome.failures.append(Failure(step: .copy, error: error, destination: target.location))
             }

@@ -63,27 +63,22 @@ struct CopyCommand: KeepsakeCommand {
         let presenter = EventPresenter(context: context, progress: progress)
         defer { presenter.finish() }
         let copier = BackupCopier(from: source, to: target, events: presenter, cancellation: context.cancellation)
-        let result: BackupCopier.Result
-        do {
-            result = try copier.copy(ids, lockWait: lockWait)
-        } catch let error as CopyError {
-            presenter.finish()
-            _ = ConsoleWriter.standardError.writeLine(context.err.apply(.danger, to: "damaged:") + " \(error)")
-            if context.json {
-                context.printJSON(.object(JSONObject([("error", .string(error.description)), ("exit_code", .int(4))])))
-            }
-            return .integrity
-        }
+        let result = try copier.copy(ids, lockWait: lockWait)
         presenter.finish()
+        for problem in result.damaged where !context.json {
+            _ = ConsoleWriter.standardError.writeLine(context.err.apply(.danger, to: "damaged:") + " \(problem)")
+        }
+        let code: ExitCode = result.damaged.isEmpty ? .success : .integrity
         if context.json {
             context.printJSON(.object(JSONObject([
                 ("from", .string(source.location)),
                 ("to", .string(target.location)),
                 ("copied", .array(result.copied.map { .string($0.rawValue) })),
                 ("skipped", .array(result.skipped.map { .string($0.rawValue) })),
+                ("damaged", .array(result.damaged.map { .string($0.description) })),
                 ("bytes", .int(result.bytes)),
                 ("elapsed_seconds", .double((result.elapsed * 1000).rounded() / 1000)),
-                ("exit_code", .int(0)),
+                ("exit_code", .int(Int64(code.rawValue))),
             ])))
         } else if !context.quiet {
             context.print(KeyValueList(items: [
@@ -92,9 +87,12 @@ struct CopyCommand: KeepsakeCommand {
                 .init("Copied", "\(Units.count(result.copied.count, "backup")), \(Units.bytes(result.bytes)), every archive checked",
                       valueRole: .success),
                 .init("Skipped", "\(Units.count(result.skipped.count, "backup")) already there"),
+            ] + (result.damaged.isEmpty ? [] : [
+                .init("Damaged", "\(Units.count(result.damaged.count, "backup")) not copied (see above)", valueRole: .danger),
+            ]) + [
                 .init("Time", Units.elapsed(result.elapsed)),
             ]))
         }
-        return .success
+        return code
     }
 }
