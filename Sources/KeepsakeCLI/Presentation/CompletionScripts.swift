@@ -9,14 +9,15 @@ enum CompletionScripts {
     private static func valueKind(_ option: OptionSpec) -> ValueKind {
         if let values = option.allowedValues { return .words(values) }
         switch option.valueName {
-        case "dir": return .directory
+        // A destination is most often a folder (s3:// and rclone: are typed out).
+        case "dir", "where": return .directory
         case "file": return .file
         default: return .none
         }
     }
 
     /// Commands whose arguments are backup ids.
-    private static let takesBackups: Set<String> = ["list", "restore", "verify"]
+    private static let takesBackups: Set<String> = ["list", "restore", "verify", "diff", "copy"]
 
     private static func summary(_ text: String) -> String {
         let sentence = text.split(separator: ".", maxSplits: 1).first.map(String.init) ?? text
