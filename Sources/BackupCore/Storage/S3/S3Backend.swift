@@ -122,14 +122,9 @@ public final class S3Backend: StorageBackend {
         // S3 has no rename: copy on the server, then delete the original.
         let source = "/" + bucket + "/" + SigV4URIEncoding.encode(Array(key(name).utf8), keepingSlash: true)
         do {
-            let response = try pool.withClient { client in
+            _ = try pool.withClient { client in
                 try client.send(.init(method: .put, key: key(newName), headers: [("x-amz-copy-source", source)],
-                                      operation: "copy \(name) to"))
-            }
-            // A copy can fail after its 200 has been sent: the body then holds an error.
-            if let code = S3XML(response.body).root.name == "Error" ? S3XML(response.body).root.text(of: "Code") : nil {
-                throw S3Error.server(status: 200, code: code, message: "", operation: "copy \(name) to",
-                                     endpoint: configuration.endpoint, bucket: bucket, key: key(newName))
+                                      operation: "copy \(name) to", mayFailAfter200: true))
             }
         } catch S3Error.server(404, _, _, _, _, _, _) {
             throw StorageError.notFound(name: name, destination: location)

@@ -85,6 +85,9 @@ final class S3Client {
         /// Sent even once the run is interrupted: the clean-up that follows an interruption
         /// (aborting an upload, releasing the lock) must still reach the store.
         var evenWhenInterrupted = false
+        /// S3 may answer 200 and report a failure in the body (completing an upload, copying
+        /// an object): such an answer is an error too.
+        var mayFailAfter200 = false
     }
 
     /// Sends `request`, retrying transient failures, and collects the body up to `limit`.
@@ -135,8 +138,10 @@ final class S3Client {
             } catch let error as HTTPError where error.kind == .cancelled {
                 throw EngineError.interrupted
             }
-            if accepted(response.status) { return response }
+            // Bodies are parsed only when they may be an error document (never an object's bytes).
+            if accepted(response.status) && !request.mayFailAfter200 { return response }
             let document = S3XML(response.body).root
+            if accepted(response.status) && document.name != "Error" { return response }
             let code = document.text(of: "Code") ?? ""
             if S3Client.isTransient(status: response.status, code: code) {
                 lastProblem = "it answered HTTP \(response.status)" + (code.isEmpty ? "" : " \(code)")

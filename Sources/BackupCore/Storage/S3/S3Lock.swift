@@ -84,7 +84,7 @@ final class S3Lock: DestinationLock, @unchecked Sendable {
             let holder = (try? JSONParser.parse(current.body)).flatMap(LockOwner.init(json:))
             lastHolder = holder
             guard isStale(current, holder: holder, defaultTTL: ttl) else {
-                throw LockError.held(by: holder ?? unknownHolder, destination: backend.location)
+                throw LockError.held(by: holder ?? .unknownHolder, destination: backend.location)
             }
             let replaced = try backend.pool.withClient { client in
                 try client.send(.init(method: .put, key: key, headers: [("If-Match", currentTag)], body: body, operation: "take over the lock"),
@@ -92,15 +92,12 @@ final class S3Lock: DestinationLock, @unchecked Sendable {
             }
             if replaced.isSuccess, let etag = replaced.value(forHeader: "ETag") {
                 return S3Lock(backend: backend, owner: owner, token: token, etag: etag, ttl: ttl,
-                              tookOverFrom: holder ?? unknownHolder)
+                              tookOverFrom: holder ?? .unknownHolder)
             }
             // Another run took it over first, or its holder refreshed it: look again.
         }
-        throw LockError.held(by: lastHolder ?? unknownHolder, destination: backend.location)
+        throw LockError.held(by: lastHolder ?? .unknownHolder, destination: backend.location)
     }
-
-    private static let unknownHolder = LockOwner(pid: 0, host: "unknown", started: Date(timeIntervalSince1970: 0),
-                                                 operation: "another run", processStartTicks: nil)
 
     /// A holder that is a dead process of this host, or a lock not written for its TTL.
     private static func isStale(_ response: HTTPResponse, holder: LockOwner?, defaultTTL: TimeInterval) -> Bool {

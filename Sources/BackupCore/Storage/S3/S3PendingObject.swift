@@ -171,15 +171,9 @@ final class S3PendingObject: PendingObject {
         }
         document += "</CompleteMultipartUpload>"
         let body = Array(document.utf8)
-        let response = try backend.pool.withClient { client in
-            try client.send(.init(method: .post, key: key, query: [("uploadId", uploadID)], body: body, operation: "complete the upload of"))
-        }
-        // S3 may answer 200 and report a failure in the body.
-        let answer = S3XML(response.body).root
-        if answer.name == "Error" {
-            throw S3Error.server(status: response.status, code: answer.text(of: "Code") ?? "", message: answer.text(of: "Message") ?? "",
-                                 operation: "complete the upload of", endpoint: backend.configuration.endpoint,
-                                 bucket: backend.bucket, key: key)
+        _ = try backend.pool.withClient { client in
+            try client.send(.init(method: .post, key: key, query: [("uploadId", uploadID)], body: body, operation: "complete the upload of",
+                                  mayFailAfter200: true))
         }
         self.uploadID = nil
     }
