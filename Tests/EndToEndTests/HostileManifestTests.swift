@@ -131,6 +131,48 @@ final class HostileManifestTests: EndToEndTestCase {
         XCTAssertEqual(try names(in: target), [], "nothing was restored from outside the destination")
     }
 
+    // MARK: Names the manifest does not have
+
+    /// A lone archive (no manifest beside it) whose tar holds a folder, a file in it and a
+    /// symlink that its own manifest does not list — what a damaged name in a gzip stream
+    /// (which carries no checksum) leaves: folders and links are made as met, before the
+    /// manifest at the archive's end is read, so they are taken back once it is, and named.
+    func testNodesTheArchivesOwnManifestDoesNotListAreTakenBack() throws {
+        try backup([source], dest: dest)
+        let archive = try onlyArchive(in: dest)
+        let prefix = String(source.dropFirst())
+        let output = path("stray.tar.zst")
+        let script = """
+        import io, subprocess, sys, tarfile
+        source, output, prefix = sys.argv[1], sys.argv[2], sys.argv[3]
+        raw = subprocess.run(["zstd", "-dc", source], check=True, capture_output=True).stdout
+        original = tarfile.open(fileobj=io.BytesIO(raw))
+        rewritten = io.BytesIO()
+        with tarfile.open(fileobj=rewritten, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for member in original.getmembers():
+                if member.name == ".keepsake/manifest.jsonl":
+                    folder = tarfile.TarInfo(prefix + "/stray-folder"); folder.type = tarfile.DIRTYPE; folder.mode = 0o755
+                    tar.addfile(folder)
+                    inside = tarfile.TarInfo(prefix + "/stray-folder/inside.txt"); inside.size = 3
+                    tar.addfile(inside, io.BytesIO(b"odd"))
+                    link = tarfile.TarInfo(prefix + "/stray-link"); link.type = tarfile.SYMTYPE; link.linkname = "a.txt"
+                    tar.addfile(link)
+                data = original.extractfile(member).read() if member.isreg() else None
+                tar.addfile(member, io.BytesIO(data) if data is not None else None)
+        subprocess.run(["zstd", "-q", "-f", "-o", output], input=rewritten.getvalue(), check=True)
+        """
+        try toolSucceeds("python3", ["-c", script, archive, output, prefix])
+        let outcome = try run(["restore", output, "--target", target])
+        assertExit(outcome, 4, "names the backup never had are damage")
+        for name in ["stray-folder", "stray-folder/inside.txt", "stray-link"] {
+            XCTAssertTrue(outcome.stderrText.contains(prefix + "/" + name + ": not in the backup's manifest"), "\(name):\n\(outcome)")
+        }
+        let restoredSource = restored(source, into: target)
+        XCTAssertFalse(RawFileSystem.exists(restoredSource + "/stray-folder"), "the folder is taken back")
+        XCTAssertFalse(RawFileSystem.exists(restoredSource + "/stray-link"), "the link is taken back")
+        XCTAssertEqual(try String(contentsOfFile: restoredSource + "/a.txt", encoding: .utf8), "alpha\n", "the rest is restored")
+    }
+
     // MARK: Helpers
 
     /// A copy of a Keepsake `.tar.zst` whose own manifest has `line` appended (written by

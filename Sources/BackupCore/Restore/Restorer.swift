@@ -31,6 +31,9 @@ public final class Restorer {
     /// The writer's handle on the folder the last file went into, and that folder's path.
     private var lastDirectory: (components: ArraySlice<[UInt8]>, handle: DirectoryHandle)?
     private var directoryFixes: [DirectoryFix] = []
+    /// Folders, symlinks and special files placed before the archive's own manifest was read
+    /// (a lone archive): checked against it at the end, since a damaged name lands as made.
+    private var placedBeforeManifest: [(components: [[UInt8]], path: [UInt8], type: EntryType)] = []
     private var lastProgress = Date.distantPast
     private var targetPath = ""
     /// Added to the names of files restored from a damaged archive that has no manifest.
@@ -75,6 +78,7 @@ public final class Restorer {
         let started = Date()
         result = RestoreResult()
         directoryFixes = []
+        placedBeforeManifest = []
         lastDirectory = nil
         targetPath = request.target
         let selection = try RestoreSelection(request.selectionPaths)
@@ -136,8 +140,9 @@ public final class Restorer {
             }
             if let final { result.backupID = final.summary.id }
             if let target {
-                try commitPendings(target: target, index: manifest == nil ? final?.index() : nil, hasManifest: final != nil,
-                               request: request)
+                let index = manifest == nil ? final?.index() : nil
+                try commitPendings(target: target, index: index, hasManifest: final != nil, request: request)
+                if let index { removeUnlisted(index, target: target) }
             } else if manifest == nil {
                 result.plainTarball = inner == nil && result.archiveProblem == nil
             }
@@ -458,6 +463,7 @@ public final class Restorer {
             }
             directoryFixes.append(DirectoryFix(components: components, header: header))
             result.directories += 1
+            if expected == nil { placedBeforeManifest.append((components, path, .directory)) }
         case .file:
             try restoreFile(header, reader: reader, components: components, path: path, parentFD: parentFD,
                             expected: entry, hasManifest: expected != nil)
@@ -471,6 +477,7 @@ public final class Restorer {
                                                warnings: &result.warnings) else { return swapped(temporary, parentFD: parentFD, path: path) }
             try place(temporary, as: name, parentFD: parentFD, path: path)
             result.symlinks += 1
+            if expected == nil { placedBeforeManifest.append((components, path, .symlink)) }
         case .hardlink:
             try restoreHardLink(header, components: components, path: path, parentFD: parentFD, deferred: expected == nil)
         case .fifo, .characterDevice, .blockDevice:
@@ -489,6 +496,7 @@ public final class Restorer {
                                                warnings: &result.warnings) else { return swapped(temporary, parentFD: parentFD, path: path) }
             try place(temporary, as: name, parentFD: parentFD, path: path)
             result.other += 1
+            if expected == nil { placedBeforeManifest.append((components, path, header.type)) }
         case .socket:
             try reader.skipContent()
         }
@@ -618,6 +626,39 @@ public final class Restorer {
     private func swapped(_ temporary: [UInt8], parentFD: Int32, path: [UInt8]) {
         RestoreTarget.remove(temporary, in: parentFD)
         result.warnings.append(PathWarning(kind: .unwritable, path: PathBytes.display(path), reason: Restorer.swappedReason))
+    }
+
+    /// Takes back what was placed before the archive's own manifest (`index`) was read and
+    /// that it does not list: a name damaged in the archive (a flipped bit in a gzip stream,
+    /// which has no checksum of its own) must not stay under a name the backup never had.
+    /// Deepest first, after the waiting files, so a folder with a damaged name is empty by
+    /// then; one that is not empty (something else was put in it) is left and named.
+    private func removeUnlisted(_ index: ManifestIndex, target: RestoreTarget) {
+        let unlisted = placedBeforeManifest.filter { index[PathKey($0.path)] == nil }
+        placedBeforeManifest = []
+        for node in unlisted.sorted(by: { $0.components.count > $1.components.count }) {
+            guard let parentFD = try? target.directory(node.components.dropLast(), create: false) else { continue }
+            let name = node.components[node.components.count - 1]
+            // Only what this restore made is taken back: the same kind of node, never followed.
+            guard let existing = RestoreTarget.existing(name, in: parentFD) else { continue }
+            let kind = existing.st_mode & S_IFMT
+            let isFolder = kind == S_IFDIR
+            guard isFolder == (node.type == .directory), node.type != .symlink || kind == S_IFLNK else { continue }
+            let status = PathBytes.syscall(name) { unlinkat(parentFD, $0, isFolder ? AT_REMOVEDIR : 0) }
+            let display = PathBytes.display(node.path)
+            if status == 0 {
+                switch node.type {
+                case .directory: result.directories -= 1
+                case .symlink: result.symlinks -= 1
+                default: result.other -= 1
+                }
+                directoryFixes.removeAll { $0.components == node.components }
+                result.damaged.append(PathWarning(kind: .damaged, path: display, reason: "not in the backup's manifest; removed"))
+            } else {
+                result.damaged.append(PathWarning(kind: .damaged, path: display,
+                                                  reason: "not in the backup's manifest, and not empty: left in place; look at it"))
+            }
+        }
     }
 
     /// Places the files that waited for the archive's own manifest (`index`); with no
