@@ -53,7 +53,7 @@ let package = Package(
         // MARK: Tests
         // The base class of every test case (a skip under CI=true must be allow-listed).
         .target(name: "KeepsakeTestSupport", path: "Tests/KeepsakeTestSupport"),
-        .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore", "KeepsakeTestSupport"]),
+        .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore", "KeepsakeTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "TerminalUITests", dependencies: ["TerminalUI", "KeepsakeTestSupport"]),
         .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "TerminalUI", "KeepsakeTestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["keepsake", "KeepsakeTestSupport"]),

@@ -4,5 +4,7 @@
 #include <openssl/evp.h>
 #include <openssl/crypto.h>
 #include <openssl/hmac.h>
+#include <openssl/kdf.h>
+#include <openssl/rand.h>
 
 #endif

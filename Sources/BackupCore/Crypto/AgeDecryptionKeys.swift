@@ -1,0 +1,20 @@
+/// What reading may use to open an age file.
+public struct AgeDecryptionKeys: Sendable {
+    // MARK: Keys
+
+    /// X25519 identities tried on every X25519 stanza.
+    public var identities: [AgeIdentity]
+    /// The passphrase for a scrypt stanza.
+    public var passphrase: [UInt8]?
+    /// The highest scrypt work factor (log2 N) accepted; higher ones are refused before any work.
+    public var maxWorkFactor: Int
+
+    public init(identities: [AgeIdentity] = [], passphrase: [UInt8]? = nil, maxWorkFactor: Int = 22) {
+        self.identities = identities
+        self.passphrase = passphrase
+        self.maxWorkFactor = maxWorkFactor
+    }
+
+    /// True when there is neither an identity nor a passphrase.
+    public var isEmpty: Bool { identities.isEmpty && passphrase == nil }
+}
