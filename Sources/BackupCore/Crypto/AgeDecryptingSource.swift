@@ -232,7 +232,8 @@ public final class AgeDecryptingSource: RandomAccessSource {
     private func openChunk(_ index: Int64, source: RandomAccessSource, layout: AgePayloadLayout, wanted: Int,
                            into output: UnsafeMutableRawPointer) throws -> Int {
         let isLast = index == layout.chunkCount - 1
-        if isLast, let problem = layout.problem { throw problem }
+        // The last chunk of an impossible length (or none at all) cannot be opened.
+        if index >= layout.chunkCount - 1, let problem = layout.problem { throw problem }
         let full = AgeFormat.sealedChunkSize
         if index < sealedFirstChunk || index >= sealedFirstChunk + sealedChunkCount {
             let count = Int64(min(max(wanted, 1), AgeDecryptingSource.windowChunks))
