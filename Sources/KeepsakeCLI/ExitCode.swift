@@ -13,6 +13,8 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     case integrity = 4
     /// The destination is locked by another run.
     case locked = 5
+    /// An encrypted backup needs a key that was not given, or the key given does not open it.
+    case key = 6
     /// Stopped by SIGINT or SIGTERM.
     case interrupted = 130
 
@@ -25,6 +27,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .partial: return "backup committed, but some files could not be read; or restore finished, but some paths could not be written"
         case .integrity: return "integrity failure: damaged, missing or unsafe content, or a damaged manifest, found by verify, restore or another command"
         case .locked: return "the destination is locked by another run"
+        case .key: return "an encrypted backup needs an identity or passphrase that was not given, or the one given does not open it"
         case .interrupted: return "interrupted (Ctrl-C or SIGTERM); nothing half-done is left"
         }
     }

@@ -89,7 +89,9 @@ public enum KeepsakeCLI {
             code = .interrupted
         case is LockError:
             code = .locked
-        case EngineError.archiveMissing, EngineError.manifestUnreadable:
+        case is EncryptionError:
+            code = .key
+        case EngineError.archiveMissing, EngineError.manifestUnreadable, ArchiveError.damaged:
             // A backup found damaged (its archive gone, its manifest unreadable or hostile).
             code = .integrity
         case let failure as ExcludePatternError:

@@ -125,4 +125,39 @@ final class TerminalInteractionTests: EndToEndTestCase {
         usleep(100_000)
         XCTAssertEqual(try String(contentsOfFile: status, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "2")
     }
+
+    func testThePassphraseIsAskedTwiceWithoutEchoAndOnceToRestore() throws {
+        let source = path("src")
+        let dest = path("dest")
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(source))
+        try Data("secret notes".utf8).write(to: URL(fileURLWithPath: source + "/note.txt"))
+        let status = path("status")
+        try startInTerminal(["backup", source, "--dest", dest, "--passphrase"], status: status)
+        try waitFor({ try screen().contains("Passphrase:") }, what: "the passphrase prompt")
+        try keys("-l", "sesame seed")
+        try keys("Enter")
+        try waitFor({ try screen().contains("Repeat passphrase:") }, what: "the confirmation prompt")
+        try keys("-l", "sesame seed")
+        try keys("Enter")
+        try waitFor({ FileManager.default.fileExists(atPath: status) }, what: "keepsake to finish")
+        usleep(100_000)
+        let shown = try screen()
+        XCTAssertEqual(try String(contentsOfFile: status, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "0", shown)
+        XCTAssertFalse(shown.contains("sesame"), "the passphrase was echoed:\n\(shown)")
+        XCTAssertTrue(try FileManager.default.contentsOfDirectory(atPath: dest).contains { $0.hasSuffix(".tar.zst.age") })
+
+        _ = try? ProcessRunner.run("tmux", ["-S", socket, "kill-server"])
+        try? FileManager.default.removeItem(atPath: status)
+        let target = path("target")
+        try startInTerminal(["restore", "latest", "--dest", dest, "--target", target], status: status)
+        try waitFor({ try screen().contains("Passphrase:") }, what: "the passphrase prompt of restore")
+        try keys("-l", "sesame seed")
+        try keys("Enter")
+        try waitFor({ FileManager.default.fileExists(atPath: status) }, what: "the restore to finish")
+        usleep(100_000)
+        let shownAfterRestore = try screen()
+        XCTAssertEqual(try String(contentsOfFile: status, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "0",
+                       shownAfterRestore)
+        XCTAssertEqual(try String(contentsOfFile: restored(source, into: target) + "/note.txt", encoding: .utf8), "secret notes")
+    }
 }

@@ -185,7 +185,7 @@ private struct ConfigValidator {
         "sources", "destination", "exclude", "exclude-from", "exclude-caches", "exclude-if-present", "one-file-system",
         "compression", "level", "threads", "tags", "full-every", "full-if-older-than", "ignore-ctime", "ignore-inode",
         "reread", "before", "after", "retention", "copy-to", "lock-wait", "s3-endpoint", "s3-region", "aws-profile", "aws-access-key-id",
-        "aws-secret-access-key", "aws-session-token",
+        "aws-secret-access-key", "aws-session-token", "recipients", "recipients-file", "passphrase-file", "identity-file",
     ]
     static let retentionKeys = [
         "keep-last", "keep-hourly", "keep-daily", "keep-weekly", "keep-monthly", "keep-yearly", "keep-within", "keep-tag",
@@ -329,6 +329,22 @@ private struct ConfigValidator {
                 "give both 'aws-access-key-id' and 'aws-secret-access-key', or neither")
         }
 
+        var encryption = Profile.EncryptionSettings()
+        for text in strings("recipients", in: table) ?? [] {
+            do {
+                encryption.recipients.append(try AgeRecipient(parsing: text))
+            } catch {
+                add(.invalidValue, at: table.position(of: "recipients"), "'recipients' holds '\(text)', which is not an age public key (age1…)")
+            }
+        }
+        encryption.recipientsFiles = stringOrStrings("recipients-file", in: table).map(resolve)
+        encryption.passphraseFile = string("passphrase-file", in: table).map(resolve)
+        encryption.identityFiles = stringOrStrings("identity-file", in: table).map(resolve)
+        if encryption.passphraseFile != nil && !(encryption.recipients.isEmpty && encryption.recipientsFiles.isEmpty) {
+            add(.invalidValue, at: table.position(of: "passphrase-file"),
+                "give 'recipients'/'recipients-file' or 'passphrase-file', not both (an age file has public keys or a passphrase)")
+        }
+
         let exclude = strings("exclude", in: table) ?? []
         if !exclude.isEmpty {
             do {
@@ -416,6 +432,7 @@ private struct ConfigValidator {
                               excludeIfPresent: excludeIfPresent, oneFileSystem: oneFileSystem, compression: compression,
                               level: level, threads: threads, tags: tags, chain: chain, retention: retention,
                               before: beforeCommand, after: afterCommand)
+        profile.encryption = encryption
         if let position = table.position(of: "exclude-from") {
             profile.excludeFromLine = position.line
             profile.excludeFromColumn = position.column
@@ -522,6 +539,12 @@ private struct ConfigValidator {
             return nil
         }
         return text
+    }
+
+    /// A key that takes one string or an array of them.
+    private mutating func stringOrStrings(_ key: String, in table: TOMLTable) -> [String] {
+        if let text = table[key]?.stringValue { return [text] }
+        return strings(key, in: table) ?? []
     }
 
     private mutating func strings(_ key: String, in table: TOMLTable) -> [String]? {

@@ -29,6 +29,27 @@ public struct Profile: Sendable, Equatable {
     /// S3 settings for s3:// destinations (`s3-endpoint`, `s3-region`, `aws-profile`,
     /// `aws-access-key-id`, `aws-secret-access-key`, `aws-session-token`).
     public var s3 = S3Configuration.Overrides()
+    /// Encryption (`recipients`, `recipients-file`, `passphrase-file`) and the identities
+    /// the run's verify opens the new backup with (`identity-file`).
+    public var encryption = EncryptionSettings()
+
+    /// A profile's encryption keys: where they are, not the secrets themselves.
+    public struct EncryptionSettings: Sendable, Equatable {
+        /// age public keys to encrypt to.
+        public var recipients: [AgeRecipient] = []
+        /// Files of age public keys (one per line, `age -R` format).
+        public var recipientsFiles: [String] = []
+        /// A file whose first line is the passphrase (passphrase mode).
+        public var passphraseFile: String?
+        /// Identity files (`keepsake keygen`, `age-keygen`) for reading the backups back.
+        public var identityFiles: [String] = []
+
+        /// Creates empty settings (no encryption).
+        public init() {}
+
+        /// True when backups are to be encrypted.
+        public var encrypts: Bool { !recipients.isEmpty || !recipientsFiles.isEmpty || passphraseFile != nil }
+    }
 
     // MARK: What to leave out
 
@@ -162,7 +183,7 @@ public struct Profile: Sendable, Equatable {
             && lhs.compression == rhs.compression && lhs.level == rhs.level && lhs.threads == rhs.threads
             && lhs.tags == rhs.tags && lhs.chain == rhs.chain && lhs.retention == rhs.retention
             && lhs.before == rhs.before && lhs.after == rhs.after && lhs.copyTo == rhs.copyTo && lhs.s3 == rhs.s3
-            && lhs.lockWait == rhs.lockWait
+            && lhs.lockWait == rhs.lockWait && lhs.encryption == rhs.encryption
     }
 
     // MARK: Errors

@@ -38,13 +38,28 @@ public final class BackupCatalog {
                 continue
             }
             do {
-                let summary = try Manifest.parseSummary(try SidecarManifest.firstLine(object.name, in: storage))
+                let summary = try BackupCatalog.summary(ofManifest: object.name, in: storage)
                 items.append(Item(id: id, manifestName: object.name, summary: summary, problem: nil))
             } catch {
                 items.append(Item(id: id, manifestName: object.name, summary: nil, problem: "\(error)"))
             }
         }
         return items.sorted { $0.id < $1.id }
+    }
+
+    /// The summary of the backup whose manifest is `manifestName`: its first line, or for an
+    /// encrypted backup the summary kept in the clear beside it (no key is needed to list).
+    static func summary(ofManifest manifestName: String, in storage: StorageBackend) throws -> BackupSummary {
+        if let publicName = BackupNaming.publicSummaryName(forManifest: manifestName) {
+            let bytes: [UInt8]
+            do {
+                bytes = try storage.readObject(publicName, limit: 1 << 20)
+            } catch StorageError.notFound {
+                throw ManifestError.notAManifest(reason: "\(publicName), the summary of an encrypted backup, is missing")
+            }
+            return try Manifest.parseSummary(bytes)
+        }
+        return try Manifest.parseSummary(try SidecarManifest.firstLine(manifestName, in: storage))
     }
 
     /// The newest committed backup's id (from object names only; no manifest is read).

@@ -34,8 +34,9 @@ public final class BackupCopier {
     /// A copier from `source` to `destination`, reporting to `events`.
     public init(from source: StorageBackend, to destination: StorageBackend, events: EngineEventSink?,
                 cancellation: CancellationFlag) {
-        self.source = source
-        self.destination = destination
+        // Objects are copied as stored: an encrypted backup stays encrypted and needs no key.
+        self.source = DecryptingStorage.stored(source)
+        self.destination = DecryptingStorage.stored(destination)
         self.events = events
         self.cancellation = cancellation
     }
@@ -147,17 +148,35 @@ public final class BackupCopier {
             pending.abort()
             throw error
         }
-        // The manifest last: the copy is a backup only once its archive is whole.
-        let sidecar = try destination.create(item.manifestName)
+        // An encrypted backup's summary in the clear, then the manifest last: the copy is a
+        // backup only once its archive is whole.
+        var extra: Int64 = 0
+        var stored = [facts.name]
         do {
-            try manifestBytes.withUnsafeBytes { try sidecar.write($0) }
-            try sidecar.commit()
+            if let publicName = BackupNaming.publicSummaryName(forManifest: item.manifestName) {
+                let bytes = try source.readObject(publicName, limit: 1 << 20)
+                try store(publicName, bytes)
+                stored.append(publicName)
+                extra = Int64(bytes.count)
+            }
+            try store(item.manifestName, manifestBytes)
         } catch {
-            sidecar.abort()
-            try? destination.delete(facts.name)
+            for name in stored { try? destination.delete(name) }
             throw error
         }
-        return facts.size + Int64(manifestBytes.count)
+        return facts.size + Int64(manifestBytes.count) + extra
+    }
+
+    /// Stores a small object whole in the destination.
+    private func store(_ name: String, _ bytes: [UInt8]) throws {
+        let object = try destination.create(name)
+        do {
+            try bytes.withUnsafeBytes { try object.write($0) }
+            try object.commit()
+        } catch {
+            object.abort()
+            throw error
+        }
     }
 
     private func reportProgress(_ done: Int64, total: Int64, name: String) {

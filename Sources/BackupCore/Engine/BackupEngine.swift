@@ -66,12 +66,26 @@ public final class BackupEngine {
         let parentCursor = parent?.cursor
 
         let host = HostIdentity.fileSafeHostName
-        let archiveName = BackupNaming.archiveName(host: host, id: id, compression: request.compression)
-        let manifestName = BackupNaming.manifestName(host: host, id: id)
+        let encrypted = request.encryption != nil
+        summary.encryption = request.encryptionRecord
+        let archiveName = BackupNaming.archiveName(host: host, id: id, compression: request.compression, encrypted: encrypted)
+        let manifestName = BackupNaming.manifestName(host: host, id: id, encrypted: encrypted)
+        let cache = encrypted ? request.changeCacheRoot.map { ChangeDetectionCache(root: $0, destination: storage.location) } : nil
+        if encrypted {
+            // The same label as before for the same sources (from the parent, else from
+            // what this host cached), a new one for a new set.
+            let wanted = Set(summary.sources)
+            let known = cache?.summaries().values.first { Set($0.summary.sources) == wanted }?.summary.sourceSet
+            summary.sourceSet = parent?.summary.sourceSet ?? known
+                ?? String((0..<4).map { _ in String(format: "%08x", UInt32.random(in: .min ... .max)) }.joined())
+        }
         let pending = try storage.create(archiveName)
         do {
+            // The SHA-256 is of the bytes stored (ciphertext when encrypted), so copy and
+            // verify check them without a key.
             let hashing = HashingSink(target: pending)
-            let writer = try ArchiveWriter(sink: hashing, compression: request.compression,
+            let encrypting = try request.encryption.map { try AgeEncryptingSink(downstream: hashing, encryption: $0) }
+            let writer = try ArchiveWriter(sink: encrypting ?? hashing, compression: request.compression,
                                            level: request.level, threads: request.threads)
             let session = try ArchiveSession(writer: writer, cancellation: cancellation, events: events,
                                              parent: parentCursor, chain: request.chain, warn: warn)
@@ -94,32 +108,77 @@ public final class BackupEngine {
             summary.warningCount = Int64(warnings.count)
             try session.writeMetadataEntries(summary: summary)
             try writer.finish()
+            try encrypting?.finish()
             try cancellation.check()
             summary.archive = .init(name: archiveName, size: hashing.count, sha256: hashing.finalizeHex())
             try pending.commit()
-            // The manifest beside the archive is the commit marker: written last.
-            let sidecar = try storage.create(manifestName)
+            var written: [String] = [archiveName]
             do {
-                try SidecarManifest.write(summaryLine: Array((summary.json.serialized() + "\n").utf8), to: sidecar,
-                                           workers: request.threads) { compressor in
-                    try session.entries.forEachChunk { try compressor.write($0) }
+                if encrypted, let publicName = BackupNaming.publicSummaryName(forManifest: manifestName) {
+                    try storeObject(publicName, bytes: Array((summary.publicSummary.json.serialized() + "\n").utf8))
+                    written.append(publicName)
                 }
-                try sidecar.commit()
+                // The manifest beside the archive is the commit marker: written last.
+                try writeSidecar(manifestName, summary: summary, session: session, request: request, cache: cache)
             } catch {
-                sidecar.abort()
                 // The archive is useless without its manifest; remove it again.
-                try? storage.delete(archiveName)
+                for name in written { try? storage.delete(name) }
                 throw error
             }
         } catch {
             pending.abort()
             throw error
         }
+        if let cache {
+            cache.trim(keeping: Set(((try? storage.list()) ?? []).compactMap { BackupNaming.id(fromManifestName: $0.name) }))
+        }
         return BackupResult(summary: summary, archiveName: archiveName, manifestName: manifestName,
                             warnings: warnings, dryRun: false, elapsed: Date().timeIntervalSince(started))
     }
 
     // MARK: Steps
+
+    /// Stores a small object whole.
+    private func storeObject(_ name: String, bytes: [UInt8]) throws {
+        let object = try storage.create(name)
+        do {
+            try bytes.withUnsafeBytes { try object.write($0) }
+            try object.commit()
+        } catch {
+            object.abort()
+            throw error
+        }
+    }
+
+    /// Writes and commits the manifest beside the archive, encrypted like the archive; with
+    /// a cache, a plain copy goes there too (as far as it can: a cache that fails costs the
+    /// next backup its incrementality only, and says so).
+    private func writeSidecar(_ manifestName: String, summary: BackupSummary, session: ArchiveSession,
+                              request: BackupRequest, cache: ChangeDetectionCache?) throws {
+        let sidecar = try storage.create(manifestName)
+        var tee: MirroringSink?
+        do {
+            let encrypting = try request.encryption.map { try AgeEncryptingSink(downstream: sidecar, encryption: $0) }
+            // The cache gets the plain (compressed) bytes, what goes into the encryption.
+            let plainName = BackupNaming.manifestName(host: HostIdentity.fileSafeHostName, id: summary.id)
+            let mirror = MirroringSink(primary: encrypting ?? sidecar, mirror: cache?.begin(plainName))
+            tee = mirror
+            try SidecarManifest.write(summaryLine: Array((summary.json.serialized() + "\n").utf8), to: mirror,
+                                       workers: request.threads) { compressor in
+                try session.entries.forEachChunk { try compressor.write($0) }
+            }
+            try encrypting?.finish()
+            try sidecar.commit()
+        } catch {
+            sidecar.abort()
+            tee?.abortMirror()
+            throw error
+        }
+        if let cache, tee?.commitMirror() != true {
+            events?.handle(.caution("could not keep this backup's change-detection state in \(cache.location); "
+                + "the next encrypted backup will be full"))
+        }
+    }
 
     private func resolvedSources(_ request: BackupRequest) throws -> [[UInt8]] {
         if let name = request.stdinName, let path = request.stdinPath {
@@ -137,13 +196,50 @@ public final class BackupEngine {
     /// a full backup.
     private func chooseParent(_ request: BackupRequest, sources: [String],
                               catalog: BackupCatalog) throws -> (summary: BackupSummary, cursor: ParentCursor)? {
+        let items = try catalog.items()
+        try checkEncryptionContinues(request, items: items)
         guard request.stdinName == nil, !request.chain.forceFull else { return nil }
         let wanted = Set(sources)
-        let items = try catalog.items()
-        guard let newest = items.last(where: { item in
-            guard let summary = item.summary else { return false }
-            return summary.host == HostIdentity.hostName && Set(summary.sources) == wanted
-        }), let summary = newest.summary else { return nil }
+        // An encrypted backup's sources and manifest are hidden from this host: what it
+        // knows of its own encrypted backups is what it cached when it made them.
+        let cache = request.encryption == nil ? nil
+            : request.changeCacheRoot.map { ChangeDetectionCache(root: $0, destination: storage.location) }
+        let cached = cache?.summaries() ?? [:]
+        var unknown: BackupID?
+        var found: (item: BackupCatalog.Item, summary: BackupSummary, manifest: String, in: StorageBackend)?
+        for item in items.reversed() {
+            guard let summary = item.summary, summary.host == HostIdentity.hostName else { continue }
+            if !summary.sourcesHidden {
+                if Set(summary.sources) == wanted { found = (item, summary, item.manifestName, storage) }
+            } else if let cache, let copy = cached[item.id], copy.summary.id == item.id {
+                if Set(copy.summary.sources) == wanted { found = (item, copy.summary, copy.manifestName, cache.storage) }
+            } else if unknown == nil {
+                unknown = item.id
+            }
+            if found != nil { break }
+        }
+        guard let found else {
+            if let unknown, request.encryption != nil {
+                events?.handle(.notice("making a full backup: this host keeps no change-detection state for its encrypted backup "
+                    + "\(unknown)\(cache.map { " in \($0.location)" } ?? "") (it cannot read its own encrypted backups)"))
+            }
+            return nil
+        }
+        let newest = found.item
+        let summary = found.summary
+        // A chain keeps its keys: whoever can open the new backup can open what it relies on.
+        let mine = request.encryptionRecord
+        let sameKeys: Bool
+        switch (mine, summary.encryption) {
+        case (nil, nil): sameKeys = true
+        case (let new?, let old?): sameKeys = new.canShareChain(with: old)
+        default: sameKeys = false
+        }
+        if !sameKeys {
+            events?.handle(.notice("starting a new chain: \(newest.id) is \(summary.encryption?.label ?? "not encrypted"), "
+                + "this backup \(mine.map { "is " + $0.label } ?? "is not encrypted")"))
+            return nil
+        }
         if summary.chainLength >= request.chain.fullEvery {
             events?.handle(.notice("starting a new chain: the last one holds \(summary.chainLength) backups (--full-every \(request.chain.fullEvery))"))
             return nil
@@ -175,13 +271,24 @@ public final class BackupEngine {
         }
         // The manifest itself is read in step with the scan, a line at a time.
         do {
-            let cursor = try ParentCursor(id: summary.id, source: try SidecarManifest.open(newest.manifestName, in: storage, workers: 1),
-                                          name: newest.manifestName)
+            let cursor = try ParentCursor(id: summary.id, source: try SidecarManifest.open(found.manifest, in: found.in, workers: 1),
+                                          name: found.manifest)
             return (summary, cursor)
         } catch {
             events?.handle(.caution("making a full backup: the manifest of \(newest.id) cannot be read (\(error))"))
             return nil
         }
+    }
+
+    /// Refuses to store in the clear what this host stored encrypted last time, unless asked
+    /// to: a cron job whose key setting went missing must not quietly send plain backups.
+    private func checkEncryptionContinues(_ request: BackupRequest, items: [BackupCatalog.Item]) throws {
+        guard request.encryption == nil, !request.allowUnencrypted,
+              let last = items.last(where: { $0.summary?.host == HostIdentity.hostName }),
+              let encryption = last.summary?.encryption else { return }
+        throw EngineError.invalidRequest("The last backup of this host in \(storage.location), \(last.id), is encrypted "
+            + "(\(encryption.label)), and this one would not be. Give the same --recipient, --recipients-file or --passphrase-file "
+            + "(or the profile's setting) as before, or --no-encryption to store this one in the clear")
     }
 
     /// Cleans up after interrupted runs: removes temporary objects, finishes removals an

@@ -13,6 +13,8 @@ public struct BackupLocator {
 
     /// Whose backup `latest` means (ids and prefixes name backups of any host).
     public var hosts: HostSelection
+    /// The keys encrypted backups are opened with (every storage found is read through it).
+    public var keyring: AgeKeyring = .empty
 
     /// A locator that opens the destination with `destination` when it first needs it.
     /// `remote` opens the destination of an archive named by an `s3://` or `rclone:` address.
@@ -43,7 +45,7 @@ public struct BackupLocator {
     public func locate(_ reference: BackupReference) throws -> LocatedBackup {
         switch reference {
         case .backup(let word):
-            let storage = try destination()
+            let storage = decrypting(try destination())
             let item = try BackupCatalog(storage: storage).resolve(word, hosts: hosts)
             return LocatedBackup(storage: storage, origin: .destination, item: item, archiveName: item.summary?.archive?.name)
         case .archiveFile(let path):
@@ -51,11 +53,12 @@ public struct BackupLocator {
                 throw EngineError.invalidRequest("The archive file '\(path)' does not exist or is not a regular file. Give the path of "
                     + "an archive file, or a backup id, an id prefix or 'latest' (see 'keepsake list')")
             }
-            let (folder, name) = LoneArchiveFolder.holding(path)
+            let (lone, name) = LoneArchiveFolder.holding(path)
+            let folder = decrypting(lone)
             return LocatedBackup(storage: folder, origin: .archiveFile(path: path), item: sidecar(of: name, in: folder),
                                  archiveName: name)
         case .remoteArchive(let address, let name, let text):
-            let storage = try remote(address)
+            let storage = decrypting(try remote(address))
             guard try storage.list().contains(where: { $0.name == name }) else {
                 throw EngineError.invalidRequest("There is no archive '\(name)' in \(storage.location). Give the address of an "
                     + "archive there (see 'keepsake list --dest \(storage.location)'), or a backup id with --dest")
@@ -67,18 +70,22 @@ public struct BackupLocator {
 
     /// Every committed backup of the destination, oldest first, as located backups.
     public func all() throws -> [LocatedBackup] {
-        let storage = try destination()
+        let storage = decrypting(try destination())
         return try BackupCatalog(storage: storage).items().map { item in
             LocatedBackup(storage: storage, origin: .destination, item: item, archiveName: item.summary?.archive?.name)
         }
+    }
+
+    /// `storage` read through the keyring.
+    private func decrypting(_ storage: StorageBackend) -> StorageBackend {
+        DecryptingStorage(DecryptingStorage.stored(storage), keyring: keyring)
     }
 
     /// The manifest beside the archive `name` in `folder`, when there is one whose summary
     /// line reads (a damaged one is ignored: the archive's own manifest decides).
     private func sidecar(of name: String, in folder: StorageBackend) -> BackupCatalog.Item? {
         for candidate in BackupNaming.sidecarNames(forArchive: name) {
-            guard let line = try? SidecarManifest.firstLine(candidate, in: folder),
-                  let summary = try? Manifest.parseSummary(line) else { continue }
+            guard let summary = try? BackupCatalog.summary(ofManifest: candidate, in: folder) else { continue }
             return BackupCatalog.Item(id: summary.id, manifestName: candidate, summary: summary, problem: nil)
         }
         return nil

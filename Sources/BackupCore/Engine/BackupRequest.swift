@@ -73,6 +73,24 @@ public struct BackupRequest: Sendable {
     /// A pause before each file is opened and after each MiB read, for fault-injection tests
     /// that change sources while a backup reads them (0 in normal use).
     public var readPause: TimeInterval = 0
+    /// Encrypts the archive and its manifest (age v1) to these recipients or this
+    /// passphrase; nil stores them in the clear.
+    public var encryption: AgeEncryption?
+    /// Where the change-detection cache lives (`…/keepsake`): with encryption, the next
+    /// backup is incremental only from what this host kept there. Nil keeps nothing.
+    public var changeCacheRoot: String?
+    /// Stores in the clear even though the last backup of this host in the destination was
+    /// encrypted (without it, that is refused: a profile that lost its key setting).
+    public var allowUnencrypted = false
+
+    /// How the summary records `encryption`.
+    var encryptionRecord: BackupEncryption? {
+        switch encryption {
+        case .none: return nil
+        case .recipients(let keys): return .recipients(keys.map(\.encoded))
+        case .passphrase: return .passphrase
+        }
+    }
 
     /// Creates a request.
     public init(sources: [String], stdinName: String? = nil, compression: Compression = .zstd, level: Int? = nil,

@@ -26,7 +26,8 @@ public final class ManifestRepairer {
         let objects = try storage.list()
         let names = Set(objects.map(\.name))
         var found: [(id: BackupID, archive: String, reason: String)] = []
-        for object in objects where !BackupNaming.isManifestName(object.name) {
+        for object in objects where !BackupNaming.isManifestName(object.name)
+            && !object.name.hasSuffix(BackupNaming.publicSummarySuffix) {
             guard let stem = BackupNaming.stem(of: object.name),
                   let id = BackupNaming.id(fromManifestName: stem + BackupNaming.manifestSuffix),
                   ids?.contains(id) ?? true,
@@ -53,6 +54,13 @@ public final class ManifestRepairer {
     /// Reads `archiveName` whole and writes the manifest beside it from the archive's own
     /// copy. Never overwrites anything when the archive's copy cannot be read.
     public func rebuild(archiveName: String, id: BackupID, reason: String) throws -> RepairOutcome {
+        // Rebuilding means reading the archive and writing an encrypted manifest: only the
+        // holder of the key can do the first, so it is not done here at all.
+        guard !BackupNaming.isEncrypted(archiveName) else {
+            return RepairOutcome(id: id, archiveName: archiveName, kind: .unrecoverable,
+                                 reason: "it is encrypted, so its manifest cannot be rebuilt here; whoever holds its key can "
+                                    + "restore the archive file itself (keepsake restore FILE --identity KEY)")
+        }
         let source: ByteSource
         do {
             source = try storage.open(archiveName)

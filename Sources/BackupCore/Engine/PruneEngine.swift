@@ -126,7 +126,7 @@ public final class PruneEngine {
                                                                    reasons: [PruneEngine.unreadableReason])
             ordered.append(PruneDecision(id: item.id, created: item.summary?.created ?? item.id.date,
                                          isIncremental: item.summary?.isIncremental ?? false, keep: decision.keep,
-                                         reasons: decision.reasons, sources: item.summary?.sources ?? [],
+                                         reasons: decision.reasons, sources: item.summary.map { $0.sourcesHidden ? $0.sourceGroup : $0.sources } ?? [],
                                          host: item.summary?.host ?? ""))
             if !decision.keep {
                 removals.append(removal(of: item, objects: objects, sizes: sizes))
@@ -150,7 +150,7 @@ public final class PruneEngine {
             }
             // Other hosts' backups are theirs to prune: left out (and kept).
             guard request.hosts.includes(summary.host) else { continue }
-            let key = GroupKey(host: summary.host, sources: summary.sources.sorted())
+            let key = GroupKey(host: summary.host, sources: summary.sourceGroup)
             if groups[key] == nil { groupOrder.append(key) }
             groups[key, default: []].append(item)
         }

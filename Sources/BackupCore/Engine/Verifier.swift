@@ -14,6 +14,9 @@ public struct VerifyReport: Sendable {
     public var archiveProblems: [String] = []
     /// True when there was no manifest to check against (a plain tarball).
     public var unverifiable = false
+    /// True for an encrypted backup checked without a key: its stored bytes match the size
+    /// and SHA-256 recorded when they were stored, but what they hold was not decrypted.
+    public var contentsUnchecked = false
     /// Files of an incremental backup whose content is in earlier backups' archives. In a
     /// destination those archives are verified too; for a lone archive file they are not.
     public var filesInEarlierArchives: Int64 = 0
@@ -59,9 +62,38 @@ public final class Verifier {
     /// relies on; an archive file alone, against the manifest beside it or its own.
     public func verify(_ backup: LocatedBackup) throws -> VerifyReport {
         if !backup.isArchiveFile, let item = backup.item { return try verify(item, in: backup.storage) }
-        let source = try backup.openArchive()
-        defer { source.close() }
-        return try verify(archive: source, name: backup.archiveLabel, sidecar: backup.manifestBytes())
+        guard let archiveName = backup.archiveName else {
+            throw EngineError.manifestUnreadable(name: backup.item?.manifestName ?? backup.label, reason: "it does not name its archive")
+        }
+        let (hashing, content) = try Verifier.openForCheck(archiveName, in: backup.storage)
+        defer { content.close() }
+        return try verify(stored: hashing, content: content, name: backup.archiveLabel, sidecar: backup.manifestBytes())
+    }
+
+    /// Opens the archive `name` for a check: the bytes as stored are hashed, and an
+    /// encrypted archive is decrypted above that, so one read checks both.
+    static func openForCheck(_ name: String, in storage: StorageBackend) throws -> (stored: HashingSource, content: ByteSource) {
+        let raw: RandomAccessSource
+        do {
+            raw = try DecryptingStorage.stored(storage).open(name)
+        } catch StorageError.notFound {
+            throw EngineError.archiveMissing(name: name, backup: BackupNaming.stem(of: name) ?? name, destination: storage.location)
+        }
+        let hashing = HashingSource(source: raw)
+        do {
+            guard AgeFormat.isAgeFile(prefix: try raw.bytes(at: 0, count: 64)) else { return (hashing, hashing) }
+            guard let decrypting = storage as? DecryptingStorage else { return (hashing, try AgeKeyring.empty.openStream(hashing, name: name)) }
+            return (hashing, try decrypting.openStream(hashing, name: name))
+        } catch {
+            raw.close()
+            throw error
+        }
+    }
+
+    /// True when `storage` can open the encrypted backup `item` (a key was given).
+    private static func canDecrypt(_ item: BackupCatalog.Item, in storage: StorageBackend) -> Bool {
+        guard BackupNaming.isEncrypted(item.manifestName) else { return true }
+        return (storage as? DecryptingStorage)?.keyring.mayOpen(item.summary?.encryption) ?? false
     }
 
     /// Verifies a backup in a destination against the manifest beside its archive.
@@ -76,12 +108,15 @@ public final class Verifier {
 
     private func verifyUncached(_ item: BackupCatalog.Item, in storage: StorageBackend) throws -> VerifyReport {
         var report = VerifyReport(id: item.id, name: item.manifestName)
+        guard Verifier.canDecrypt(item, in: storage) else { return try verifyStored(item, in: storage, report: report) }
         let manifest: Manifest
         let beside: ManifestFingerprint
         do {
             let raw = try SidecarManifest.read(item.manifestName, from: storage)
             manifest = try Manifest.parse(raw)
             beside = ManifestFingerprint(of: raw)
+        } catch let error as EncryptionError {
+            throw error
         } catch {
             report.archiveProblems.append(EngineError.manifestUnreadable(name: item.manifestName, reason: "\(error)").description)
             return report
@@ -91,18 +126,60 @@ public final class Verifier {
             return report
         }
         report.name = facts.name
-        let source: ByteSource
+        let hashing: HashingSource
+        let content: ByteSource
         do {
-            source = try storage.open(facts.name)
+            (hashing, content) = try Verifier.openForCheck(facts.name, in: storage)
+        } catch let error as EncryptionError {
+            throw error
         } catch {
             report.archiveProblems.append("the archive \(facts.name) is missing or unreadable: \(error)")
             return report
         }
-        defer { source.close() }
-        let hashing = HashingSource(source: source)
-        try check(hashing, name: facts.name, expected: manifest, beside: beside, report: &report)
+        defer { content.close() }
+        try check(content, name: facts.name, expected: manifest, beside: beside, report: &report)
         compareWhole(hashing, facts: facts, name: facts.name, report: &report)
         try checkEarlierArchives(manifest, in: storage, report: &report)
+        return report
+    }
+
+    /// An encrypted backup without a key: its archive's stored bytes against the size and
+    /// SHA-256 its summary in the clear records, and the same for every backup it relies on.
+    private func verifyStored(_ item: BackupCatalog.Item, in storage: StorageBackend, report: VerifyReport) throws -> VerifyReport {
+        var report = report
+        report.contentsUnchecked = true
+        guard let summary = item.summary, let facts = summary.archive else {
+            report.archiveProblems.append(EngineError.manifestUnreadable(name: item.manifestName,
+                                                                         reason: item.problem ?? "it does not name its archive").description)
+            return report
+        }
+        report.name = facts.name
+        do {
+            let source = try DecryptingStorage.stored(storage).open(facts.name)
+            defer { source.close() }
+            let hashing = HashingSource(source: source)
+            compareWhole(hashing, facts: facts, name: facts.name, report: &report)
+            report.bytesChecked = hashing.count
+        } catch {
+            report.archiveProblems.append("the archive \(facts.name) is missing or unreadable: \(error)")
+        }
+        report.reliesOn = (summary.reliesOn ?? []).filter { $0 != item.id }
+        if catalogItems == nil {
+            catalogItems = Dictionary((try BackupCatalog(storage: storage).items()).map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+        }
+        for holder in report.reliesOn {
+            guard let earlier = catalogItems?[holder] else {
+                report.archiveProblems.append("it relies on backup \(holder), and that backup is missing")
+                continue
+            }
+            guard !inProgress.contains(holder) else {
+                report.archiveProblems.append("it relies on backup \(holder), which relies on it in turn (a cycle)")
+                continue
+            }
+            if !(try verify(earlier, in: storage)).isIntact {
+                report.archiveProblems.append("it relies on backup \(holder), and that backup is damaged")
+            }
+        }
         return report
     }
 
@@ -163,13 +240,19 @@ public final class Verifier {
     /// Verifies a lone archive file against its own manifest, or against the manifest
     /// beside it (`sidecar`, its raw bytes), including the archive's recorded size and SHA-256.
     public func verify(archive source: ByteSource, name: String, sidecar: [UInt8]?) throws -> VerifyReport {
+        let hashing = HashingSource(source: source)
+        return try verify(stored: hashing, content: hashing, name: name, sidecar: sidecar)
+    }
+
+    /// `verify(archive:…)` for an archive whose stored bytes (`stored`) and content
+    /// (`content`, read above them: decrypted, or the same source) differ.
+    private func verify(stored: HashingSource, content: ByteSource, name: String, sidecar: [UInt8]?) throws -> VerifyReport {
         let manifest = sidecar.flatMap { try? Manifest.parse($0) }
         let beside = manifest == nil ? nil : sidecar.map(ManifestFingerprint.init(of:))
         var report = VerifyReport(id: manifest?.summary.id, name: name)
-        let hashing = HashingSource(source: source)
-        try check(hashing, name: name, expected: manifest, beside: beside, report: &report)
+        try check(content, name: name, expected: manifest, beside: beside, report: &report)
         if let facts = manifest?.summary.archive {
-            compareWhole(hashing, facts: facts, name: name, report: &report)
+            compareWhole(stored, facts: facts, name: name, report: &report)
         }
         return report
     }

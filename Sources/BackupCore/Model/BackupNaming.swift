@@ -23,8 +23,24 @@ public enum BackupNaming {
     public static let manifestSuffix = ".manifest.jsonl.zst"
     /// How manifests beside archives ended before they were compressed; still read.
     public static let plainManifestSuffix = ".manifest.jsonl"
+    /// What an encrypted object's name ends with: it is an age file (`age -d` reads it).
+    public static let encryptedSuffix = ".age"
+    /// The manifest beside an encrypted archive: the same compressed JSON lines, encrypted.
+    public static let encryptedManifestSuffix = manifestSuffix + encryptedSuffix
     /// Every ending a manifest beside an archive can have, the current one first.
-    public static let manifestSuffixes = [manifestSuffix, plainManifestSuffix]
+    public static let manifestSuffixes = [manifestSuffix, plainManifestSuffix, encryptedManifestSuffix]
+    /// Beside an encrypted backup: its summary without names (no sources, no paths), in the
+    /// clear, so the backups can be listed, pruned, copied and checked without a key.
+    public static let publicSummarySuffix = ".summary.json"
+
+    /// True when `name` names an encrypted object.
+    public static func isEncrypted(_ name: String) -> Bool { name.hasSuffix(encryptedSuffix) }
+
+    /// `HOST_ID.summary.json` for the backup whose manifest is `manifestName`.
+    public static func publicSummaryName(forManifest manifestName: String) -> String? {
+        guard isEncrypted(manifestName), let stem = stem(of: manifestName) else { return nil }
+        return stem + publicSummarySuffix
+    }
 
     /// The ending of `name` if it names a manifest beside an archive.
     public static func manifestSuffix(of name: String) -> String? {
@@ -38,14 +54,14 @@ public enum BackupNaming {
     /// after its archive is, so a crash in between is finished, not undone, by the next run.
     public static let pruneMarkerSuffix = ".pruning"
 
-    /// `HOST_ID.tar.zst`: host, time and id readable from the name.
-    public static func archiveName(host: String, id: BackupID, compression: Compression) -> String {
-        "\(host)_\(id.rawValue)\(compression.fileExtension)"
+    /// `HOST_ID.tar.zst` (`.tar.zst.age` encrypted): host, time and id readable from the name.
+    public static func archiveName(host: String, id: BackupID, compression: Compression, encrypted: Bool = false) -> String {
+        "\(host)_\(id.rawValue)\(compression.fileExtension)\(encrypted ? encryptedSuffix : "")"
     }
 
-    /// `HOST_ID.manifest.jsonl.zst`, beside the archive.
-    public static func manifestName(host: String, id: BackupID) -> String {
-        "\(host)_\(id.rawValue)\(manifestSuffix)"
+    /// `HOST_ID.manifest.jsonl.zst` (`.age` encrypted), beside the archive.
+    public static func manifestName(host: String, id: BackupID, encrypted: Bool = false) -> String {
+        "\(host)_\(id.rawValue)\(encrypted ? encryptedManifestSuffix : manifestSuffix)"
     }
 
     /// The id in a manifest object's name, if it is one.
@@ -59,16 +75,20 @@ public enum BackupNaming {
     /// The name without any archive or manifest extension (`HOST_ID`).
     public static func stem(of name: String) -> String? {
         if let suffix = manifestSuffix(of: name) { return String(name.dropLast(suffix.count)) }
-        for codec in Compression.allCases where name.hasSuffix(codec.fileExtension) {
-            return String(name.dropLast(codec.fileExtension.count))
+        if name.hasSuffix(publicSummarySuffix) { return String(name.dropLast(publicSummarySuffix.count)) }
+        let archive = isEncrypted(name) ? String(name.dropLast(encryptedSuffix.count)) : name
+        for codec in Compression.allCases where archive.hasSuffix(codec.fileExtension) {
+            return String(archive.dropLast(codec.fileExtension.count))
         }
         return nil
     }
 
-    /// The names the manifest beside an archive can have, the current one first
-    /// (`X.tar.zst` → `X.manifest.jsonl.zst`, `X.manifest.jsonl`).
+    /// The names the manifest beside an archive can have, the likeliest first
+    /// (`X.tar.zst` → `X.manifest.jsonl.zst`, `X.manifest.jsonl`; `X.tar.zst.age` →
+    /// `X.manifest.jsonl.zst.age` first).
     public static func sidecarNames(forArchive name: String) -> [String] {
-        guard let stem = stem(of: name), !isManifestName(name) else { return [] }
-        return manifestSuffixes.map { stem + $0 }
+        guard let stem = stem(of: name), !isManifestName(name), !name.hasSuffix(publicSummarySuffix) else { return [] }
+        let names = manifestSuffixes.map { stem + $0 }
+        return isEncrypted(name) ? names.reversed() : names
     }
 }

@@ -43,6 +43,20 @@ public struct BackupSummary: Sendable, Equatable {
     public var reliesOn: [BackupID]?
     /// What only the copy beside the archive can know: its name, stored size and SHA-256.
     public var archive: ArchiveFacts?
+    /// How the backup is encrypted; nil when it is not.
+    public var encryption: BackupEncryption?
+    /// True for the summary kept in the clear beside an encrypted backup: it holds no names,
+    /// so `sources` is empty there (the encrypted manifest has them).
+    public var sourcesHidden = false
+    /// For an encrypted backup: a random label its host gives each set of sources (and
+    /// keeps in its cache), so prune keeps each set's backups apart without seeing paths.
+    public var sourceSet: String?
+
+    /// What prune groups backups by besides the host: the sources, or the label that
+    /// stands for them where they are hidden.
+    public var sourceGroup: [String] {
+        sourcesHidden ? ["encrypted source set \(sourceSet ?? "?")"] : sources.sorted()
+    }
 
     /// Facts about the stored archive file.
     public struct ArchiveFacts: Sendable, Equatable {
@@ -131,9 +145,21 @@ public struct BackupSummary: Sendable, Equatable {
         object["new_bytes"] = .int(newBytes)
         if let reliesOn { object["relies_on"] = .array(reliesOn.map { .string($0.rawValue) }) }
         object["tool"] = .string(toolVersion)
+        if let encryption { object["encryption"] = encryption.json }
+        if sourcesHidden { object["sources_hidden"] = .bool(true) }
+        if let sourceSet { object["source_set"] = .string(sourceSet) }
         // Last, so the copy beside the archive is the inside copy's line plus this key.
         if let archive { object["archive"] = archive.json }
         return .object(object)
+    }
+
+    /// The summary as it is kept in the clear beside an encrypted backup: the same line
+    /// without the sources (paths are names the encryption hides).
+    public var publicSummary: BackupSummary {
+        var copy = self
+        copy.sources = []
+        copy.sourcesHidden = true
+        return copy
     }
 
     // MARK: Decoding
@@ -214,5 +240,16 @@ public struct BackupSummary: Sendable, Equatable {
                   newFileCount: object["new_files"] == nil ? files : try count("new_files"),
                   newBytes: object["new_bytes"] == nil ? bytes : try count("new_bytes"), archive: facts)
         self.reliesOn = reliesOn
+        if let value = object["encryption"] {
+            guard let encryption = BackupEncryption(json: value) else {
+                throw fail("'encryption' must say {\"format\":\"age\", …} with its recipients or passphrase")
+            }
+            self.encryption = encryption
+        }
+        sourcesHidden = object["sources_hidden"] == .bool(true)
+        if let value = object["source_set"] {
+            guard let text = value.stringValue, HexEncoding.isHex(text, length: 32) else { throw fail("'source_set' must be 32 hex digits") }
+            sourceSet = text
+        }
     }
 }

@@ -45,13 +45,15 @@ struct BackupCommand: KeepsakeCommand {
             OptionSpec(long: "reread", help: "Read and hash every file, and compare contents instead of size and times."),
             CommonOptions.lockWait,
             CommonOptions.progress,
-        ] + CommonOptions.global,
+        ] + KeyOptions.writing + CommonOptions.global,
         examples: [
             .init(command: "keepsake backup ~/Documents", explanation: "Back up a folder to the default destination."),
             .init(command: "keepsake backup /etc /home --dest /mnt/usb/backups --exclude '*.tmp' --exclude-caches",
                   explanation: "Back up two folders to a USB disk, leaving out temporary files and caches."),
             .init(command: "pg_dump shop | keepsake backup --stdin --stdin-name shop.sql --tag db",
                   explanation: "Back up a database dump from a pipe."),
+            .init(command: "keepsake backup /srv --dest s3://backups/web --recipient age1…",
+                  explanation: "Encrypt to a public key: only its identity (kept elsewhere) can read the backup."),
         ]
     )
 
@@ -154,6 +156,11 @@ struct BackupCommand: KeepsakeCommand {
             request.readPause = pause / 1000
         }
         request.lockWait = try CommonOptions.lockWaitSeconds(arguments, command: Self.spec)
+        if !request.dryRun {
+            request.encryption = try KeyOptions.encryption(arguments, context: context)
+        }
+        request.allowUnencrypted = arguments.flag("no-encryption")
+        request.changeCacheRoot = context.cacheRoot
         destinationOption = arguments.value("dest")
         progress = arguments.flag("progress")
     }
@@ -232,11 +239,20 @@ struct BackupCommand: KeepsakeCommand {
         items.append(.init("Time", Units.elapsed(result.elapsed) + rate))
         items.append(.init("Destination", destination))
         if let name = result.archiveName { items.append(.init("Archive", name)) }
+        if let encryption = summary.encryption { items.append(.init("Encrypted", Self.describe(encryption))) }
         if !summary.tags.isEmpty { items.append(.init("Tags", summary.tags.joined(separator: ", "))) }
         if !result.warnings.isEmpty {
             items.append(.init("Warnings", "\(result.warnings.count) path(s) could not be read completely (see above)", valueRole: .warning))
         }
         return items
+    }
+
+    /// `age, to age1… and age1…` or `age, with a passphrase`.
+    static func describe(_ encryption: BackupEncryption) -> String {
+        switch encryption {
+        case .recipients(let keys): return "age, to " + keys.joined(separator: ", ")
+        case .passphrase: return "age, with a passphrase"
+        }
     }
 
     private func show(_ result: BackupResult, destination: String, context: CommandContext) {
@@ -277,6 +293,7 @@ struct BackupCommand: KeepsakeCommand {
             ("new_files", .int(summary.newFileCount)),
             ("new_bytes", .int(summary.newBytes)),
         ])
+        object["encryption"] = summary.encryption.map(\.json) ?? .null
         object["stored_bytes"] = summary.archive.map { .int($0.size) } ?? .null
         object["archive_sha256"] = summary.archive.map { .string($0.sha256) } ?? .null
         object["elapsed_seconds"] = .double((result.elapsed * 1000).rounded() / 1000)

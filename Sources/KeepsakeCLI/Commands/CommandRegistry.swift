@@ -2,7 +2,7 @@
 enum CommandRegistry {
     /// The command types.
     static let all: [any KeepsakeCommand.Type] = [
-        BackupCommand.self, ListCommand.self, RestoreCommand.self, VerifyCommand.self, PruneCommand.self, CopyCommand.self, RepairCommand.self, DiffCommand.self, FindCommand.self, RunCommand.self, ScheduleCommand.self, CompletionsCommand.self,
+        BackupCommand.self, ListCommand.self, RestoreCommand.self, VerifyCommand.self, PruneCommand.self, CopyCommand.self, RepairCommand.self, DiffCommand.self, FindCommand.self, RunCommand.self, ScheduleCommand.self, KeygenCommand.self, CompletionsCommand.self,
         HelpCommand.self,
     ]
 

@@ -14,7 +14,7 @@ struct DiffCommand: KeepsakeCommand {
             ArgumentSpec(name: "FROM", help: "The older backup: an id, unique id prefix, 'latest', or an archive file."),
             ArgumentSpec(name: "TO", help: "The newer backup: an id, unique id prefix, 'latest', or an archive file."),
         ],
-        options: [CommonOptions.dest, CommonOptions.s3Endpoint] + CommonOptions.global,
+        options: [CommonOptions.dest, CommonOptions.s3Endpoint] + KeyOptions.reading + CommonOptions.global,
         examples: [
             .init(command: "keepsake diff 20261128 latest", explanation: "What changed between a backup of 28 November and the newest one."),
             .init(command: "keepsake diff 20261128 20261129 --json", explanation: "The same as one JSON document, for scripts."),
@@ -26,6 +26,7 @@ struct DiffCommand: KeepsakeCommand {
     private let destinationOption: String?
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
+        context.keyring = try KeyOptions.keyring(arguments, context: context)
         // The parser has already insisted on exactly two positionals.
         guard let from = arguments.argument("FROM"), let to = arguments.argument("TO") else {
             throw UsageError(.missingArgument("FROM TO"), command: Self.spec)

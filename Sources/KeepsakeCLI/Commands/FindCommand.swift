@@ -11,7 +11,7 @@ struct FindCommand: KeepsakeCommand {
         abstract: "Find which backups hold a file, with each version's size, time and SHA-256.",
         discussion: "PATTERN follows the --exclude rules: without a slash it matches a name at any depth (notes.txt, '*.pdf'); with a slash it matches the whole path (home/*/notes.txt; the leading / is optional); ** spans folders; a trailing / matches folders only. Every backup is searched, oldest first, from its manifest (no archive is read). Exit 1 when nothing matches.",
         arguments: [ArgumentSpec(name: "PATTERN", help: "A name or path pattern; quote it so the shell leaves * alone.")],
-        options: [CommonOptions.dest, CommonOptions.s3Endpoint] + CommonOptions.global,
+        options: [CommonOptions.dest, CommonOptions.s3Endpoint] + KeyOptions.reading + CommonOptions.global,
         examples: [
             .init(command: "keepsake find notes.txt", explanation: "Every version of every file named notes.txt, in every backup."),
             .init(command: "keepsake find '*.pdf' --dest /mnt/usb/backups", explanation: "The PDF files in the backups on a USB disk."),
@@ -23,6 +23,7 @@ struct FindCommand: KeepsakeCommand {
     private let destinationOption: String?
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
+        context.keyring = try KeyOptions.keyring(arguments, context: context)
         let pattern = arguments.argument("PATTERN") ?? ""
         do {
             search = try BackupSearch(pattern: pattern)

@@ -17,7 +17,7 @@ struct ListCommand: KeepsakeCommand {
             OptionSpec(long: "ids", help: "Without BACKUP: print only the backup ids, oldest first, one per line."),
             OptionSpec(long: "host", kind: .value(valueName: "name"), defaultDescription: "every host",
                        help: "Without BACKUP: only the backups this host made; with BACKUP, whose backup 'latest' is."),
-        ] + CommonOptions.global,
+        ] + KeyOptions.reading + CommonOptions.global,
         examples: [
             .init(command: "keepsake list", explanation: "Show the backups in the default destination."),
             .init(command: "keepsake list latest --long", explanation: "Show the files of the newest backup with details."),
@@ -33,6 +33,7 @@ struct ListCommand: KeepsakeCommand {
     private let host: String?
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
+        context.keyring = try KeyOptions.keyring(arguments, context: context)
         reference = arguments.positionals.first
         destinationOption = arguments.value("dest")
         long = arguments.flag("long")
@@ -112,11 +113,19 @@ struct ListCommand: KeepsakeCommand {
                                      Table.Cell(Timestamp.localShort(summary.created)),
                                      Table.Cell(Units.count(Int(summary.fileCount))), Table.Cell(Units.bytes(summary.originalBytes)),
                                      Table.Cell(Units.bytes(stored)), Table.Cell(ratio),
-                                     Table.Cell(summary.sources.joined(separator: ", ")), Table.Cell(summary.tags.joined(separator: ","))]
+                                     sourcesCell(summary), Table.Cell(summary.tags.joined(separator: ","))]
             return showsHost ? [row[0], Table.Cell(summary.host)] + row.dropFirst() : row
         }
         context.print(Table(columns: columns, cells: rows))
         return .success
+    }
+
+    /// The sources, or for an encrypted backup (its summary in the clear holds no paths)
+    /// how it is encrypted; a readable encrypted backup shows both.
+    private func sourcesCell(_ summary: BackupSummary) -> Table.Cell {
+        guard let encryption = summary.encryption else { return Table.Cell(summary.sources.joined(separator: ", ")) }
+        if summary.sourcesHidden { return Table.Cell("encrypted (\(encryption.label))", role: .muted) }
+        return Table.Cell(summary.sources.joined(separator: ", ") + " (encrypted)")
     }
 
     private func showEntries(_ entries: [ManifestEntry], summary: BackupSummary?, context: CommandContext) {

@@ -30,7 +30,7 @@ struct RestoreCommand: KeepsakeCommand {
             CommonOptions.host,
             CommonOptions.allHosts,
             CommonOptions.progress,
-        ] + CommonOptions.global,
+        ] + KeyOptions.reading + CommonOptions.global,
         examples: [
             .init(command: "keepsake restore latest --target /tmp/restore", explanation: "Restore the newest backup into /tmp/restore."),
             .init(command: "keepsake restore 20261129 home/ana/notes.txt", explanation: "Restore one file of a backup into the current folder."),
@@ -49,6 +49,7 @@ struct RestoreCommand: KeepsakeCommand {
     private let hosts: HostSelection
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
+        context.keyring = try KeyOptions.keyring(arguments, context: context)
         reference = arguments.argument("BACKUP")
         if arguments.value("host") != nil && arguments.flag("all-hosts") {
             throw UsageError.custom("Give either '--host' or '--all-hosts', not both.", command: Self.spec)

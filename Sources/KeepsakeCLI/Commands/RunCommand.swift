@@ -56,6 +56,10 @@ struct RunCommand: KeepsakeCommand {
         }
         var state = RunState(profile: profile, config: config)
         context.s3Overrides = profile.s3
+        // The run's verify opens the new backup with the profile's identities or passphrase;
+        // without them it checks the stored bytes (this host need not be able to read them).
+        context.keyring = try KeyOptions.keyring(nil, identityFiles: profile.encryption.identityFiles,
+                                                 passphraseFile: profile.encryption.passphraseFile, context: context)
         let storage = try context.destination(profile.destination)
         let copyTo = try profile.copyTo.map { try context.destination($0) }
         state.destination = storage.location
@@ -106,7 +110,7 @@ struct RunCommand: KeepsakeCommand {
     /// recorded with its exit code.
     private func steps(_ state: inout RunState, storage: StorageBackend, copyTo: [StorageBackend], presenter: EventPresenter,
                        context: CommandContext) {
-        let request: BackupRequest
+        var request: BackupRequest
         do {
             request = try state.profile.backupRequest(toolVersion: "keepsake \(KeepsakeCLI.version)",
                                                       defaultThreads: ProcessInfo.processInfo.activeProcessorCount)
@@ -114,6 +118,13 @@ struct RunCommand: KeepsakeCommand {
             state.fail(.failure, error.description, context: context)
             return
         }
+        do {
+            request.encryption = try KeyOptions.encryption(nil, settings: state.profile.encryption, context: context)
+        } catch {
+            state.fail(.key, "\(error)", context: context)
+            return
+        }
+        request.changeCacheRoot = context.cacheRoot
         let workflow = RunWorkflow(storage: storage, events: presenter, cancellation: context.cancellation)
         let outcome = workflow.run(request, retention: state.profile.retention, copyTo: copyTo)
         state.backup = outcome.backup
@@ -157,6 +168,7 @@ struct RunCommand: KeepsakeCommand {
         switch error {
         case EngineError.interrupted: return .interrupted
         case is LockError: return .locked
+        case is EncryptionError: return .key
         case EngineError.archiveMissing: return .integrity
         case is CopyError: return .integrity
         default: return .failure
@@ -322,15 +334,16 @@ private struct RunState {
         _ = ConsoleWriter.standardError.writeLine("\(label) \(message)")
     }
 
-    /// 130 over 5 over 4 over 1 over 3 over 0.
+    /// 130 over 5 over 4 over 6 over 1 over 3 over 0.
     private static func severity(_ code: ExitCode) -> Int {
         switch code {
         case .success: return 0
         case .partial: return 1
         case .failure, .usage: return 2
-        case .integrity: return 3
-        case .locked: return 4
-        case .interrupted: return 5
+        case .key: return 3
+        case .integrity: return 4
+        case .locked: return 5
+        case .interrupted: return 6
         }
     }
 }

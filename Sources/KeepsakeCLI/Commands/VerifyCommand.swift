@@ -12,7 +12,7 @@ struct VerifyCommand: KeepsakeCommand {
         discussion: "Decompresses each archive completely, checks every file against the manifest, that every file in the manifest is present, and the archive's size and SHA-256 recorded when it was stored. Exit 4 names each damaged backup and, where possible, the damaged files.",
         arguments: [ArgumentSpec(name: "BACKUP", help: "Backup ids, unique prefixes, 'latest', or archive files; all backups when none.",
                                  optional: true, repeating: true)],
-        options: [CommonOptions.dest, CommonOptions.s3Endpoint, CommonOptions.progress] + CommonOptions.global,
+        options: [CommonOptions.dest, CommonOptions.s3Endpoint, CommonOptions.progress] + KeyOptions.reading + CommonOptions.global,
         examples: [
             .init(command: "keepsake verify", explanation: "Verify every backup in the default destination."),
             .init(command: "keepsake verify latest --dest /mnt/usb/backups", explanation: "Verify the newest backup on a USB disk."),
@@ -24,6 +24,7 @@ struct VerifyCommand: KeepsakeCommand {
     private let progress: Bool
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
+        context.keyring = try KeyOptions.keyring(arguments, context: context)
         references = arguments.positionals
         destinationOption = arguments.value("dest")
         progress = arguments.flag("progress")
@@ -69,6 +70,10 @@ struct VerifyCommand: KeepsakeCommand {
     private func show(_ report: VerifyReport, context: CommandContext) {
         let name = report.id?.rawValue ?? report.name
         var details = "\(Units.count(Int(report.filesChecked), "file")), \(Units.bytes(report.bytesChecked))"
+        if report.contentsUnchecked {
+            // Encrypted, and no key given: the stored bytes are as written; what they hold was not read.
+            details = "stored bytes intact (\(Units.bytes(report.bytesChecked))); encrypted, contents not checked: give --identity to check them"
+        }
         if report.filesInEarlierArchives > 0 {
             details += "; \(Units.count(Int(report.filesInEarlierArchives))) more in earlier backups"
         }

@@ -14,6 +14,7 @@ enum VerifyReportJSON {
             ("damaged_files", .array(report.problems.map(WarningJSON.encode))),
             ("files_in_earlier_archives", .int(report.filesInEarlierArchives)),
             ("relies_on", .array(report.reliesOn.map { .string($0.rawValue) })),
+            ("contents_unchecked", .bool(report.contentsUnchecked)),
         ]))
     }
 }

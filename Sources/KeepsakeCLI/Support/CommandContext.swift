@@ -31,6 +31,17 @@ final class CommandContext {
     let s3Endpoint: String?
     /// A profile's S3 settings (`keepsake run`), under `--s3-endpoint`.
     var s3Overrides = S3Configuration.Overrides()
+    /// The keys encrypted backups are opened with (`--identity`, a passphrase); every
+    /// destination this context opens reads through them.
+    var keyring: AgeKeyring = .empty
+
+    /// Where the change-detection cache of encrypted backups lives:
+    /// `${XDG_CACHE_HOME:-~/.cache}/keepsake`.
+    var cacheRoot: String {
+        if let cache = environment["XDG_CACHE_HOME"], cache.hasPrefix("/") { return cache + "/keepsake" }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return home + "/.cache/keepsake"
+    }
 
     // MARK: Rendering contexts
 
@@ -93,6 +104,11 @@ final class CommandContext {
 
     /// The backend that reaches `address`.
     func backend(for address: DestinationAddress) throws -> StorageBackend {
+        DecryptingStorage(try storedBackend(for: address), keyring: keyring)
+    }
+
+    /// The backend that reaches `address`, as stored (no decryption).
+    private func storedBackend(for address: DestinationAddress) throws -> StorageBackend {
         switch address {
         case .localFolder(let path):
             return LocalFolderBackend(path: path)
@@ -122,6 +138,8 @@ final class CommandContext {
 
     /// A locator that opens the destination only when a reference needs it.
     func locator(_ destinationOption: String?, hosts: HostSelection = .all) -> BackupLocator {
-        BackupLocator(hosts: hosts, remote: { try self.backend(for: $0) }) { try self.destination(destinationOption) }
+        var locator = BackupLocator(hosts: hosts, remote: { try self.backend(for: $0) }) { try self.destination(destinationOption) }
+        locator.keyring = keyring
+        return locator
     }
 }

@@ -1,0 +1,72 @@
+import Foundation
+
+/// What a backup host keeps of its own encrypted backups so the next one can be
+/// incremental: with public-key encryption it cannot read their manifests back from the
+/// destination. It keeps a copy of each manifest it wrote (the metadata and SHA-256 of its
+/// own files: names, sizes, times, modes; never contents) in a folder of its own under
+/// `$XDG_CACHE_HOME/keepsake` (`~/.cache/keepsake`), mode 0700, one folder per destination.
+/// Losing it costs one full backup, never a wrong one: a cached manifest is used only for a
+/// backup the destination still lists under the same id.
+public final class ChangeDetectionCache {
+    // MARK: Settings
+
+    /// How many manifests a destination's folder keeps (the newest): the next backup needs
+    /// one; a few more cover source sets backed up in turn to the same destination.
+    static let kept = 6
+
+    // MARK: State
+
+    /// The folder of this destination's manifests.
+    let storage: LocalFolderBackend
+    private let root: String
+
+    /// The cache of the destination `location` under `root` (`…/keepsake`).
+    public init(root: String, destination location: String) {
+        self.root = root
+        let key = SHA256Hasher.hex(of: Array(location.utf8)).prefix(24)
+        storage = LocalFolderBackend(path: root + "/" + key)
+    }
+
+    /// The folder, for messages.
+    public var location: String { storage.location }
+
+    // MARK: Reading
+
+    /// The cached summaries (with their sources), by backup id.
+    func summaries() -> [BackupID: (manifestName: String, summary: BackupSummary)] {
+        var found: [BackupID: (manifestName: String, summary: BackupSummary)] = [:]
+        guard let items = try? BackupCatalog(storage: storage).items() else { return found }
+        for item in items {
+            if let summary = item.summary { found[item.id] = (item.manifestName, summary) }
+        }
+        return found
+    }
+
+    // MARK: Writing
+
+    /// Starts keeping a copy of the manifest `name` (its plain, compressed form); nil when
+    /// the folder cannot be used, which costs the next backup its incrementality only.
+    func begin(_ name: String) -> PendingObject? {
+        let parent = (root as NSString).deletingLastPathComponent
+        try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+        guard mkdir(root, 0o700) == 0 || errno == EEXIST else { return nil }
+        do {
+            try storage.prepare()
+            return try storage.create(name)
+        } catch {
+            return nil
+        }
+    }
+
+    /// Forgets the manifests of backups the destination no longer holds, and all but the
+    /// newest `kept`.
+    func trim(keeping present: Set<BackupID>) {
+        guard let objects = try? storage.list() else { return }
+        let cached = objects.compactMap { object in BackupNaming.id(fromManifestName: object.name).map { ($0, object.name) } }
+            .sorted { $0.0 > $1.0 }
+        for (index, entry) in cached.enumerated() where index >= ChangeDetectionCache.kept || !present.contains(entry.0) {
+            try? storage.delete(entry.1)
+        }
+        _ = try? storage.removeLeftovers()
+    }
+}

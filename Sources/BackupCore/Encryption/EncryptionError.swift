@@ -1,0 +1,33 @@
+/// Why an encrypted backup could not be opened or written: a key missing or refused. Never
+/// names a secret, only the object and what to give.
+public enum EncryptionError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The object is encrypted to public keys and no identity was given.
+    case identityRequired(name: String)
+    /// The object is encrypted with a passphrase and none was given (or could be asked for).
+    case passphraseRequired(name: String)
+    /// None of the identities given opens the object.
+    case noMatchingIdentity(name: String, recipients: [String])
+    /// The passphrase given does not open the object.
+    case wrongPassphrase(name: String)
+    /// A key file, recipient or passphrase given to Keepsake is unusable.
+    case unusableKey(String)
+
+    public var description: String {
+        switch self {
+        case .identityRequired(let name):
+            return "\(name) is encrypted to age public keys: give the identity that opens it with --identity FILE "
+                + "(or KEEPSAKE_IDENTITY_FILE; keepsake keygen makes one)"
+        case .passphraseRequired(let name):
+            return "\(name) is encrypted with a passphrase: give it with --passphrase-file FILE (or KEEPSAKE_PASSPHRASE_FILE), "
+                + "or run on a terminal to be asked"
+        case .noMatchingIdentity(let name, let recipients):
+            let given = recipients.isEmpty ? "" : " (given: \(recipients.joined(separator: ", ")))"
+            return "None of the identities given opens \(name)\(given): it is encrypted to other public keys; "
+                + "give the identity file that matches (keepsake list shows each backup's recipients)"
+        case .wrongPassphrase(let name):
+            return "The passphrase does not open \(name); check it and try again"
+        case .unusableKey(let reason):
+            return reason
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import BackupCore
+import Foundation
+import TerminalUI
+
+/// `keepsake keygen [--output FILE]`: a new age X25519 identity, in the file format of
+/// `age-keygen` (so `age -d -i FILE` reads it), and its public key for `--recipient`.
+struct KeygenCommand: KeepsakeCommand {
+    // MARK: Spec
+
+    static let spec = CommandSpec(
+        name: "keygen",
+        abstract: "Make an age identity (a secret key) and print its public key, for encrypted backups.",
+        discussion: "Backups encrypted with '--recipient age1…' can be read only with the identity that key belongs to: keep the identity file away from the hosts that make the backups (they need only the public key), and keep a copy somewhere safe — without it the backups cannot be read. The file is the same as age-keygen writes; age -d -i FILE reads the archives too.",
+        arguments: [],
+        options: [
+            OptionSpec(long: "output", short: "o", kind: .value(valueName: "file"),
+                       help: "Write the identity to this new file (mode 0600; an existing file is never replaced) and print only the public key.",
+                       takesPath: true),
+        ] + CommonOptions.global,
+        examples: [
+            .init(command: "keepsake keygen --output ~/keepsake-identity.txt",
+                  explanation: "Make an identity; the public key (age1…) is printed for --recipient."),
+            .init(command: "keepsake restore latest --identity ~/keepsake-identity.txt",
+                  explanation: "Restore an encrypted backup with it."),
+        ]
+    )
+
+    // MARK: Validated options
+
+    private let output: String?
+
+    init(arguments: ParsedArguments, context: CommandContext) throws {
+        if let extra = arguments.positionals.first {
+            throw UsageError(.unexpectedArgument(extra), command: Self.spec)
+        }
+        output = arguments.value("output")
+        if output == nil && context.json {
+            throw UsageError.custom("'--json' needs '--output FILE': the identity is a secret and is never printed as JSON.",
+                                    command: Self.spec)
+        }
+    }
+
+    // MARK: Running
+
+    func run(context: CommandContext) throws -> ExitCode {
+        let identity = try AgeIdentity.generate()
+        let text = AgeKeyFile.render(identity, created: Date())
+        guard let output else {
+            // As age-keygen: the file on stdout, the public key on stderr.
+            _ = ConsoleWriter.standardOutput.write(text)
+            if !context.quiet { _ = ConsoleWriter.standardError.writeLine("Public key: \(identity.recipient.encoded)") }
+            return .success
+        }
+        let fd = open(output, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            let code = errno
+            if code == EEXIST {
+                throw EngineError.invalidRequest("'\(output)' already exists; keygen never replaces a file (it may hold the only "
+                    + "key to your backups). Give another --output, or move that file away first")
+            }
+            throw EngineError.invalidRequest("Cannot create '\(output)': \(String(cString: strerror(code)))")
+        }
+        // The mode asked for at creation is masked by the umask; set it on the descriptor.
+        fchmod(fd, 0o600)
+        let bytes = Array(text.utf8)
+        var written = 0
+        var failure: Int32 = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { buffer in
+                write(fd, buffer.baseAddress.map { $0 + written }, bytes.count - written)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                failure = errno
+                break
+            }
+            written += count
+        }
+        if failure == 0 && fsync(fd) != 0 { failure = errno }
+        close(fd)
+        if failure != 0 {
+            unlink(output)
+            throw EngineError.invalidRequest("Cannot write '\(output)': \(String(cString: strerror(failure)))")
+        }
+        if context.json {
+            context.printJSON(.object(JSONObject([("recipient", .string(identity.recipient.encoded)), ("identity_file", .string(output))])))
+        } else {
+            context.printLine(identity.recipient.encoded)
+            context.note("Wrote the identity to \(output) (mode 0600). Back up with --recipient \(identity.recipient.encoded); "
+                + "restore with --identity \(output). Keep a copy of it somewhere safe.")
+        }
+        return .success
+    }
+}
