@@ -93,8 +93,9 @@ public final class AgeDecryptingSource: RandomAccessSource {
             var headerBytes: [UInt8] = []
             var atEnd = false
             var parsed: (AgeHeader, Int, Int)?
-            let piece = 16384
             while parsed == nil {
+                // Growing reads keep the re-parsing linear in the header's length.
+                let piece = max(16384, headerBytes.count)
                 let old = headerBytes.count
                 headerBytes += repeatElement(0, count: piece)
                 let got = try headerBytes.withUnsafeMutableBytes { try stream.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[old...])) }
