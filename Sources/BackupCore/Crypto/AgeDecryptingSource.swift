@@ -57,7 +57,19 @@ public final class AgeDecryptingSource: RandomAccessSource {
 
     /// Opens an age file that can be read at any offset: parses the header, opens the file key
     /// with `keys`, checks the header MAC and reads the payload nonce.
-    public init(ciphertext: RandomAccessSource, keys: AgeDecryptionKeys) throws {
+    ///
+    /// An ASCII-armored file (which Keepsake never writes) is read front to back only, as a pipe is.
+    public convenience init(ciphertext: RandomAccessSource, keys: AgeDecryptionKeys) throws {
+        let first = try ciphertext.bytes(at: 0, count: 4096)
+        if AgeArmorReader.isArmored(prefix: first) {
+            try self.init(pipe: AgeArmorReader(source: SequentialView(ciphertext)), prefetched: [], keys: keys)
+        } else {
+            try AgeArmorReader.refuseMisplacedArmor(prefix: first)
+            try self.init(randomAccess: ciphertext, keys: keys)
+        }
+    }
+
+    private init(randomAccess ciphertext: RandomAccessSource, keys: AgeDecryptionKeys) throws {
         plain = .allocate(byteCount: AgeFormat.chunkSize, alignment: 16)
         sealed = .allocate(byteCount: AgeDecryptingSource.windowChunks * AgeFormat.sealedChunkSize + 1, alignment: 16)
         do {
@@ -86,16 +98,36 @@ public final class AgeDecryptingSource: RandomAccessSource {
     }
 
     /// For sources that cannot seek/report size (pipes, stdin): front to back only; read(at:) and size() throw.
-    public init(stream: ByteSource, keys: AgeDecryptionKeys) throws {
+    /// ASCII-armored input is recognised and decoded on the way.
+    public convenience init(stream: ByteSource, keys: AgeDecryptionKeys) throws {
+        var first = [UInt8](repeating: 0, count: 16384)
+        let got = try first.withUnsafeMutableBytes { try stream.read(into: $0) }
+        first.removeSubrange(got...)
+        if AgeArmorReader.isArmored(prefix: first) {
+            try self.init(pipe: AgeArmorReader(prefix: first, source: stream), prefetched: [], keys: keys)
+        } else {
+            try AgeArmorReader.refuseMisplacedArmor(prefix: first)
+            try self.init(pipe: stream, prefetched: first, keys: keys)
+        }
+    }
+
+    /// Reads a pipe whose first bytes, `prefetched`, were already read (empty `prefetched`: none were).
+    private init(pipe stream: ByteSource, prefetched: [UInt8], keys: AgeDecryptionKeys) throws {
         plain = .allocate(byteCount: AgeFormat.chunkSize, alignment: 16)
         sealed = .allocate(byteCount: AgeDecryptingSource.windowChunks * AgeFormat.sealedChunkSize + 1, alignment: 16)
         do {
-            var headerBytes: [UInt8] = []
+            var headerBytes = prefetched
             var atEnd = false
             var parsed: (AgeHeader, Int, Int)?
+            if !prefetched.isEmpty {
+                if case .complete(let header, let macInputLength, let length) = try AgeHeader.parse(headerBytes, atEnd: false) {
+                    parsed = (header, macInputLength, length)
+                }
+            }
             while parsed == nil {
-                // Growing reads keep the re-parsing linear in the header's length.
-                let piece = max(16384, headerBytes.count)
+                // Growing reads keep the re-parsing linear in the header's length; capped so what
+                // is read past the header always fits the staging buffer.
+                let piece = min(max(16384, headerBytes.count), 1 << 19)
                 let old = headerBytes.count
                 headerBytes += repeatElement(0, count: piece)
                 let got = try headerBytes.withUnsafeMutableBytes { try stream.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[old...])) }
@@ -142,6 +174,19 @@ public final class AgeDecryptingSource: RandomAccessSource {
     /// "passphrase" or "3 recipients".
     public var stanzaKinds: [String] { kinds }
 
+    /// A random-access source read front to back from its start (for armored files).
+    private final class SequentialView: ByteSource {
+        private let source: RandomAccessSource
+        private var position: Int64 = 0
+        init(_ source: RandomAccessSource) { self.source = source }
+        func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+            let got = try source.read(at: position, into: buffer)
+            position += Int64(got)
+            return got
+        }
+        func close() { source.close() }
+    }
+
     /// The file key from `keys`, the MAC check, and the payload cipher.
     private static func openPayload(header: AgeHeader, macInput: ArraySlice<UInt8>, nonce: [UInt8],
                                     keys: AgeDecryptionKeys) throws -> AgePayloadCipher {
@@ -158,14 +203,18 @@ public final class AgeDecryptingSource: RandomAccessSource {
     /// The plaintext size, from the ciphertext's size; `truncated` or `payloadDamaged` when no
     /// plaintext size gives that ciphertext size.
     public func size() throws -> Int64 {
-        guard case .random(_, let layout) = input else { throw AgeError.io("the size of a piped age stream is not known") }
+        guard case .random(_, let layout) = input else {
+            throw AgeError.io("the size of a piped or ASCII-armored age file is not known")
+        }
         return try layout.plaintextSize()
     }
 
     /// Reads up to `buffer.count` plaintext bytes at `offset`; fewer only at the end.
     public func read(at offset: Int64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         guard !closed else { throw AgeError.io("read after close") }
-        guard case .random(let source, let layout) = input else { throw AgeError.io("a piped age stream cannot be read at an offset") }
+        guard case .random(let source, let layout) = input else {
+            throw AgeError.io("a piped or ASCII-armored age file cannot be read at an offset")
+        }
         guard offset >= 0 else { throw AgeError.io("negative offset") }
         guard let base = buffer.baseAddress, !buffer.isEmpty else { return 0 }
         let chunkSize = Int64(AgeFormat.chunkSize)
