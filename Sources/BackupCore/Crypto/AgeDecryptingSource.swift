@@ -1,3 +1,5 @@
+import Glibc
+
 /// A decrypting view of an age file: plaintext front to back (`read(into:)`) or at any plaintext offset
 /// (`read(at:into:)`), decrypting only the 64 KiB chunks that hold the bytes asked for (age's chunks are
 /// independent, so a partial restore of a seekable zstd archive decrypts only its frames). The header is
@@ -373,7 +375,7 @@ public final class AgeDecryptingSource: RandomAccessSource {
         guard end - start < atLeast, !atEnd else { return }
         if start > 0 {
             // Move what is left to the front, so the free space is one piece.
-            if end > start { buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + start, byteCount: end - start) }
+            if end > start, let base = buffer.baseAddress { memmove(base, base + start, end - start) }
             end -= start
             start = 0
         }
