@@ -176,6 +176,13 @@ public final class AgeDecryptingSource: RandomAccessSource {
     /// "passphrase" or "3 recipients".
     public var stanzaKinds: [String] { kinds }
 
+    /// "passphrase", "1 recipient" or "N recipients" (X25519 stanzas), for messages.
+    public var encryptionSummary: String {
+        if kinds == [AgeScryptStanza.type] { return "passphrase" }
+        let count = kinds.filter { $0 == AgeX25519Stanza.type }.count
+        return count == 1 ? "1 recipient" : "\(count) recipients"
+    }
+
     /// A random-access source read front to back from its start (for armored files).
     private final class SequentialView: ByteSource {
         private let source: RandomAccessSource
