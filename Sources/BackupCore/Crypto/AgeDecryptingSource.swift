@@ -7,15 +7,19 @@ import Glibc
 /// (and checked against it: a ciphertext size that no plaintext size maps to is `truncated`/damaged). The last
 /// chunk's final flag is verified whenever it is read; a front-to-back read that ends without a final chunk is `truncated`.
 ///
-/// Every byte handed out has been authenticated. A front-to-back read hands out each chunk that
-/// authenticates before it reports a problem further on (as age's reference reader does).
+/// Every byte handed out has been authenticated. A pipe read hands out each chunk that
+/// authenticates before it reports a problem further on (as age's reference reader does); the
+/// random-access reader refuses a chunk out of place (a last chunk without the final flag:
+/// `truncated`; a middle chunk with it: `trailingData`) without handing it out. Errors of the
+/// underlying source are passed on as they are. ASCII-armored files are recognised and read
+/// front to back only.
 public final class AgeDecryptingSource: RandomAccessSource {
     // MARK: Input
 
     private enum Input {
         /// A seekable file: chunks are fetched where they lie.
         case random(RandomAccessSource, layout: AgePayloadLayout)
-        /// A pipe: chunks come in order through `staging`.
+        /// A pipe (or armor): chunks come in order through `sealed`.
         case stream(ByteSource)
     }
 
@@ -181,19 +185,6 @@ public final class AgeDecryptingSource: RandomAccessSource {
         if kinds == [AgeScryptStanza.type] { return "passphrase" }
         let count = kinds.filter { $0 == AgeX25519Stanza.type }.count
         return count == 1 ? "1 recipient" : "\(count) recipients"
-    }
-
-    /// A random-access source read front to back from its start (for armored files).
-    private final class SequentialView: ByteSource {
-        private let source: RandomAccessSource
-        private var position: Int64 = 0
-        init(_ source: RandomAccessSource) { self.source = source }
-        func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-            let got = try source.read(at: position, into: buffer)
-            position += Int64(got)
-            return got
-        }
-        func close() { source.close() }
     }
 
     /// The file key from `keys`, the MAC check, and the payload cipher.
@@ -411,5 +402,20 @@ public final class AgeDecryptingSource: RandomAccessSource {
         // Never leave unauthenticated plaintext where someone might use it.
         output.initializeMemory(as: UInt8.self, repeating: 0, count: count)
         throw AgeError.payloadDamaged(chunk: index)
+    }
+
+    // MARK: Armored input
+
+    /// A random-access source read front to back from its start (for armored files).
+    private final class SequentialView: ByteSource {
+        private let source: RandomAccessSource
+        private var position: Int64 = 0
+        init(_ source: RandomAccessSource) { self.source = source }
+        func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+            let got = try source.read(at: position, into: buffer)
+            position += Int64(got)
+            return got
+        }
+        func close() { source.close() }
     }
 }
