@@ -53,6 +53,13 @@ final class AgeRoundTripTests: KeepsakeTestCase {
         XCTAssertTrue(text.split(separator: "\n")[1].hasSuffix(" 10"), text)
     }
 
+    func testPassphraseWorkFactorDefaultsTo18() throws {
+        let file = try AgeTestBytes.encrypt([1, 2, 3], .passphrase(Array("pw".utf8)))
+        let text = String(decoding: file.prefix(try headerLength(file)), as: UTF8.self)
+        XCTAssertTrue(text.split(separator: "\n")[1].hasSuffix(" 18"), text)
+        XCTAssertEqual(try AgeTestBytes.decrypt(file, AgeDecryptionKeys(passphrase: Array("pw".utf8))), [1, 2, 3])
+    }
+
     func testWritesInOddPiecesGiveTheSameFileContent() throws {
         let identity = try AgeIdentity.generate()
         let plaintext = AgeTestBytes.pattern(300_001)
