@@ -195,3 +195,16 @@ final class AgeDamageTests: KeepsakeTestCase {
         XCTAssertTrue(AgeError.payloadDamaged(chunk: 4).description.contains("chunk 4"))
     }
 }
+
+extension AgeDamageTests {
+    func testEndlessHeaderIsRefused() {
+        // Millions of unknown stanzas: refused once the header passes 1 MiB, not buffered without end.
+        var bytes = AgeFormat.versionLine
+        let stanza = Array("-> grease\n\n".utf8)
+        while bytes.count < (1 << 20) + 4096 { bytes += stanza }
+        for error in [AgeTestBytes.ageError { _ = try AgeTestBytes.decrypt(bytes, self.keys) },
+                      AgeTestBytes.ageError { _ = try AgeTestBytes.decryptStream(bytes, self.keys) }] {
+            guard case .malformedHeader? = error else { return XCTFail(String(describing: error)) }
+        }
+    }
+}

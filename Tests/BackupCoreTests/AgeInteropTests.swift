@@ -76,6 +76,17 @@ final class AgeInteropTests: KeepsakeTestCase {
         }
     }
 
+    func testAgeArmorDecryptsHere() throws {
+        let identity = try AgeIdentity.generate()
+        let plaintext = AgeTestBytes.pattern(140_000)
+        try writeFile(folder + "/plain", bytes: plaintext)
+        try run("age", ["-a", "-r", identity.recipient.encoded, "-o", folder + "/theirs.asc", folder + "/plain"])
+        let armored = try readFileBytes(Array((folder + "/theirs.asc").utf8))
+        XCTAssertTrue(String(decoding: armored.prefix(34), as: UTF8.self).hasPrefix("-----BEGIN AGE ENCRYPTED FILE-----"))
+        XCTAssertEqual(try AgeTestBytes.decryptStream(armored, AgeDecryptionKeys(identities: [identity])), plaintext)
+        XCTAssertEqual(try AgeTestBytes.decrypt(armored, AgeDecryptionKeys(identities: [identity])), plaintext)
+    }
+
     // MARK: Passphrases (through a pseudo-terminal)
 
     func testPassphraseFilesBothWays() throws {

@@ -33,6 +33,7 @@ final class AgeRoundTripTests: KeepsakeTestCase {
         }
         let source = try AgeDecryptingSource(ciphertext: AgeMemorySource(file), keys: AgeDecryptionKeys(identities: [identities[2]]))
         XCTAssertEqual(source.stanzaKinds, ["X25519", "X25519", "X25519"])
+        XCTAssertEqual(source.encryptionSummary, "3 recipients")
         // Among other identities that do not match, the right one is found.
         let others = try (0..<2).map { _ in try AgeIdentity.generate() }
         XCTAssertEqual(try AgeTestBytes.decryptStream(file, AgeDecryptionKeys(identities: others + [identities[1]])), plaintext)
@@ -46,9 +47,17 @@ final class AgeRoundTripTests: KeepsakeTestCase {
         XCTAssertEqual(try AgeTestBytes.decryptStream(file, AgeDecryptionKeys(passphrase: passphrase)), plaintext)
         let source = try AgeDecryptingSource(ciphertext: AgeMemorySource(file), keys: AgeDecryptionKeys(passphrase: passphrase))
         XCTAssertEqual(source.stanzaKinds, ["scrypt"])
+        XCTAssertEqual(source.encryptionSummary, "passphrase")
         let text = String(decoding: file.prefix(try headerLength(file)), as: UTF8.self)
         XCTAssertTrue(text.contains("-> scrypt "), text)
         XCTAssertTrue(text.split(separator: "\n")[1].hasSuffix(" 10"), text)
+    }
+
+    func testPassphraseWorkFactorDefaultsTo18() throws {
+        let file = try AgeTestBytes.encrypt([1, 2, 3], .passphrase(Array("pw".utf8)))
+        let text = String(decoding: file.prefix(try headerLength(file)), as: UTF8.self)
+        XCTAssertTrue(text.split(separator: "\n")[1].hasSuffix(" 18"), text)
+        XCTAssertEqual(try AgeTestBytes.decrypt(file, AgeDecryptionKeys(passphrase: Array("pw".utf8))), [1, 2, 3])
     }
 
     func testWritesInOddPiecesGiveTheSameFileContent() throws {

@@ -1,3 +1,5 @@
+import Glibc
+
 /// A decrypting view of an age file: plaintext front to back (`read(into:)`) or at any plaintext offset
 /// (`read(at:into:)`), decrypting only the 64 KiB chunks that hold the bytes asked for (age's chunks are
 /// independent, so a partial restore of a seekable zstd archive decrypts only its frames). The header is
@@ -5,15 +7,19 @@
 /// (and checked against it: a ciphertext size that no plaintext size maps to is `truncated`/damaged). The last
 /// chunk's final flag is verified whenever it is read; a front-to-back read that ends without a final chunk is `truncated`.
 ///
-/// Every byte handed out has been authenticated. A front-to-back read hands out each chunk that
-/// authenticates before it reports a problem further on (as age's reference reader does).
+/// Every byte handed out has been authenticated. A pipe read hands out each chunk that
+/// authenticates before it reports a problem further on (as age's reference reader does); the
+/// random-access reader refuses a chunk out of place (a last chunk without the final flag:
+/// `truncated`; a middle chunk with it: `trailingData`) without handing it out. Errors of the
+/// underlying source are passed on as they are. ASCII-armored files are recognised and read
+/// front to back only.
 public final class AgeDecryptingSource: RandomAccessSource {
     // MARK: Input
 
     private enum Input {
         /// A seekable file: chunks are fetched where they lie.
         case random(RandomAccessSource, layout: AgePayloadLayout)
-        /// A pipe: chunks come in order through `staging`.
+        /// A pipe (or armor): chunks come in order through `sealed`.
         case stream(ByteSource)
     }
 
@@ -57,7 +63,19 @@ public final class AgeDecryptingSource: RandomAccessSource {
 
     /// Opens an age file that can be read at any offset: parses the header, opens the file key
     /// with `keys`, checks the header MAC and reads the payload nonce.
-    public init(ciphertext: RandomAccessSource, keys: AgeDecryptionKeys) throws {
+    ///
+    /// An ASCII-armored file (which Keepsake never writes) is read front to back only, as a pipe is.
+    public convenience init(ciphertext: RandomAccessSource, keys: AgeDecryptionKeys) throws {
+        let first = try ciphertext.bytes(at: 0, count: 4096)
+        if AgeArmorReader.isArmored(prefix: first) {
+            try self.init(pipe: AgeArmorReader(source: SequentialView(ciphertext)), prefetched: [], keys: keys)
+        } else {
+            try AgeArmorReader.refuseMisplacedArmor(prefix: first)
+            try self.init(randomAccess: ciphertext, keys: keys)
+        }
+    }
+
+    private init(randomAccess ciphertext: RandomAccessSource, keys: AgeDecryptionKeys) throws {
         plain = .allocate(byteCount: AgeFormat.chunkSize, alignment: 16)
         sealed = .allocate(byteCount: AgeDecryptingSource.windowChunks * AgeFormat.sealedChunkSize + 1, alignment: 16)
         do {
@@ -86,15 +104,36 @@ public final class AgeDecryptingSource: RandomAccessSource {
     }
 
     /// For sources that cannot seek/report size (pipes, stdin): front to back only; read(at:) and size() throw.
-    public init(stream: ByteSource, keys: AgeDecryptionKeys) throws {
+    /// ASCII-armored input is recognised and decoded on the way.
+    public convenience init(stream: ByteSource, keys: AgeDecryptionKeys) throws {
+        var first = [UInt8](repeating: 0, count: 16384)
+        let got = try first.withUnsafeMutableBytes { try stream.read(into: $0) }
+        first.removeSubrange(got...)
+        if AgeArmorReader.isArmored(prefix: first) {
+            try self.init(pipe: AgeArmorReader(prefix: first, source: stream), prefetched: [], keys: keys)
+        } else {
+            try AgeArmorReader.refuseMisplacedArmor(prefix: first)
+            try self.init(pipe: stream, prefetched: first, keys: keys)
+        }
+    }
+
+    /// Reads a pipe whose first bytes, `prefetched`, were already read (empty `prefetched`: none were).
+    private init(pipe stream: ByteSource, prefetched: [UInt8], keys: AgeDecryptionKeys) throws {
         plain = .allocate(byteCount: AgeFormat.chunkSize, alignment: 16)
         sealed = .allocate(byteCount: AgeDecryptingSource.windowChunks * AgeFormat.sealedChunkSize + 1, alignment: 16)
         do {
-            var headerBytes: [UInt8] = []
+            var headerBytes = prefetched
             var atEnd = false
             var parsed: (AgeHeader, Int, Int)?
-            let piece = 16384
+            if !prefetched.isEmpty {
+                if case .complete(let header, let macInputLength, let length) = try AgeHeader.parse(headerBytes, atEnd: false) {
+                    parsed = (header, macInputLength, length)
+                }
+            }
             while parsed == nil {
+                // Growing reads keep the re-parsing linear in the header's length; capped so what
+                // is read past the header always fits the staging buffer.
+                let piece = min(max(16384, headerBytes.count), 1 << 19)
                 let old = headerBytes.count
                 headerBytes += repeatElement(0, count: piece)
                 let got = try headerBytes.withUnsafeMutableBytes { try stream.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[old...])) }
@@ -141,6 +180,13 @@ public final class AgeDecryptingSource: RandomAccessSource {
     /// "passphrase" or "3 recipients".
     public var stanzaKinds: [String] { kinds }
 
+    /// "passphrase", "1 recipient" or "N recipients" (X25519 stanzas), for messages.
+    public var encryptionSummary: String {
+        if kinds == [AgeScryptStanza.type] { return "passphrase" }
+        let count = kinds.filter { $0 == AgeX25519Stanza.type }.count
+        return count == 1 ? "1 recipient" : "\(count) recipients"
+    }
+
     /// The file key from `keys`, the MAC check, and the payload cipher.
     private static func openPayload(header: AgeHeader, macInput: ArraySlice<UInt8>, nonce: [UInt8],
                                     keys: AgeDecryptionKeys) throws -> AgePayloadCipher {
@@ -157,14 +203,18 @@ public final class AgeDecryptingSource: RandomAccessSource {
     /// The plaintext size, from the ciphertext's size; `truncated` or `payloadDamaged` when no
     /// plaintext size gives that ciphertext size.
     public func size() throws -> Int64 {
-        guard case .random(_, let layout) = input else { throw AgeError.io("the size of a piped age stream is not known") }
+        guard case .random(_, let layout) = input else {
+            throw AgeError.io("the size of a piped or ASCII-armored age file is not known")
+        }
         return try layout.plaintextSize()
     }
 
     /// Reads up to `buffer.count` plaintext bytes at `offset`; fewer only at the end.
     public func read(at offset: Int64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         guard !closed else { throw AgeError.io("read after close") }
-        guard case .random(let source, let layout) = input else { throw AgeError.io("a piped age stream cannot be read at an offset") }
+        guard case .random(let source, let layout) = input else {
+            throw AgeError.io("a piped or ASCII-armored age file cannot be read at an offset")
+        }
         guard offset >= 0 else { throw AgeError.io("negative offset") }
         guard let base = buffer.baseAddress, !buffer.isEmpty else { return 0 }
         let chunkSize = Int64(AgeFormat.chunkSize)
@@ -323,7 +373,7 @@ public final class AgeDecryptingSource: RandomAccessSource {
         guard end - start < atLeast, !atEnd else { return }
         if start > 0 {
             // Move what is left to the front, so the free space is one piece.
-            if end > start { buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + start, byteCount: end - start) }
+            if end > start, let base = buffer.baseAddress { memmove(base, base + start, end - start) }
             end -= start
             start = 0
         }
@@ -352,5 +402,20 @@ public final class AgeDecryptingSource: RandomAccessSource {
         // Never leave unauthenticated plaintext where someone might use it.
         output.initializeMemory(as: UInt8.self, repeating: 0, count: count)
         throw AgeError.payloadDamaged(chunk: index)
+    }
+
+    // MARK: Armored input
+
+    /// A random-access source read front to back from its start (for armored files).
+    private final class SequentialView: ByteSource {
+        private let source: RandomAccessSource
+        private var position: Int64 = 0
+        init(_ source: RandomAccessSource) { self.source = source }
+        func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+            let got = try source.read(at: position, into: buffer)
+            position += Int64(got)
+            return got
+        }
+        func close() { source.close() }
     }
 }

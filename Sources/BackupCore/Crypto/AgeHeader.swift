@@ -16,6 +16,10 @@ struct AgeHeader: Sendable {
     /// Headers longer than this are refused rather than buffered without end.
     static let maxLength = 1 << 20
 
+    private static let stanzaPrefix = Array("-> ".utf8)
+    private static let macPrefix = Array("---".utf8)
+    private static let macLinePrefix = Array("--- ".utf8)
+
     // MARK: Parsing
 
     /// A parse of the bytes read so far.
@@ -28,6 +32,14 @@ struct AgeHeader: Sendable {
 
     /// Parses the header at the start of `bytes`; `atEnd` says no more bytes follow.
     static func parse(_ bytes: [UInt8], atEnd: Bool) throws -> Parse {
+        let result = try parseLines(bytes, atEnd: atEnd)
+        if case .needMore = result, bytes.count > maxLength {
+            throw AgeError.malformedHeader("the header is longer than 1 MiB")
+        }
+        return result
+    }
+
+    private static func parseLines(_ bytes: [UInt8], atEnd: Bool) throws -> Parse {
         let version = AgeFormat.versionLine
         let known = min(bytes.count, version.count)
         if !bytes[..<known].elementsEqual(version[..<known]) {
@@ -45,12 +57,12 @@ struct AgeHeader: Sendable {
         var stanzas: [AgeStanza] = []
         while true {
             guard let (start, line) = try reader.next() else { return .needMore }
-            if line.starts(with: Array("-> ".utf8)) {
+            if line.starts(with: stanzaPrefix) {
                 var stanza = try parseArguments(line.dropFirst(3))
                 guard let body = try parseBody(&reader) else { return .needMore }
                 stanza.body = body
                 stanzas.append(stanza)
-            } else if line.starts(with: Array("---".utf8)) {
+            } else if line.starts(with: macPrefix) {
                 let mac = try parseMAC(line)
                 guard !stanzas.isEmpty else { throw AgeError.malformedHeader("the header has no recipient stanza") }
                 let header = AgeHeader(stanzas: stanzas, mac: mac)
@@ -92,7 +104,7 @@ struct AgeHeader: Sendable {
 
     /// The MAC of a "--- " line.
     private static func parseMAC(_ line: ArraySlice<UInt8>) throws -> [UInt8] {
-        guard line.starts(with: Array("--- ".utf8)), line.count == 4 + 43,
+        guard line.starts(with: macLinePrefix), line.count == 4 + 43,
               let mac = AgeBase64.decode(line.dropFirst(4)), mac.count == HMACSHA256.tagLength else {
             throw AgeError.malformedHeader("the MAC line is not '--- ' and 43 characters of canonical base64")
         }
@@ -160,7 +172,6 @@ private struct LineReader {
     mutating func next() throws -> (Int, ArraySlice<UInt8>)? {
         guard let newline = bytes[position...].firstIndex(of: 0x0A) else {
             if atEnd { throw AgeError.malformedHeader("the file ends inside the header") }
-            if bytes.count > AgeHeader.maxLength { throw AgeError.malformedHeader("the header is longer than 1 MiB") }
             return nil
         }
         let start = position
