@@ -293,7 +293,7 @@ final class ConfigFileTests: KeepsakeTestCase {
             """, "\(file):3:1: unknown key 'colour' in profile 'home'; known keys: sources, destination, exclude, exclude-from, "
                 + "exclude-caches, exclude-if-present, one-file-system, compression, level, threads, tags, full-every, "
                 + "full-if-older-than, ignore-ctime, ignore-inode, reread, before, after, retention, copy-to, lock-wait, s3-endpoint, "
-                + "s3-region, aws-profile, aws-access-key-id, aws-secret-access-key, aws-session-token")
+                + "s3-region, aws-profile, aws-access-key-id, aws-secret-access-key, aws-session-token, recipients, recipients-file, passphrase-file, identity-file")
     }
 
     // MARK: Wrong types

@@ -74,6 +74,10 @@ final class EncryptionTests: EndToEndTestCase {
         let listed = try run(["list", "--dest", dest])
         assertExit(listed, 0)
         XCTAssertTrue(listed.stdoutText.contains(id) && listed.stdoutText.contains("encrypted"), "\(listed)")
+        XCTAssertFalse(listed.stdoutText.contains(source), "without a key the sources are hidden:\n\(listed)")
+        let listedWithKey = try run(["list", "--dest", dest, "--identity", key.file])
+        assertExit(listedWithKey, 0)
+        XCTAssertTrue(listedWithKey.stdoutText.contains(source), "with the key the sources show:\n\(listedWithKey)")
         assertExit(try run(["list", id, "--dest", dest]), 6)
         let files = try run(["list", id, "--dest", dest, "--identity", key.file])
         assertExit(files, 0)
@@ -224,6 +228,9 @@ final class EncryptionTests: EndToEndTestCase {
         assertExit(try run(["restore", first, "--dest", mirror, "--target", target, "--identity", key.file]), 0)
         try assertTreesEqual(expected: source, actual: restored(source, into: target))
         try backup([source], dest: dest, options: ["--recipient", key.recipient, "--full"])
+        let repair = try run(["repair", "--dest", dest])
+        assertExit(repair, 0, "repair must leave sound encrypted backups alone")
+        XCTAssertTrue(repair.stdoutText.contains("nothing to repair"), "\(repair)")
         assertExit(try run(["prune", "--dest", dest, "--keep-last", "1"]), 0)
         let left = try names(in: dest).filter { !$0.hasPrefix(".") && $0 != "keepsake.lock" }
         XCTAssertEqual(left.count, 3, "prune must remove the archive, manifest and summary of the older backup: \(left)")
@@ -241,11 +248,14 @@ final class EncryptionTests: EndToEndTestCase {
         let archive = try encryptedNames(in: dest).archive
         let original = try Data(contentsOf: URL(fileURLWithPath: archive))
         let headerEnd = try XCTUnwrap(original.range(of: Data("\n---".utf8))).lowerBound
-        // In the recipient stanza, in the header MAC, in the payload's nonce, first and last chunks.
-        let offsets = [headerEnd - 10, headerEnd + 8, headerEnd + 60, headerEnd + 200, original.count / 2, original.count - 5]
+        // In the recipient stanza, in the header MAC, in the payload's nonce, first and last
+        // chunks; then seeded offsets all over.
+        var offsets = [headerEnd - 10, headerEnd + 8, headerEnd + 60, headerEnd + 200, original.count / 2, original.count - 5]
+        var generator = SeededGenerator(seed: 0xA6E0_0000_0000_0001)
+        offsets += (0..<18).map { _ in Int.random(in: 0..<original.count, using: &generator) }
         for offset in offsets {
             var damaged = original
-            damaged[offset] ^= 0x10
+            damaged[offset] ^= UInt8(1 << Int.random(in: 0..<8, using: &generator))
             try damaged.write(to: URL(fileURLWithPath: archive))
             let target = path("out-\(offset)")
             let outcome = try run(["restore", id, "--dest", dest, "--target", target, "--identity", key.file])
@@ -256,6 +266,29 @@ final class EncryptionTests: EndToEndTestCase {
             XCTAssertFalse(landed.contains { $0.contains(".keepsake-") || $0.hasSuffix(".partial") }, "\(landed)")
         }
         try original.write(to: URL(fileURLWithPath: archive))
+        assertExit(try run(["verify", id, "--dest", dest, "--identity", key.file]), 0)
+    }
+
+    func testFlippedBitsInTheEncryptedManifestAndTheSummaryAreFound() throws {
+        let source = path("src")
+        try Fixtures.makeMixedTree(at: source)
+        let key = try makeKey("id.txt")
+        let dest = path("dest")
+        let id = try backup([source], dest: dest, options: ["--recipient", key.recipient])
+        let stored = try encryptedNames(in: dest)
+        var generator = SeededGenerator(seed: 0xA6E0_0000_0000_0002)
+        for file in [stored.manifest, stored.summary] {
+            let original = try Data(contentsOf: URL(fileURLWithPath: file))
+            for _ in 0..<12 {
+                let offset = Int.random(in: 0..<original.count, using: &generator)
+                var damaged = original
+                damaged[offset] ^= UInt8(1 << Int.random(in: 0..<8, using: &generator))
+                try damaged.write(to: URL(fileURLWithPath: file))
+                let outcome = try run(["verify", id, "--dest", dest, "--identity", key.file])
+                assertExit(outcome, 4, "a flipped bit at \(offset) of \((file as NSString).lastPathComponent) must be found")
+            }
+            try original.write(to: URL(fileURLWithPath: file))
+        }
         assertExit(try run(["verify", id, "--dest", dest, "--identity", key.file]), 0)
     }
 

@@ -75,6 +75,53 @@ final class S3EndToEndTests: EndToEndTestCase {
         try assertTreesEqual(expected: source, actual: restored(source, into: target))
     }
 
+    /// Backups that leave the machine encrypted: a public-key backup and an incremental one in
+    /// the bucket, listed, verified and pruned without the key, restored whole and in part
+    /// with it, and decrypted by curl and age alone.
+    func testEncryptedBackupsInABucket() throws {
+        let server = try started()
+        let environment = environment(server)
+        let source = path("src")
+        try Fixtures.makeMixedTree(at: source)
+        let keyFile = path("key.txt")
+        let made = try run(["keygen", "--output", keyFile])
+        assertExit(made, 0)
+        let recipient = made.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        let dest = "s3://\(bucket)/sealed"
+        let first = try json(try run(["backup", source, "--dest", dest, "--json", "--recipient", recipient], environment: environment))
+        try Data("changed\n".utf8).write(to: URL(fileURLWithPath: source + "/readme.txt"))
+        let second = try json(try run(["backup", source, "--dest", dest, "--json", "--recipient", recipient], environment: environment))
+        XCTAssertEqual(second["parent"] as? String, first["id"] as? String, "the cache makes the second backup incremental")
+        let (objects, _) = try stored(server, prefix: "sealed")
+        XCTAssertEqual(objects.filter { $0.hasSuffix(".tar.zst.age") }.count, 2, "\(objects)")
+        XCTAssertEqual(objects.filter { $0.hasSuffix(".summary.json") }.count, 2, "\(objects)")
+        XCTAssertFalse(objects.contains { $0.hasSuffix(".tar.zst") || $0.hasSuffix(".manifest.jsonl.zst") }, "\(objects)")
+
+        assertExit(try run(["list", "--dest", dest], environment: environment), 0)
+        assertExit(try run(["verify", "--dest", dest], environment: environment), 0)
+        var withKey = environment
+        withKey["KEEPSAKE_IDENTITY_FILE"] = keyFile
+        assertExit(try run(["verify", "--dest", dest], environment: withKey), 0)
+        let target = path("out")
+        assertExit(try run(["restore", "latest", "--dest", dest, "--target", target], environment: withKey), 0)
+        try assertTreesEqual(expected: source, actual: restored(source, into: target))
+        let partial = path("partial")
+        assertExit(try run(["restore", "latest", String(source.dropFirst()) + "/readme.txt", "--dest", dest, "--target", partial],
+                           environment: withKey), 0)
+        XCTAssertEqual(try String(contentsOfFile: restored(source, into: partial) + "/readme.txt", encoding: .utf8), "changed\n")
+
+        let archive = try XCTUnwrap(second["archive"] as? String)
+        let byHand = path("by-hand")
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(byHand))
+        let script = "curl -sf --aws-sigv4 aws:amz:us-east-1:s3 --user \"$1\" \"$2\" | age -d -i \"$4\" | tar --zstd -x -C \"$3\""
+        // The second backup is incremental: its archive holds what changed.
+        try toolSucceeds("sh", ["-c", script, "sh", "\(server.accessKey):\(server.secretKey)",
+                                "\(server.endpoint.absoluteString)/\(bucket)/sealed/\(archive)", byHand, keyFile])
+        XCTAssertEqual(try String(contentsOfFile: restored(source, into: byHand) + "/readme.txt", encoding: .utf8), "changed\n")
+
+        assertExit(try run(["prune", "--dest", dest, "--keep-last", "1"], environment: environment), 0)
+    }
+
     /// `keepsake run` of a profile whose backups go to a local folder and are copied on to a
     /// bucket, with the endpoint and the keys in the profile (nothing in the environment).
     func testRunCopiesEachNewBackupToTheProfilesFurtherDestinations() throws {

@@ -334,7 +334,7 @@ private struct ConfigValidator {
             do {
                 encryption.recipients.append(try AgeRecipient(parsing: text))
             } catch {
-                add(.invalidValue, at: table.position(of: "recipients"), "'recipients' holds '\(text)', which is not an age public key (age1…)")
+                add(.invalidValue, at: table.position(of: "recipients"), AgeRecipient.misuseMessage(text, where: "'recipients'"))
             }
         }
         encryption.recipientsFiles = stringOrStrings("recipients-file", in: table).map(resolve)

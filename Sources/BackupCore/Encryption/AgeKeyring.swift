@@ -10,11 +10,15 @@ public final class AgeKeyring: Sendable {
     public let identities: [AgeIdentity]
     private let passphraseSource: (@Sendable () throws -> [UInt8]?)?
     private let passphrase = Mutex<[UInt8]?>(nil)
+    /// True when the passphrase is asked for (a prompt), not read from a file.
+    public let asksForPassphrase: Bool
 
     /// A keyring holding `identities`, which calls `passphrase` (at most once with an answer)
-    /// when an object needs a passphrase; it returns nil when none can be had.
-    public init(identities: [AgeIdentity] = [], passphrase: (@Sendable () throws -> [UInt8]?)? = nil) {
+    /// when an object needs a passphrase; it returns nil when none can be had. `asks` says
+    /// that calling it prompts a person (so it is called only when a command must).
+    public init(identities: [AgeIdentity] = [], asks: Bool = false, passphrase: (@Sendable () throws -> [UInt8]?)? = nil) {
         self.identities = identities
+        asksForPassphrase = asks && passphrase != nil
         passphraseSource = passphrase
     }
 
@@ -23,6 +27,13 @@ public final class AgeKeyring: Sendable {
 
     /// True when neither an identity nor a way to a passphrase was given.
     public var isEmpty: Bool { identities.isEmpty && passphraseSource == nil }
+
+    /// True when a backup encrypted like `encryption` opens without asking anyone (for what
+    /// is merely nice to show, such as the sources in a listing).
+    public func opensWithoutAsking(_ encryption: BackupEncryption?) -> Bool {
+        guard case .passphrase? = encryption else { return mayOpen(encryption) }
+        return passphraseSource != nil && !asksForPassphrase
+    }
 
     /// True when a backup encrypted like `encryption` may be opened: an identity for public
     /// keys, a passphrase (or a way to ask for one) for a passphrase.

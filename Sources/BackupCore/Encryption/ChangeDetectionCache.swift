@@ -64,7 +64,8 @@ public final class ChangeDetectionCache {
         guard let objects = try? storage.list() else { return }
         let cached = objects.compactMap { object in BackupNaming.id(fromManifestName: object.name).map { ($0, object.name) } }
             .sorted { $0.0 > $1.0 }
-        for (index, entry) in cached.enumerated() where index >= ChangeDetectionCache.kept || !present.contains(entry.0) {
+        let kept = Set(cached.filter { present.contains($0.0) }.prefix(ChangeDetectionCache.kept).map(\.1))
+        for entry in cached where !kept.contains(entry.1) {
             try? storage.delete(entry.1)
         }
         _ = try? storage.removeLeftovers()

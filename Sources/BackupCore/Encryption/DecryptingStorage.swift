@@ -1,5 +1,5 @@
-/// A destination seen through a keyring: encrypted objects (age files, found by their first
-/// bytes, whatever their name) open as their plaintext, front to back or at any plaintext
+/// A destination seen through a keyring: encrypted objects (`….age` in a destination; any
+/// age file beside a lone archive) open as their plaintext, front to back or at any plaintext
 /// offset, so everything that reads backups (list of files, diff, find, verify, restore)
 /// works on encrypted ones unchanged. Everything else passes through; writing is the
 /// engine's business (it encrypts what it stores itself).
@@ -34,12 +34,16 @@ public final class DecryptingStorage: StorageBackend {
     public func acquireLock(_ owner: LockOwner) throws -> DestinationLock { try base.acquireLock(owner) }
     public func removeLeftovers() throws -> [String] { try base.removeLeftovers() }
 
-    /// Opens `name`; an age file comes back decrypted.
+    /// Opens `name`; an age file comes back decrypted. In a destination, Keepsake's own
+    /// names say which objects are encrypted (`.age`); a folder holding a lone archive is
+    /// the user's, so there the first bytes decide (no extra request for every object of a
+    /// bucket).
     public func open(_ name: String) throws -> RandomAccessSource {
         let stored = try base.open(name)
+        guard BackupNaming.isEncrypted(name) || base.isReadOnly else { return stored }
         do {
             let prefix = try stored.bytes(at: 0, count: 64)
-            guard AgeFormat.isAgeFile(prefix: prefix) else { return stored }
+            guard AgeFormat.isAgeFile(prefix: prefix) || BackupNaming.isEncrypted(name) else { return stored }
             return try tellingDamage(name) { try keyring.open(stored, name: name) }
         } catch {
             stored.close()

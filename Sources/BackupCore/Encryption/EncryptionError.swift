@@ -31,3 +31,16 @@ public enum EncryptionError: Error, Sendable, Equatable, CustomStringConvertible
         }
     }
 }
+
+extension AgeRecipient {
+    /// Why `text`, given where a public key belongs (`place`: an option or a key), is not
+    /// one. A secret key is never repeated back (it may end up in a log).
+    public static func misuseMessage(_ text: String, where place: String) -> String {
+        if text.uppercased().hasPrefix("AGE-SECRET-KEY-") {
+            return "\(place) holds an age identity (a secret key) where its public key belongs: give the age1… public key "
+                + "(keepsake keygen printed it; 'age-keygen -y FILE' prints it again) and keep the identity off this machine"
+        }
+        let shown = text.count > 80 ? String(text.prefix(80)) + "…" : text
+        return "\(place) holds '\(shown)', which is not an age public key: give one like age1… (keepsake keygen prints one)"
+    }
+}

@@ -62,6 +62,17 @@ public final class BackupCatalog {
         return try Manifest.parseSummary(try SidecarManifest.firstLine(manifestName, in: storage))
     }
 
+    /// `item` with the whole summary of its encrypted manifest (its sources too), when
+    /// `storage` opens it; otherwise `item` as listed.
+    public func revealed(_ item: Item) -> Item {
+        guard let summary = item.summary, summary.sourcesHidden,
+              let line = try? SidecarManifest.firstLine(item.manifestName, in: storage),
+              let full = try? Manifest.parseSummary(line), full.id == item.id else { return item }
+        var revealed = item
+        revealed.summary = full
+        return revealed
+    }
+
     /// The newest committed backup's id (from object names only; no manifest is read).
     public func newestID() throws -> BackupID? {
         try storage.list().compactMap { BackupNaming.id(fromManifestName: $0.name) }.max()

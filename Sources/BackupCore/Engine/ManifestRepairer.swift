@@ -42,6 +42,9 @@ public final class ManifestRepairer {
                 if manifest.summary.id != id || manifest.summary.archive?.name != object.name {
                     found.append((id, object.name, "its manifest names another backup or archive"))
                 }
+            } catch is EncryptionError {
+                // Encrypted, and no key given to read it: nothing to judge it by here.
+                continue
             } catch {
                 found.append((id, object.name, "its manifest cannot be read (\(error))"))
             }

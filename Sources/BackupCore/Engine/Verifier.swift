@@ -74,20 +74,37 @@ public final class Verifier {
     /// encrypted archive is decrypted above that, so one read checks both.
     static func openForCheck(_ name: String, in storage: StorageBackend) throws -> (stored: HashingSource, content: ByteSource) {
         let raw: RandomAccessSource
+        let stored = DecryptingStorage.stored(storage)
         do {
-            raw = try DecryptingStorage.stored(storage).open(name)
+            raw = try stored.open(name)
         } catch StorageError.notFound {
             throw EngineError.archiveMissing(name: name, backup: BackupNaming.stem(of: name) ?? name, destination: storage.location)
         }
         let hashing = HashingSource(source: raw)
         do {
-            guard AgeFormat.isAgeFile(prefix: try raw.bytes(at: 0, count: 64)) else { return (hashing, hashing) }
+            // As `DecryptingStorage` decides: by name in a destination, by the first bytes beside a lone archive.
+            var encrypted = BackupNaming.isEncrypted(name)
+            if !encrypted && stored.isReadOnly { encrypted = AgeFormat.isAgeFile(prefix: try raw.bytes(at: 0, count: 64)) }
+            guard encrypted else { return (hashing, hashing) }
             guard let decrypting = storage as? DecryptingStorage else { return (hashing, try AgeKeyring.empty.openStream(hashing, name: name)) }
             return (hashing, try decrypting.openStream(hashing, name: name))
         } catch {
             raw.close()
             throw error
         }
+    }
+
+    /// For an encrypted backup: what is wrong with its summary in the clear, which list,
+    /// prune and copy believe, against the encrypted manifest's own summary.
+    private static func publicSummaryProblem(_ item: BackupCatalog.Item, manifest: Manifest, in storage: StorageBackend) -> String? {
+        guard let name = BackupNaming.publicSummaryName(forManifest: item.manifestName) else { return nil }
+        guard let bytes = try? DecryptingStorage.stored(storage).readObject(name, limit: 1 << 20) else {
+            return "\(name), the summary in the clear, is missing"
+        }
+        // Byte for byte as written (from the same summary): a flip in a key that parsing
+        // would ignore is damage too.
+        let expected = Array((manifest.summary.publicSummary.json.serialized() + "\n").utf8)
+        return bytes == expected ? nil : "\(name), the summary in the clear, is damaged: it differs from the encrypted manifest's"
     }
 
     /// True when `storage` can open the encrypted backup `item` (a key was given).
@@ -124,6 +141,9 @@ public final class Verifier {
         guard let facts = manifest.summary.archive else {
             report.archiveProblems.append("the manifest \(item.manifestName) does not name its archive")
             return report
+        }
+        if let problem = Verifier.publicSummaryProblem(item, manifest: manifest, in: storage) {
+            report.archiveProblems.append(problem)
         }
         report.name = facts.name
         let hashing: HashingSource

@@ -85,10 +85,10 @@ public enum BackupNaming {
 
     /// The names the manifest beside an archive can have, the likeliest first
     /// (`X.tar.zst` → `X.manifest.jsonl.zst`, `X.manifest.jsonl`; `X.tar.zst.age` →
-    /// `X.manifest.jsonl.zst.age` first).
+    /// `X.manifest.jsonl.zst.age`, then those).
     public static func sidecarNames(forArchive name: String) -> [String] {
         guard let stem = stem(of: name), !isManifestName(name), !name.hasSuffix(publicSummarySuffix) else { return [] }
-        let names = manifestSuffixes.map { stem + $0 }
-        return isEncrypted(name) ? names.reversed() : names
+        let plain = [stem + manifestSuffix, stem + plainManifestSuffix]
+        return isEncrypted(name) ? [stem + encryptedManifestSuffix] + plain : plain
     }
 }

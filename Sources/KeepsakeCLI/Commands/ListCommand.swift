@@ -58,9 +58,13 @@ struct ListCommand: KeepsakeCommand {
     }
 
     private func listBackups(_ storage: StorageBackend, context: CommandContext) throws -> ExitCode {
-        let items = try BackupCatalog(storage: storage).items().filter { item in
+        let catalog = BackupCatalog(storage: storage)
+        let items = try catalog.items().filter { item in
             guard let host else { return true }
             return item.summary?.host == host
+        }.map { item in
+            // With the key, an encrypted backup shows its sources too.
+            context.keyring.opensWithoutAsking(item.summary?.encryption) && item.summary?.encryption != nil ? catalog.revealed(item) : item
         }
         // A destination several hosts back up to shows whose each backup is.
         let hosts = Set(items.compactMap { $0.summary?.host })

@@ -40,8 +40,7 @@ enum KeyOptions {
             do {
                 recipients.append(try AgeRecipient(parsing: text))
             } catch {
-                throw EncryptionError.unusableKey("The value '\(text)' is invalid for '--recipient <age1…>': give an age public key "
-                    + "(age1…, as keepsake keygen prints); identities (AGE-SECRET-KEY-1…) stay with whoever restores")
+                throw EncryptionError.unusableKey(AgeRecipient.misuseMessage(text, where: "'--recipient <age1…>'"))
             }
         }
         for file in (arguments?.values("recipients-file") ?? []) + settings.recipientsFiles {
@@ -104,7 +103,7 @@ enum KeyOptions {
         let canAsk = !noInput && context.capabilities.stderrIsTTY
         guard canAsk else { return AgeKeyring(identities: identities) }
         let render = context.err
-        return AgeKeyring(identities: identities) { try askPassphrase(confirm: false, render: render, noInput: noInput) }
+        return AgeKeyring(identities: identities, asks: true) { try askPassphrase(confirm: false, render: render, noInput: noInput) }
     }
 
     // MARK: Reading secrets
