@@ -90,6 +90,8 @@ public struct RestoreResult: Sendable {
     /// Existing entries the backup's copy replaced (counted in `files` and the others too),
     /// or would replace in a dry run.
     public var replaced: Int64 = 0
+    /// Folders of the backup that were already in the target (not counted in `directories`).
+    public var existingDirectories: Int64 = 0
     /// Earlier archives an incremental backup needs that could not be found: the files
     /// they hold were not restored.
     public var missingArchives: [MissingArchive] = []

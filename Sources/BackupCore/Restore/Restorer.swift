@@ -446,7 +446,7 @@ public final class Restorer {
                 if request.overwrite == .always { directoryFixes.append(DirectoryFix(components: components, header: header)) }
                 // Counted only when this restore made it (on the way to an earlier entry):
                 // a folder that was there before is not restored by being met.
-                if target.startedEmpty { result.directories += 1 }
+                if target.startedEmpty { result.directories += 1 } else { result.existingDirectories += 1 }
                 return
             }
             if Restorer.keeps(existing, for: header, policy: request.overwrite) {
@@ -658,6 +658,8 @@ public final class Restorer {
                 if existing.st_mode & S_IFMT != S_IFDIR {
                     result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path),
                                                        reason: "something that is not a folder is in the way"))
+                } else {
+                    result.existingDirectories += 1
                 }
                 return
             }

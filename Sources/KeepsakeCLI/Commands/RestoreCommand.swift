@@ -9,7 +9,7 @@ struct RestoreCommand: KeepsakeCommand {
     static let spec = CommandSpec(
         name: "restore",
         abstract: "Restore all or part of a backup, or of an archive file.",
-        discussion: "Every file is written under a temporary name and renamed into place only when its SHA-256 matches the manifest; damaged content never lands (exit 4). Nothing is written outside the target: absolute paths, '..' and paths through symlinks are refused. Existing files are kept unless --overwrite says otherwise. Plain tar archives (tar, tar.gz, tar.zst, tar.xz) restore too, without a manifest to check against.",
+        discussion: "Every file is written under a temporary name and renamed into place only when its SHA-256 matches the manifest; damaged content never lands (exit 4). Nothing is written outside the target: absolute paths, '..' and paths through symlinks are refused. Existing files are kept unless --overwrite says otherwise; kept files that differ from the backup are named (exit 3). A target that refuses writes is an error (exit 1), or exit 3 when only some paths could not be written. A lone incremental archive needs its parent's archive beside it (exit 3 without it). Plain tar archives (tar, tar.gz, tar.zst, tar.xz) restore too, without a manifest to check against.",
         arguments: [
             ArgumentSpec(name: "BACKUP", help: "A backup id, unique id prefix, 'latest', or an archive file. On a terminal, leave it out to pick a backup from a list.",
                          optional: true),
@@ -24,7 +24,7 @@ struct RestoreCommand: KeepsakeCommand {
             OptionSpec(long: "overwrite", kind: .value(valueName: "when"),
                        allowedValues: OverwritePolicy.allCases.map(\.rawValue), defaultDescription: "never",
                        help: "Replace existing files: never, if-newer (the backup's copy is newer), or always."),
-            OptionSpec(long: "dry-run", short: "n", help: "Read and check the archive, list what would be restored, write nothing."),
+            OptionSpec(long: "dry-run", short: "n", help: "Read and check the archive, list what would be written and count what would be kept, write nothing."),
             OptionSpec(long: "same-owner", help: "As root: also restore setuid/setgid bits, device files and extended attributes outside user.* (security.capability and the like; owners are restored as root anyway)."),
             OptionSpec(long: "same-permissions", short: "p", help: "Give entries exactly their recorded permissions; without it, users other than root get them less the umask (as with tar)."),
             CommonOptions.host,
@@ -93,7 +93,7 @@ struct RestoreCommand: KeepsakeCommand {
         defer { presenter.finish() }
         let result = try Restorer(events: presenter, cancellation: context.cancellation).restore(backup, request: request)
         presenter.finish()
-        if result.entryCount == 0 && result.skippedExisting == 0 && result.missingArchives.isEmpty
+        if result.entryCount == 0 && result.skippedExisting == 0 && result.existingDirectories == 0 && result.missingArchives.isEmpty
             && !request.selections.isEmpty && !result.hasIntegrityFailure {
             throw EngineError.invalidRequest("Nothing in \(source) matches \(request.selections.map { "'\($0)'" }.joined(separator: ", ")); run 'keepsake list \(source)' to see its paths.")
         }
@@ -130,7 +130,8 @@ struct RestoreCommand: KeepsakeCommand {
             let keptDifferent = !dryRun && !result.keptDifferent.isEmpty
             if result.hasIntegrityFailure || missingIsDamage {
                 code = .integrity
-            } else if result.hasUnwrittenPaths && !dryRun && result.entryCount == 0 && result.skippedExisting == 0 {
+            } else if result.hasUnwrittenPaths && !dryRun && result.writtenCount == 0 && result.directories == 0
+                        && result.skippedExisting == 0 {
                 // The target refused every path: it is the target that failed (exit 1).
                 code = .failure
             } else if result.hasUnwrittenPaths || keptDifferent || !result.missingArchives.isEmpty {
@@ -291,6 +292,7 @@ struct RestoreCommand: KeepsakeCommand {
             ("replaced", .int(result.replaced)),
             ("kept", .int(result.skippedExisting)),
             ("kept_same", .int(result.skippedExisting - Int64(result.keptDifferent.count))),
+            ("existing_directories", .int(result.existingDirectories)),
             ("verified", .bool(result.verifiedAgainstManifest && result.unverifiedFiles == 0)),
             ("plain_tarball", .bool(result.plainTarball)),
             ("unverified_files", .int(result.unverifiedFiles)),
