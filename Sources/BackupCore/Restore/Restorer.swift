@@ -431,7 +431,7 @@ public final class Restorer {
             return
         }
         let name = components[components.count - 1]
-        /// Whether an existing entry is replaced (counted once the new one is in place).
+        // Whether an existing entry is replaced (counted once the new one is in place).
         var replaces = false
         // Into a folder that started empty, only folders can already be there (made on the way).
         let mayExist = !target.startedEmpty || header.type == .directory
