@@ -7,9 +7,11 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     /// The command line was wrong.
     case usage = 2
     /// The backup finished and is committed, but some files could not be read; or the
-    /// restore finished, but some paths could not be written.
+    /// restore finished, but some paths could not be written, differing files were kept,
+    /// or a lone incremental archive's parent archive was not beside it.
     case partial = 3
-    /// Verify or restore found damaged, missing or unsafe content.
+    /// Verify or restore found damaged, missing or unsafe content (never a restore target
+    /// that refuses writes: that is `failure` or `partial`).
     case integrity = 4
     /// The destination is locked by another run.
     case locked = 5
@@ -24,8 +26,8 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .success: return "success"
         case .failure: return "failure (the message says what and what to do)"
         case .usage: return "usage error (unknown option, bad value, missing argument)"
-        case .partial: return "backup committed, but some files could not be read; or restore finished, but some paths could not be written"
-        case .integrity: return "integrity failure: damaged, missing or unsafe content, or a damaged manifest, found by verify, restore or another command"
+        case .partial: return "backup committed, but some files could not be read; or restore finished, but some paths could not be written, existing files that differ were kept, or an incremental archive's parent was not next to it"
+        case .integrity: return "integrity failure: damaged, missing or unsafe content, or a damaged manifest, found by verify, restore or another command (never a target that refuses writes)"
         case .locked: return "the destination is locked by another run"
         case .key: return "an encrypted backup needs an identity or passphrase that was not given, or the one given does not open it"
         case .interrupted: return "interrupted (Ctrl-C or SIGTERM); nothing half-done is left"

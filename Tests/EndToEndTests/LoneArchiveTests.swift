@@ -68,6 +68,59 @@ final class LoneArchiveTests: EndToEndTestCase {
         assertExit(verify, 0)
     }
 
+    /// A lone incremental archive without its parent's archive beside it is not damaged:
+    /// the files it holds itself are restored, and the one it needs is named by file name,
+    /// with the count of the files that live there (exit 3). With the parent beside it, the
+    /// same restore is whole. A full backup's archive needs nothing else.
+    func testLoneIncrementalWithoutItsParentNamesTheArchiveItNeeds() throws {
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["changed.txt": "first\n", "same/one.txt": "one\n", "same/two.txt": "two\n"])
+        let dest = path("dest")
+        let parent = try backup([source], dest: dest)
+        try Fixtures.makeTree(at: source, files: ["changed.txt": "second\n"])
+        let child = try backup([source], dest: dest)
+        let parentArchive = try XCTUnwrap(try names(in: dest).first { $0.contains(parent) && $0.hasSuffix(".tar.zst") })
+        let childArchive = try XCTUnwrap(try names(in: dest).first { $0.contains(child) && $0.hasSuffix(".tar.zst") })
+        let lone = path("usb")
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(lone))
+        try FileManager.default.copyItem(atPath: dest + "/" + childArchive, toPath: lone + "/" + childArchive)
+        let stem = String(parentArchive.dropLast(".tar.zst".count))
+
+        let target = path("target")
+        let outcome = try run(["restore", lone + "/" + childArchive, "--target", target], environment: noDestination)
+        assertExit(outcome, 3, "a missing parent is a file to bring, not damage")
+        XCTAssertTrue(outcome.stderrText.contains("needs \(stem)'s archive (\(parentArchive)) next to this file"), "\(outcome)")
+        XCTAssertTrue(outcome.stderrText.contains("2 files of this backup live in it"), "the count of what is missing:\n\(outcome)")
+        XCTAssertFalse(outcome.combinedText.lowercased().contains("damaged"), "the archive is fine:\n\(outcome)")
+        XCTAssertTrue(outcome.stdoutText.contains("Missing:"), "\(outcome)")
+        let root = restored(source, into: target)
+        XCTAssertEqual(try String(contentsOfFile: root + "/changed.txt", encoding: .utf8), "second\n", "its own files are restored")
+        XCTAssertFalse(RawFileSystem.exists(root + "/same/one.txt"), "the parent's files are not there to restore")
+
+        let object = try json(try run(["restore", lone + "/" + childArchive, "--target", path("target-json"), "--json"],
+                                      environment: noDestination))
+        XCTAssertEqual(object["exit_code"] as? Int, 3)
+        XCTAssertTrue((object["damaged"] as? [Any] ?? [0]).isEmpty, "\(object)")
+        XCTAssertNil(object["archive_problem"] as? String, "\(object)")
+        let missing = object["missing_archives"] as? [[String: Any]] ?? []
+        XCTAssertEqual(missing.count, 1, "\(object)")
+        XCTAssertEqual(missing.first?["backup_id"] as? String, parent)
+        XCTAssertEqual(missing.first?["file"] as? String, parentArchive)
+        XCTAssertEqual((missing.first?["paths"] as? [String])?.count, 2)
+
+        // The parent's archive brought beside it: whole.
+        try FileManager.default.copyItem(atPath: dest + "/" + parentArchive, toPath: lone + "/" + parentArchive)
+        let whole = try run(["restore", lone + "/" + childArchive, "--target", path("target-whole")], environment: noDestination)
+        assertExit(whole, 0)
+        try assertTreesEqual(expected: source, actual: restored(source, into: path("target-whole")))
+
+        // In a destination, a parent archive that is gone is damage there (exit 4).
+        try FileManager.default.removeItem(atPath: dest + "/" + parentArchive)
+        let broken = try run(["restore", child, "--dest", dest, "--target", path("target-dest")])
+        assertExit(broken, 4)
+        XCTAssertTrue(broken.stderrText.contains("is missing from the destination"), "\(broken)")
+    }
+
     // MARK: Helpers
 
     /// Environment with a destination that does not exist.

@@ -41,6 +41,8 @@ final class RestoreFileWriter: @unchecked Sendable {
         let path: [UInt8]
         let header: ArchiveEntryHeader
         let check: Check
+        /// It replaces an entry that was there (counted in `Outcome.replaced` once placed).
+        var replaces = false
     }
 
     /// A hard link to make.
@@ -54,6 +56,8 @@ final class RestoreFileWriter: @unchecked Sendable {
         let linkParts: [[UInt8]]
         /// Waits with the files for the archive's own manifest.
         let deferred: Bool
+        /// It replaces an entry that was there.
+        var replaces = false
     }
 
     /// A file (or hard link) under a temporary name, waiting for the archive's manifest.
@@ -68,6 +72,8 @@ final class RestoreFileWriter: @unchecked Sendable {
         /// For a file: which file was written, so that it is found again by descriptor, not
         /// by its name alone (nil for a hard link, or when it could not be read).
         let identity: RestoredMetadata.Identity?
+        /// It replaces an entry that was there.
+        let replaces: Bool
     }
 
     /// What the writer did since the last `drain`.
@@ -75,6 +81,8 @@ final class RestoreFileWriter: @unchecked Sendable {
         var files: Int64 = 0
         var hardlinks: Int64 = 0
         var bytes: Int64 = 0
+        /// Files and links placed over an entry that was there.
+        var replaced: Int64 = 0
         var damaged: [PathWarning] = []
         var warnings: [PathWarning] = []
         /// A failure of the target itself (a full disk): the restore must stop.
@@ -359,12 +367,13 @@ final class RestoreFileWriter: @unchecked Sendable {
             }
             if place(file.temporary, as: job.components[job.components.count - 1], in: job.directory.fd, path: job.path) {
                 outcome.files += 1
+                if job.replaces { outcome.replaced += 1 }
                 liveFiles.add(1, ordering: .relaxed)
             }
         case .wait:
             pendingIndex[PathKey(job.path)] = pendings.count
             pendings.append(Pending(components: job.components, path: job.path, temporaryName: file.temporary,
-                                    sha256: sha256, linkOf: nil, identity: identity))
+                                    sha256: sha256, linkOf: nil, identity: identity, replaces: job.replaces))
         }
     }
 
@@ -400,9 +409,10 @@ final class RestoreFileWriter: @unchecked Sendable {
         }
         if job.deferred {
             pendings.append(Pending(components: job.components, path: job.path, temporaryName: temporary, sha256: nil,
-                                    linkOf: job.linkPath, identity: nil))
+                                    linkOf: job.linkPath, identity: nil, replaces: job.replaces))
         } else if place(temporary, as: job.components[job.components.count - 1], in: job.directory.fd, path: job.path) {
             outcome.hardlinks += 1
+            if job.replaces { outcome.replaced += 1 }
             liveFiles.add(1, ordering: .relaxed)
         }
     }
@@ -419,14 +429,14 @@ final class RestoreFileWriter: @unchecked Sendable {
         return false
     }
 
-    /// A failure to create something: fatal when the target is full or read-only,
+    /// A failure to create something: fatal when the target is full,
     /// otherwise a warning for that path.
     private func problem(_ path: [UInt8], _ code: Int32) {
         if Restorer.stopsRestore(code) {
             fail(Restorer.targetError(request.target, code, path: path))
         } else {
             outcome.warnings.append(PathWarning(kind: .unwritable, path: PathBytes.display(path),
-                                                reason: FileDescriptorIO.message(code)))
+                                                reason: Restorer.notWritten(code)))
         }
     }
 

@@ -81,8 +81,20 @@ public struct RestoreResult: Sendable {
     public var hardlinks: Int64 = 0
     public var other: Int64 = 0
     public var bytes: Int64 = 0
-    /// Existing files left alone by the overwrite policy.
+    /// Existing files (and links and other non-folders) left alone by the overwrite policy,
+    /// or that would be in a dry run; those among them that differ are in `keptDifferent`.
     public var skippedExisting: Int64 = 0
+    /// The kept entries whose content (or link target, or kind) differs from the backup's:
+    /// the target does not hold what the backup does there.
+    public var keptDifferent: [String] = []
+    /// Existing entries the backup's copy replaced (counted in `files` and the others too),
+    /// or would replace in a dry run.
+    public var replaced: Int64 = 0
+    /// Folders of the backup that were already in the target (not counted in `directories`).
+    public var existingDirectories: Int64 = 0
+    /// Earlier archives an incremental backup needs that could not be found: the files
+    /// they hold were not restored.
+    public var missingArchives: [MissingArchive] = []
     /// Files restored without a manifest to check them against.
     public var unverifiedFiles: Int64 = 0
     /// Entries whose content or description did not match, or were unsafe: never written.
@@ -103,8 +115,16 @@ public struct RestoreResult: Sendable {
     /// An empty result.
     public init() {}
 
-    /// True when something was damaged, unsafe or missing: exit code 4.
+    /// True when something was damaged, unsafe or missing from an archive: exit code 4. An
+    /// earlier archive that is not there at all (`missingArchives`) is not counted here: for
+    /// a lone archive file it is a file to bring, not damage.
     public var hasIntegrityFailure: Bool { !damaged.isEmpty || archiveProblem != nil }
+    /// Kept entries that differ from the backup: the restore did not bring those back.
+    public var keptDifferentCount: Int { keptDifferent.count }
+    /// Files not restored because the earlier archive that holds them was not found.
+    public var missingArchivePaths: Int { missingArchives.reduce(0) { $0 + $1.paths.count } }
+    /// Entries the restore wrote (new or replacing), not counting folders.
+    public var writtenCount: Int64 { files + symlinks + hardlinks + other }
     /// True when some paths could not be written into the target (each named in a
     /// warning): exit code 3.
     public var hasUnwrittenPaths: Bool { unwrittenPaths > 0 }

@@ -10,6 +10,14 @@ final class RestoreTarget {
     /// A path that cannot be written safely.
     typealias Refusal = ArchivePath.Refusal
 
+    /// A folder on the way that the target would not let this restore make or open (no
+    /// permission, a read-only or full file system): the target's problem, not the archive's.
+    struct Unwritable: Error, CustomStringConvertible {
+        /// The errno of the failed call.
+        let code: Int32
+        var description: String { "could not be written (\(FileDescriptorIO.message(code)))" }
+    }
+
     // MARK: State
 
     /// The target folder's path, for messages.
@@ -36,13 +44,62 @@ final class RestoreTarget {
         if PathBytes.syscall(bytes, { stat($0, &info) }) != 0 {
             let code = RestoreTarget.makeDirectories(bytes)
             if code != 0 {
-                throw EngineError.targetUnusable(path: path, reason: "it cannot be created (\(FileDescriptorIO.message(code)))")
+                throw EngineError.targetUnusable(path: path, reason: "it cannot be created (\(FileDescriptorIO.message(code))); "
+                    + RestoreTarget.advice(code))
             }
         }
         let fd = PathBytes.syscall(bytes) { open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard fd >= 0 else { throw EngineError.targetUnusable(path: path, reason: FileDescriptorIO.message(errno)) }
+        let empty = RestoreTarget.isEmptyDirectory(fd)
+        // A real attempt, not access(2): root passes every mode check, and only a write
+        // shows a read-only mount or a full disk.
+        let code = RestoreTarget.probeWrite(fd)
+        if code != 0 {
+            close(fd)
+            throw EngineError.targetUnusable(path: path, reason: RestoreTarget.unwritableReason(code))
+        }
+        rootFD = fd
+        startedEmpty = empty
+    }
+
+    /// Opens an existing target folder only to look at what is in it (a dry run): nothing
+    /// is made or written; nil when there is no folder there.
+    init?(existing bytes: [UInt8]) {
+        path = PathBytes.display(bytes)
+        let fd = PathBytes.syscall(bytes) { open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        guard fd >= 0 else { return nil }
         rootFD = fd
         startedEmpty = RestoreTarget.isEmptyDirectory(fd)
+    }
+
+    /// Creates and removes an empty file in folder `fd`: 0, or the errno that refused it.
+    private static func probeWrite(_ fd: Int32) -> Int32 {
+        let name = temporaryName()
+        let probe = PathBytes.syscall(name) { openat(fd, $0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600) }
+        guard probe >= 0 else { return errno }
+        close(probe)
+        remove(name, in: fd)
+        return 0
+    }
+
+    /// Why a target that refused a write cannot be restored into, and what to do.
+    static func unwritableReason(_ code: Int32) -> String {
+        switch code {
+        case EROFS: return "it is on a read-only file system; " + advice(code)
+        case EACCES, EPERM: return "you may not write to it (\(FileDescriptorIO.message(code))); " + advice(code)
+        case ENOSPC, EDQUOT: return "there is no space left in it (\(FileDescriptorIO.message(code))); " + advice(code)
+        default: return "it cannot be written (\(FileDescriptorIO.message(code))); " + advice(code)
+        }
+    }
+
+    /// What to do about a target that refused a write with `code`.
+    static func advice(_ code: Int32) -> String {
+        switch code {
+        case EROFS: return "remount it read-write, or restore somewhere else with '--target DIR'"
+        case EACCES, EPERM: return "restore into a folder you can write with '--target DIR', or fix its permissions"
+        case ENOSPC, EDQUOT: return "free some space, or restore somewhere else with '--target DIR'"
+        default: return "restore somewhere else with '--target DIR'"
+        }
     }
 
     /// `mkdir -p` on bytes; 0, or the errno of the folder that could not be made.
@@ -142,7 +199,8 @@ final class RestoreTarget {
         var next = PathBytes.syscall(component) { openat(parent, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         if next < 0 && errno == ENOENT && create {
             if PathBytes.syscall(component, { mkdirat(parent, $0, 0o755) }) != 0 && errno != EEXIST {
-                throw Refusal(reason: "cannot create a folder (\(FileDescriptorIO.message(errno)))")
+                // The target refused (no permission, read-only, full): nothing unsafe about the entry.
+                throw Unwritable(code: errno)
             }
             next = PathBytes.syscall(component) { openat(parent, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         }
@@ -151,7 +209,7 @@ final class RestoreTarget {
             if code == ELOOP || code == ENOTDIR {
                 throw Refusal(reason: "'\(PathBytes.display(component))' on the way is a symlink or not a folder; refusing to write through it")
             }
-            throw Refusal(reason: FileDescriptorIO.message(code))
+            throw Unwritable(code: code)
         }
         return next
     }
@@ -173,6 +231,19 @@ final class RestoreTarget {
     static func existing(_ name: [UInt8], in directoryFD: Int32) -> stat? {
         var info = stat()
         return PathBytes.syscall(name, { fstatat(directoryFD, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0 ? info : nil
+    }
+
+    /// The target of symlink `name` in a directory, or nil when it is not one.
+    static func linkTarget(_ name: [UInt8], in directoryFD: Int32) -> [UInt8]? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = PathBytes.syscall(name) { link in
+            buffer.withUnsafeMutableBufferPointer { raw -> Int in
+                guard let base = raw.baseAddress else { return -1 }
+                return readlinkat(directoryFD, link, base, raw.count)
+            }
+        }
+        guard count >= 0, count < buffer.count else { return nil }
+        return buffer[0..<count].map { UInt8(bitPattern: $0) }
     }
 
     /// Renames within one directory, replacing what is there.

@@ -114,7 +114,8 @@ public final class Restorer {
             writer = nil
             lastDirectory = nil
         }
-        let context = PhaseContext(target: target, selection: selection, request: request)
+        let lookup = request.dryRun ? RestoreTarget(existing: request.targetPath) : nil
+        let context = PhaseContext(target: target, lookup: lookup, selection: selection, request: request)
 
         do {
             // Phase 1: this backup's own archive.
@@ -176,6 +177,9 @@ public final class Restorer {
     /// What every phase of one restore shares.
     private struct PhaseContext {
         let target: RestoreTarget?
+        /// In a dry run, the target folder when it exists: only looked at, to tell what
+        /// would be written from what would be kept.
+        let lookup: RestoreTarget?
         let selection: RestoreSelection
         let request: RestoreRequest
     }
@@ -289,12 +293,11 @@ public final class Restorer {
                 located = nil
             }
             guard let located else {
-                for (key, _) in files {
-                    result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(key.bytes),
-                                                      reason: "its content is in the archive of backup \(holder), which is not available"))
-                }
-                noteArchiveProblem("backup \(manifest.summary.id) needs the archive of backup \(holder) "
-                    + "(a file named like \(manifest.summary.host.isEmpty ? "HOST" : HostIdentity.fileSafe(manifest.summary.host))_\(holder.rawValue)\(manifest.summary.compression.fileExtension)), which was not found")
+                // Not found at all (not found damaged): the caller says what to bring.
+                let host = manifest.summary.host.isEmpty ? "HOST" : HostIdentity.fileSafe(manifest.summary.host)
+                let fileName = "\(host)_\(holder.rawValue)\(manifest.summary.compression.fileExtension)"
+                result.missingArchives.append(MissingArchive(backupID: holder, fileName: fileName,
+                                                             paths: files.map { PathBytes.display($0.key.bytes) }.sorted()))
                 continue
             }
             defer { located.source.close() }
@@ -323,12 +326,19 @@ public final class Restorer {
             let header = ArchiveEntryHeader(path: entry.path, type: .hardlink, linkTarget: entry.linkTarget)
             do {
                 let parentFD = try target.directory(components.dropLast(), create: true)
-                if RestoreTarget.existing(components[components.count - 1], in: parentFD) != nil,
-                   context.request.overwrite == .never {
-                    result.skippedExisting += 1
-                    continue
+                var replaces = false
+                if let existing = RestoreTarget.existing(components[components.count - 1], in: parentFD) {
+                    if context.request.overwrite == .never {
+                        result.skippedExisting += 1
+                        if !Restorer.isLink(existing, to: entry.linkTarget, rootFD: target.rootFD) {
+                            result.keptDifferent.append(entry.displayPath)
+                        }
+                        continue
+                    }
+                    replaces = true
                 }
-                try restoreHardLink(header, components: components, path: entry.path, parentFD: parentFD, deferred: false)
+                try restoreHardLink(header, components: components, path: entry.path, parentFD: parentFD, deferred: false,
+                                    replaces: replaces)
             } catch let failure as TargetFailure {
                 throw failure
             } catch {
@@ -405,10 +415,7 @@ public final class Restorer {
         }
         reportProgress(path)
         guard let target else {
-            result.planned.append(PathBytes.display(path))
-            count(header)
-            try reader.skipContent()
-            return
+            return try plan(header, reader: reader, components: components, path: path, entry: entry, context: context)
         }
 
         let parentFD: Int32
@@ -418,8 +425,14 @@ public final class Restorer {
             refuse(path, refusal.reason)
             try reader.skipContent()
             return
+        } catch let failure as RestoreTarget.Unwritable {
+            try targetProblem(path, failure.code)
+            try reader.skipContent()
+            return
         }
         let name = components[components.count - 1]
+        // Whether an existing entry is replaced (counted once the new one is in place).
+        var replaces = false
         // Into a folder that started empty, only folders can already be there (made on the way).
         let mayExist = !target.startedEmpty || header.type == .directory
         if mayExist, let existing = RestoreTarget.existing(name, in: parentFD) {
@@ -431,20 +444,14 @@ public final class Restorer {
                     return
                 }
                 if request.overwrite == .always { directoryFixes.append(DirectoryFix(components: components, header: header)) }
-                result.directories += 1
+                // Counted only when this restore made it (on the way to an earlier entry):
+                // a folder that was there before is not restored by being met.
+                if target.startedEmpty { result.directories += 1 } else { result.existingDirectories += 1 }
                 return
             }
-            let keep: Bool
-            switch request.overwrite {
-            case .never: keep = true
-            case .ifNewer:
-                let existingTime = Int64(existing.st_mtim.tv_sec) * 1_000_000_000 + Int64(existing.st_mtim.tv_nsec)
-                keep = existingTime >= header.mtimeTotalNanoseconds
-            case .always: keep = false
-            }
-            if keep {
-                result.skippedExisting += 1
-                try reader.skipContent()
+            if Restorer.keeps(existing, for: header, policy: request.overwrite) {
+                try keepExisting(header, reader: reader, existing: existing, name: name, parentFD: parentFD, path: path,
+                                 entry: entry, rootFD: target.rootFD)
                 return
             }
             if isFolder {
@@ -453,6 +460,7 @@ public final class Restorer {
                 try reader.skipContent()
                 return
             }
+            replaces = true
         }
 
         switch header.type {
@@ -466,7 +474,7 @@ public final class Restorer {
             if expected == nil { placedBeforeManifest.append((components, path, .directory)) }
         case .file:
             try restoreFile(header, reader: reader, components: components, path: path, parentFD: parentFD,
-                            expected: entry, hasManifest: expected != nil)
+                            expected: entry, hasManifest: expected != nil, replaces: replaces)
         case .symlink:
             let temporary = RestoreTarget.temporaryName()
             let status = PathBytes.syscall(header.linkTarget ?? []) { link in
@@ -475,11 +483,13 @@ public final class Restorer {
             guard status == 0 else { try targetProblem(path, errno); return }
             guard RestoredMetadata.applyToNode(header, name: temporary, parentFD: parentFD, request: request, path: path,
                                                warnings: &result.warnings) else { return swapped(temporary, parentFD: parentFD, path: path) }
-            try place(temporary, as: name, parentFD: parentFD, path: path)
+            guard try place(temporary, as: name, parentFD: parentFD, path: path) else { return }
             result.symlinks += 1
+            if replaces { result.replaced += 1 }
             if expected == nil { placedBeforeManifest.append((components, path, .symlink)) }
         case .hardlink:
-            try restoreHardLink(header, components: components, path: path, parentFD: parentFD, deferred: expected == nil)
+            try restoreHardLink(header, components: components, path: path, parentFD: parentFD, deferred: expected == nil,
+                                replaces: replaces)
         case .fifo, .characterDevice, .blockDevice:
             guard header.type == .fifo || request.restoreSpecialFiles else {
                 result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path),
@@ -494,8 +504,9 @@ public final class Restorer {
             guard status == 0 else { try targetProblem(path, errno); return }
             guard RestoredMetadata.applyToNode(header, name: temporary, parentFD: parentFD, request: request, path: path,
                                                warnings: &result.warnings) else { return swapped(temporary, parentFD: parentFD, path: path) }
-            try place(temporary, as: name, parentFD: parentFD, path: path)
+            guard try place(temporary, as: name, parentFD: parentFD, path: path) else { return }
             result.other += 1
+            if replaces { result.replaced += 1 }
             if expected == nil { placedBeforeManifest.append((components, path, header.type)) }
         case .socket:
             try reader.skipContent()
@@ -506,7 +517,7 @@ public final class Restorer {
     /// hashing it, then places it (or leaves it pending until the archive's own manifest is
     /// read).
     private func restoreFile(_ header: ArchiveEntryHeader, reader: ArchiveReader, components: [[UInt8]], path: [UInt8],
-                             parentFD: Int32, expected: ManifestEntry?, hasManifest: Bool) throws {
+                             parentFD: Int32, expected: ManifestEntry?, hasManifest: Bool, replaces: Bool) throws {
         guard let writer else { return try reader.skipContent() }
         try stopIfTargetFailed()
         guard let (directory, isNew) = directoryHandle(components.dropLast(), fd: parentFD) else {
@@ -516,7 +527,7 @@ public final class Restorer {
         }
         let check: RestoreFileWriter.Check = hasManifest ? .verify(sha256: expected?.sha256) : .wait(hashed: expectsOwnManifest)
         writer.beginFile(RestoreFileWriter.FileJob(directory: directory, components: components, path: path, header: header,
-                                                   check: check), newDirectory: isNew)
+                                                   check: check, replaces: replaces), newDirectory: isNew)
         do {
             while let block = try reader.nextBlock() {
                 try cancellation.check()
@@ -531,7 +542,7 @@ public final class Restorer {
     }
 
     private func restoreHardLink(_ header: ArchiveEntryHeader, components: [[UInt8]], path: [UInt8], parentFD: Int32,
-                                 deferred: Bool) throws {
+                                 deferred: Bool, replaces: Bool = false) throws {
         guard let writer else { return }
         guard case .success(var linkParts) = RestoreTarget.components(of: header.linkTarget ?? []) else {
             refuse(path, "hard link to an unsafe path")
@@ -552,7 +563,7 @@ public final class Restorer {
             return
         }
         writer.link(RestoreFileWriter.LinkJob(directory: directory, components: components, path: path, linkPath: linkPath,
-                                              linkParts: linkParts, deferred: deferred), newDirectory: isNew)
+                                              linkParts: linkParts, deferred: deferred, replaces: replaces), newDirectory: isNew)
     }
 
     /// The writer's handle on folder `components` (open here as `fd`), and whether it is
@@ -563,6 +574,109 @@ public final class Restorer {
         guard let handle = DirectoryHandle(copying: fd) else { return nil }
         lastDirectory = (components, handle)
         return (handle, true)
+    }
+
+    // MARK: Existing entries
+
+    /// Whether `policy` keeps `existing` rather than putting the backup's `header` there.
+    private static func keeps(_ existing: stat, for header: ArchiveEntryHeader, policy: OverwritePolicy) -> Bool {
+        switch policy {
+        case .never: return true
+        case .ifNewer:
+            let existingTime = Int64(existing.st_mtim.tv_sec) * 1_000_000_000 + Int64(existing.st_mtim.tv_nsec)
+            return existingTime >= header.mtimeTotalNanoseconds
+        case .always: return false
+        }
+    }
+
+    /// Counts an existing entry the policy keeps (reading past its content), and names it
+    /// in `keptDifferent` when it is not what the backup holds there: other content (by
+    /// SHA-256), another link target, another kind of node. Times and modes do not count.
+    private func keepExisting(_ header: ArchiveEntryHeader, reader: ArchiveReader, existing: stat, name: [UInt8],
+                              parentFD: Int32, path: [UInt8], entry: ManifestEntry?, rootFD: Int32) throws {
+        result.skippedExisting += 1
+        let kind = existing.st_mode & S_IFMT
+        var same: Bool
+        switch header.type {
+        case .file:
+            same = try keptFileMatches(header, reader: reader, existing: existing, name: name, parentFD: parentFD, entry: entry)
+        case .symlink:
+            same = kind == S_IFLNK && RestoreTarget.linkTarget(name, in: parentFD) == header.linkTarget
+        case .hardlink:
+            let linkTarget = header.linkTarget.map { redirects[PathKey($0)] ?? $0 }
+            same = Restorer.isLink(existing, to: linkTarget, rootFD: rootFD)
+        case .fifo: same = kind == S_IFIFO
+        case .characterDevice: same = kind == S_IFCHR && UInt64(existing.st_rdev) == UInt64(header.rdev)
+        case .blockDevice: same = kind == S_IFBLK && UInt64(existing.st_rdev) == UInt64(header.rdev)
+        case .directory, .socket: same = true
+        }
+        try reader.skipContent()
+        if !same { result.keptDifferent.append(PathBytes.display(path)) }
+    }
+
+    /// Whether the regular file `name` holds the archive's content for `header`: same size,
+    /// then the same SHA-256 (the manifest's, or else that of the content read from the
+    /// archive). A file that cannot be read counts as different.
+    private func keptFileMatches(_ header: ArchiveEntryHeader, reader: ArchiveReader, existing: stat, name: [UInt8],
+                                 parentFD: Int32, entry: ManifestEntry?) throws -> Bool {
+        guard existing.st_mode & S_IFMT == S_IFREG, Int64(existing.st_size) == header.size else { return false }
+        // Non-blocking: a FIFO swapped in since the look must not hang the restore.
+        let fd = PathBytes.syscall(name) { openat(parentFD, $0, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int64(info.st_size) == header.size else { return false }
+        let wanted: String
+        if let sha256 = entry?.sha256 {
+            wanted = sha256
+        } else {
+            wanted = try ManifestCheck.hashContent(of: reader, declaredSize: header.size, cancellation: cancellation).sha256
+        }
+        return try ManifestCheck.hashFile(fd, size: header.size, cancellation: cancellation) == wanted
+    }
+
+    /// Whether `existing` is the very file (the same inode) found at `linkTarget` in the
+    /// target folder `rootFD`: a hard link already in place.
+    private static func isLink(_ existing: stat, to linkTarget: [UInt8]?, rootFD: Int32) -> Bool {
+        guard existing.st_mode & S_IFMT == S_IFREG, let linkTarget,
+              case .success(let parts) = RestoreTarget.components(of: linkTarget),
+              let folder = try? RestoreTarget.openDirectory(parts.dropLast()[...], in: rootFD, create: false) else { return false }
+        defer { close(folder) }
+        guard let other = RestoreTarget.existing(parts[parts.count - 1], in: folder) else { return false }
+        return other.st_dev == existing.st_dev && other.st_ino == existing.st_ino
+    }
+
+    /// A dry run's entry: what would be written (listed in `planned`), replaced, or kept,
+    /// looking at the target when it exists.
+    private func plan(_ header: ArchiveEntryHeader, reader: ArchiveReader, components: [[UInt8]], path: [UInt8],
+                      entry: ManifestEntry?, context: PhaseContext) throws {
+        let name = components[components.count - 1]
+        if let lookup = context.lookup, let parentFD = try? lookup.directory(components.dropLast(), create: false),
+           let existing = RestoreTarget.existing(name, in: parentFD) {
+            if header.type == .directory {
+                // A folder already there is not written; something else in the way stops it.
+                if existing.st_mode & S_IFMT != S_IFDIR {
+                    result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path),
+                                                       reason: "something that is not a folder is in the way"))
+                } else {
+                    result.existingDirectories += 1
+                }
+                return
+            }
+            if Restorer.keeps(existing, for: header, policy: context.request.overwrite) {
+                return try keepExisting(header, reader: reader, existing: existing, name: name, parentFD: parentFD, path: path,
+                                        entry: entry, rootFD: lookup.rootFD)
+            }
+            if existing.st_mode & S_IFMT == S_IFDIR {
+                result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path),
+                                                   reason: "a folder is in the way; it would be left alone"))
+                return try reader.skipContent()
+            }
+            result.replaced += 1
+        }
+        result.planned.append(PathBytes.display(path))
+        count(header)
+        try reader.skipContent()
     }
 
     // MARK: The writer
@@ -588,6 +702,7 @@ public final class Restorer {
         result.files += done.files
         result.hardlinks += done.hardlinks
         result.bytes += done.bytes
+        result.replaced += done.replaced
         result.damaged += done.damaged
         result.warnings += done.warnings
         return done.failure
@@ -609,12 +724,15 @@ public final class Restorer {
     // MARK: Placing
 
     /// Renames a finished temporary file into place (replacing what the policy allowed).
-    private func place(_ temporary: [UInt8], as name: [UInt8], parentFD: Int32, path: [UInt8]) throws {
+    /// False when it could not be placed (the path is then named in a warning).
+    private func place(_ temporary: [UInt8], as name: [UInt8], parentFD: Int32, path: [UInt8]) throws -> Bool {
         let code = RestoreTarget.rename(temporary, to: name, in: parentFD)
         if code != 0 {
             RestoreTarget.remove(temporary, in: parentFD)
             try targetProblem(path, code)
+            return false
         }
+        return true
     }
 
     /// Why a node this restore made is not placed: its temporary name no longer holds it.
@@ -714,10 +832,11 @@ public final class Restorer {
             if code != 0 {
                 RestoreTarget.remove(pending.temporaryName, in: parentFD)
                 result.warnings.append(PathWarning(kind: .unwritable, path: PathBytes.display(pending.path),
-                                                   reason: FileDescriptorIO.message(code)))
+                                                   reason: Restorer.notWritten(code)))
                 continue
             }
             if pending.linkOf != nil { result.hardlinks += 1 } else { result.files += 1 }
+            if pending.replaces { result.replaced += 1 }
             if !hasManifest && pending.linkOf == nil { result.unverifiedFiles += 1 }
         }
         if !hasManifest { result.plainTarball = result.archiveProblem == nil }
@@ -779,18 +898,26 @@ public final class Restorer {
         if Restorer.stopsRestore(code) {
             throw TargetFailure(error: Restorer.targetError(targetPath, code, path: path))
         }
-        result.warnings.append(PathWarning(kind: .unwritable, path: PathBytes.display(path), reason: FileDescriptorIO.message(code)))
+        result.warnings.append(PathWarning(kind: .unwritable, path: PathBytes.display(path), reason: Restorer.notWritten(code)))
+    }
+
+    /// The reason given for a path the target refused with `code`.
+    static func notWritten(_ code: Int32) -> String {
+        "could not be written (\(FileDescriptorIO.message(code)))"
     }
 
     /// Whether a failure to create something in the target stops the restore (nothing
-    /// more can be written) rather than skipping one path.
+    /// more can be written: the disk is full) rather than skipping one path. A read-only
+    /// target is refused before the restore begins; met later (a read-only mount inside the
+    /// target), it refuses only the paths below it.
     static func stopsRestore(_ code: Int32) -> Bool {
-        code == ENOSPC || code == EDQUOT || code == EROFS
+        code == ENOSPC || code == EDQUOT
     }
 
     static func targetError(_ target: String, _ code: Int32, path: [UInt8]) -> EngineError {
         .targetUnusable(path: target,
-                        reason: "\(FileDescriptorIO.message(code)) while writing \(PathBytes.display(path)); the unfinished file was removed")
+                        reason: "\(FileDescriptorIO.message(code)) while writing \(PathBytes.display(path)); the unfinished file was removed; "
+                            + RestoreTarget.advice(code))
     }
 
     // MARK: Helpers

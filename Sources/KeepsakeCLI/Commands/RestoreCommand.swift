@@ -9,7 +9,7 @@ struct RestoreCommand: KeepsakeCommand {
     static let spec = CommandSpec(
         name: "restore",
         abstract: "Restore all or part of a backup, or of an archive file.",
-        discussion: "Every file is written under a temporary name and renamed into place only when its SHA-256 matches the manifest; damaged content never lands (exit 4). Nothing is written outside the target: absolute paths, '..' and paths through symlinks are refused. Existing files are kept unless --overwrite says otherwise. Plain tar archives (tar, tar.gz, tar.zst, tar.xz) restore too, without a manifest to check against.",
+        discussion: "Every file is written under a temporary name and renamed into place only when its SHA-256 matches the manifest; damaged content never lands (exit 4). Nothing is written outside the target: absolute paths, '..' and paths through symlinks are refused. Existing files are kept unless --overwrite says otherwise; kept files that differ from the backup are named (exit 3). A target that refuses writes is an error (exit 1), or exit 3 when only some paths could not be written. A lone incremental archive needs its parent's archive beside it (exit 3 without it). Plain tar archives (tar, tar.gz, tar.zst, tar.xz) restore too, without a manifest to check against.",
         arguments: [
             ArgumentSpec(name: "BACKUP", help: "A backup id, unique id prefix, 'latest', or an archive file. On a terminal, leave it out to pick a backup from a list.",
                          optional: true),
@@ -24,7 +24,7 @@ struct RestoreCommand: KeepsakeCommand {
             OptionSpec(long: "overwrite", kind: .value(valueName: "when"),
                        allowedValues: OverwritePolicy.allCases.map(\.rawValue), defaultDescription: "never",
                        help: "Replace existing files: never, if-newer (the backup's copy is newer), or always."),
-            OptionSpec(long: "dry-run", short: "n", help: "Read and check the archive, list what would be restored, write nothing."),
+            OptionSpec(long: "dry-run", short: "n", help: "Read and check the archive, list what would be written and count what would be kept, write nothing."),
             OptionSpec(long: "same-owner", help: "As root: also restore setuid/setgid bits, device files and extended attributes outside user.* (security.capability and the like; owners are restored as root anyway)."),
             OptionSpec(long: "same-permissions", short: "p", help: "Give entries exactly their recorded permissions; without it, users other than root get them less the umask (as with tar)."),
             CommonOptions.host,
@@ -93,16 +93,53 @@ struct RestoreCommand: KeepsakeCommand {
         defer { presenter.finish() }
         let result = try Restorer(events: presenter, cancellation: context.cancellation).restore(backup, request: request)
         presenter.finish()
-        if result.entryCount == 0 && result.skippedExisting == 0 && !request.selections.isEmpty && !result.hasIntegrityFailure {
+        if result.entryCount == 0 && result.skippedExisting == 0 && result.existingDirectories == 0 && result.missingArchives.isEmpty
+            && !request.selections.isEmpty && !result.hasIntegrityFailure {
             throw EngineError.invalidRequest("Nothing in \(source) matches \(request.selections.map { "'\($0)'" }.joined(separator: ", ")); run 'keepsake list \(source)' to see its paths.")
         }
-        let code: ExitCode = result.hasIntegrityFailure ? .integrity : result.hasUnwrittenPaths ? .partial : .success
-        if context.json {
-            context.printJSON(json(result, source: source, code: code))
-        } else {
-            show(result, source: source, context: context)
+        let outcome = Outcome(result: result, isArchiveFile: backup.isArchiveFile, dryRun: request.dryRun)
+        if outcome.code == .failure, let first = result.warnings.first(where: { $0.kind == .unwritable }) {
+            // Every path refused: the target's problem, said once.
+            let refused = result.unwrittenPaths
+            throw EngineError.targetUnusable(path: request.target, reason: "nothing could be written into it "
+                + "(\(Units.count(refused, "path")) refused; the first, \(first.path): \(first.reason)); "
+                + "fix the permissions of the folders on the way, or restore into another folder with '--target DIR'")
         }
-        return code
+        if context.json {
+            context.printJSON(json(result, source: source, code: outcome.code))
+        } else {
+            show(result, outcome: outcome, source: source, context: context)
+        }
+        return outcome.code
+    }
+
+    // MARK: Judging
+
+    /// What a restore's result means for its exit code and its badge.
+    private struct Outcome {
+        /// An earlier archive of the chain is missing from a destination (which should hold
+        /// it): damage there, unlike beside a lone archive file, where it is a file to bring.
+        let missingIsDamage: Bool
+        let code: ExitCode
+
+        init(result: RestoreResult, isArchiveFile: Bool, dryRun: Bool) {
+            missingIsDamage = !isArchiveFile && !result.missingArchives.isEmpty
+            // Exit 4 is for damaged data only; a target that refused some paths, differing
+            // files kept, or a parent archive to bring make the restore partial (3). A dry
+            // run writes nothing, so what it would keep does not make it partial.
+            let keptDifferent = !dryRun && !result.keptDifferent.isEmpty
+            if result.hasIntegrityFailure || missingIsDamage {
+                code = .integrity
+            } else if result.hasUnwrittenPaths && !dryRun && result.writtenCount == 0 && result.directories == 0
+                        && result.skippedExisting == 0 {
+                // The target refused every path: it is the target that failed (exit 1).
+                code = .failure
+            } else if result.hasUnwrittenPaths || keptDifferent || !result.missingArchives.isEmpty {
+                code = .partial
+            } else {
+                code = .success
+            }
+        }
     }
 
     // MARK: Picking
@@ -134,12 +171,27 @@ struct RestoreCommand: KeepsakeCommand {
 
     // MARK: Output
 
-    private func show(_ result: RestoreResult, source: String, context: CommandContext) {
+    private func show(_ result: RestoreResult, outcome: Outcome, source: String, context: CommandContext) {
         for problem in result.damaged {
             _ = ConsoleWriter.standardError.writeLine(context.err.apply(.danger, to: "damaged:") + " \(problem.path): \(problem.reason)")
         }
         for warning in result.warnings {
             context.warn("\(warning.path): \(warning.reason)")
+        }
+        for path in result.keptDifferent {
+            context.warn("\(path): \(request.dryRun ? "would be kept" : "kept"); it differs from the backup's copy")
+        }
+        for missing in result.missingArchives {
+            let count = Units.count(missing.paths.count, "file")
+            if outcome.missingIsDamage {
+                _ = ConsoleWriter.standardError.writeLine(context.err.apply(.danger, to: "damaged:")
+                    + " the archive of backup \(missing.backupID.rawValue), which holds \(count) of this backup unchanged, "
+                    + "is missing from the destination; they were not restored (run 'keepsake verify')")
+            } else {
+                context.warn("\(source) needs \(missing.stem)'s archive (\(missing.fileName)) next to this file: "
+                    + "\(count) of this backup \(missing.paths.count == 1 ? "lives" : "live") in it and "
+                    + "\(missing.paths.count == 1 ? "was" : "were") not restored; put that archive beside this one and restore again")
+            }
         }
         if let problem = result.archiveProblem {
             _ = ConsoleWriter.standardError.writeLine(context.err.apply(.danger, to: "damaged:") + " \(problem)")
@@ -148,18 +200,29 @@ struct RestoreCommand: KeepsakeCommand {
             for path in result.planned { context.printLine(path) }
         }
         guard !context.quiet else { return }
+        let dry = request.dryRun
         var items: [KeyValueList.Item] = [
             .init("From", source),
-            .init(request.dryRun ? "Would restore into" : "Into", request.target),
-            .init("Restored", "\(Units.count(Int(result.files), "file")), \(Units.count(Int(result.directories), "folder")), "
+            .init(dry ? "Would restore into" : "Into", request.target),
+            .init(dry ? "Would write" : "Restored", "\(Units.count(Int(result.files), "file")), \(Units.count(Int(result.directories), "folder")), "
                 + "\(Units.count(Int(result.symlinks + result.hardlinks + result.other))) links and others, \(Units.bytes(result.bytes))"),
         ]
+        if result.replaced > 0 {
+            items.append(.init(dry ? "Would replace" : "Replaced", "\(Units.count(Int(result.replaced), "existing file")) with the backup's copy"))
+        }
+        if result.skippedExisting > 0 {
+            items.append(.init(dry ? "Would keep" : "Kept", keptText(result), valueRole: result.keptDifferent.isEmpty ? .plain : .warning))
+        }
+        if !result.missingArchives.isEmpty {
+            let names = result.missingArchives.map(\.fileName).joined(separator: ", ")
+            items.append(.init("Missing", "\(Units.count(result.missingArchivePaths, "file")) not restored: "
+                + (outcome.missingIsDamage ? "their archive is missing from the destination (\(names))"
+                    : "they are in \(names), which is not next to this file"),
+                               valueRole: outcome.missingIsDamage ? .danger : .warning))
+        }
         if result.hasUnwrittenPaths {
             items.append(.init("Not written", "\(Units.count(result.unwrittenPaths, "path")) the target refused (see the warnings above)",
                                valueRole: .warning))
-        }
-        if result.skippedExisting > 0 {
-            items.append(.init("Kept", "\(Units.count(Int(result.skippedExisting), "existing file")) (use --overwrite to replace them)"))
         }
         if result.plainTarball {
             items.append(.init("Checked", "no manifest in this archive: contents could not be verified", valueRole: .warning))
@@ -177,11 +240,39 @@ struct RestoreCommand: KeepsakeCommand {
         items.append(.init("Time", Units.elapsed(result.elapsed)))
         let list = KeyValueList(items: items)
         if context.capabilities.stdoutIsTTY {
-            let badge = result.hasIntegrityFailure ? Badge("DAMAGED", role: .danger) : Badge(request.dryRun ? "DRY RUN" : "RESTORED", role: .success)
-            context.print(Stack([badge, Box(title: request.dryRun ? "Restore (dry run)" : "Restore", content: [list])]))
+            context.print(Stack([badge(result, outcome: outcome), Box(title: dry ? "Restore (dry run)" : "Restore", content: [list])]))
         } else {
             context.print(list)
         }
+    }
+
+    /// The kept line: how many existing entries were left alone, how many of them differ
+    /// from the backup, and the option that would replace them (only when one would).
+    private func keptText(_ result: RestoreResult) -> String {
+        let kept = Units.count(Int(result.skippedExisting), "existing file")
+        let different = result.keptDifferent.count
+        guard different > 0 else {
+            return "\(kept), already the same as the backup's"
+        }
+        let same = Int(result.skippedExisting) - different
+        let split = same > 0 ? "\(different) \(different == 1 ? "differs" : "differ") from the backup's, \(same) the same" : "\(different == 1 ? "it differs" : "all differ") from the backup's"
+        switch request.overwrite {
+        case .never:
+            return "\(kept) (\(split)); use '--overwrite if-newer' or '--overwrite always' to replace them"
+        case .ifNewer:
+            return "\(kept) newer than the backup's (\(split)); use '--overwrite always' to replace them"
+        case .always:
+            return "\(kept) (\(split))"
+        }
+    }
+
+    /// The badge atop the summary on a terminal.
+    private func badge(_ result: RestoreResult, outcome: Outcome) -> Badge {
+        if outcome.code == .integrity { return Badge("DAMAGED", role: .danger) }
+        if request.dryRun { return Badge("DRY RUN", role: .success) }
+        if outcome.code == .partial { return Badge("INCOMPLETE", role: .warning) }
+        if result.writtenCount == 0 && result.skippedExisting > 0 { return Badge("UP TO DATE", role: .success) }
+        return Badge("RESTORED", role: .success)
     }
 
     private func json(_ result: RestoreResult, source: String, code: ExitCode) -> JSONValue {
@@ -197,12 +288,25 @@ struct RestoreCommand: KeepsakeCommand {
             ("other", .int(result.other)),
             ("bytes", .int(result.bytes)),
             ("skipped_existing", .int(result.skippedExisting)),
+            ("written", .int(result.writtenCount)),
+            ("replaced", .int(result.replaced)),
+            ("kept", .int(result.skippedExisting)),
+            ("kept_same", .int(result.skippedExisting - Int64(result.keptDifferent.count))),
+            ("existing_directories", .int(result.existingDirectories)),
             ("verified", .bool(result.verifiedAgainstManifest && result.unverifiedFiles == 0)),
             ("plain_tarball", .bool(result.plainTarball)),
             ("unverified_files", .int(result.unverifiedFiles)),
         ])
         object["damaged"] = .array(result.damaged.map(WarningJSON.encode))
         object["warnings"] = .array(result.warnings.map(WarningJSON.encode))
+        object["kept_different"] = .array(result.keptDifferent.map { .string($0) })
+        object["missing_archives"] = .array(result.missingArchives.map { missing in
+            .object(JSONObject([
+                ("backup_id", .string(missing.backupID.rawValue)),
+                ("file", .string(missing.fileName)),
+                ("paths", .array(missing.paths.map { .string($0) })),
+            ]))
+        })
         object["archive_problem"] = result.archiveProblem.map { .string($0) } ?? .null
         if request.dryRun { object["planned"] = .array(result.planned.map { .string($0) }) }
         object["archive_bytes_read"] = .int(result.archiveBytesRead)
