@@ -142,6 +142,43 @@ final class SeekableZstdTests: KeepsakeTestCase {
         }
     }
 
+    /// A stream cut inside a later frame hands out every whole frame before the cut, then
+    /// throws once, saying which frame could not be read.
+    func testTruncatedStreamHandsOutTheFramesBeforeTheCut() throws {
+        let data = sample(500_000)
+        let (path, table) = try writeStream(data)
+        let cutFrame = 5
+        let frame = table.frames[cutFrame]
+        XCTAssertEqual(truncate(path, off_t(frame.compressedOffset + Int64(frame.compressedSize / 2))), 0)
+        let source = try DecodedArchiveSource.wrap(try FileByteSource(path: path), name: "cut.zst")
+        var delivered: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 10_000)
+        XCTAssertThrowsError(try {
+            while true {
+                let count = try buffer.withUnsafeMutableBytes { try source.read(into: $0) }
+                if count == 0 { return }
+                delivered += buffer[0..<count]
+            }
+        }()) { error in
+            guard case ArchiveError.damaged(_, let reason) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(reason, "it ends inside frame \(cutFrame) (truncated)")
+            XCTAssertFalse(reason.contains("damaged or not an archive"), reason)
+        }
+        XCTAssertEqual(delivered, Array(data[0..<Int(frame.decompressedOffset)]), "every frame before the cut, whole")
+        XCTAssertEqual((source as? ParallelZstdSource)?.unreadableFrame, cutFrame)
+    }
+
+    /// The reader's own damage is thrown as it is, not wrapped in a second "is damaged".
+    func testDamageMetOpeningTheReaderIsNotWrappedAgain() throws {
+        let (path, _) = try writeStream(sample(500_000))
+        XCTAssertEqual(truncate(path, 100), 0)
+        XCTAssertThrowsError(try ArchiveReader(source: try FileByteSource(path: path), name: "cut.tar.zst")) { error in
+            let text = "\(error)"
+            XCTAssertEqual(text.components(separatedBy: "is damaged or not an archive").count, 2, text)
+            XCTAssertEqual(text, "cut.tar.zst is damaged or not an archive: it ends inside frame 0 (truncated)")
+        }
+    }
+
     func testFlippedByteIsDamaged() throws {
         let (path, table) = try writeStream(sample(500_000))
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))

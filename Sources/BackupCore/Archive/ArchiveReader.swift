@@ -12,6 +12,9 @@ public final class ArchiveReader {
     public let name: String
     /// What libarchive warned about while reading (not damage).
     public private(set) var warnings: [String] = []
+    /// The first zstd frame that could not be read, once reading stopped at damage in a
+    /// zstd archive made of frames; nil otherwise (then the entry being read says where).
+    public var unreadableFrame: Int? { (input.source as? ParallelZstdSource)?.unreadableFrame }
 
     /// Feeds libarchive from the source; keeps the first error the source threw.
     private final class SourceBox {
@@ -46,6 +49,8 @@ public final class ArchiveReader {
             decoded = plainTar ? source : try DecodedArchiveSource.wrap(source, name: name)
         } catch let error as StorageError {
             throw error
+        } catch let error as ArchiveError {
+            throw error
         } catch {
             throw ArchiveError.damaged(archive: name, reason: "\(error)")
         }
@@ -78,6 +83,8 @@ public final class ArchiveReader {
         guard status == ARCHIVE_OK else {
             // deinit frees the handle: every stored property is set by now.
             if let stop = input.error as? EngineError { throw stop }
+            // The source's own error already says the archive is damaged: not wrapped again.
+            if let damaged = input.error as? ArchiveError { throw damaged }
             let reason = input.error.map { "\($0)" } ?? LibarchiveSetup.errorMessage(archive)
             throw ArchiveError.damaged(archive: name, reason: reason)
         }

@@ -493,7 +493,7 @@ final class ArchiveSession {
         let now = Date()
         guard force || now.timeIntervalSince(lastProgress) >= 0.1 else { return }
         lastProgress = now
-        events.handle(.progress(ProgressSnapshot(entriesDone: files + directories + symlinks + hardlinks + other,
+        events.handle(.progress(ProgressSnapshot(entriesDone: files + directories + symlinks + hardlinks + other, filesDone: files,
                                                  bytesDone: bytes, totalBytes: nil, currentPath: PathBytes.display(path))))
     }
 }

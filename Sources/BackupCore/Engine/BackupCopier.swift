@@ -183,7 +183,7 @@ public final class BackupCopier {
         let now = Date()
         guard now.timeIntervalSince(lastProgress) >= 0.1 else { return }
         lastProgress = now
-        events?.handle(.progress(ProgressSnapshot(entriesDone: 0, bytesDone: done, totalBytes: total, currentPath: name)))
+        events?.handle(.progress(ProgressSnapshot(entriesDone: 0, filesDone: 0, bytesDone: done, totalBytes: total, currentPath: name)))
     }
 }
 

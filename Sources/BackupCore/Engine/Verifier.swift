@@ -22,6 +22,11 @@ public struct VerifyReport: Sendable {
     public var filesInEarlierArchives: Int64 = 0
     /// The earlier backups this one relies on (all verified along with it in a destination).
     public var reliesOn: [BackupID] = []
+    /// Where reading stopped at damage ("frame 3", or the entry being read), when it did.
+    public var unreadableFrom: String?
+    /// Entries of the manifest that could not be checked because reading stopped before
+    /// them (they are not named one by one: they may well be intact).
+    public var entriesUnchecked: Int64 = 0
 
     /// Creates an empty report.
     public init(id: BackupID?, name: String) {
@@ -233,7 +238,7 @@ public final class Verifier {
         for holder in report.reliesOn {
             let entries = byHolder[holder] ?? []
             guard let item = catalogItems?[holder] else {
-                report.archiveProblems.append("it relies on backup \(holder) for \(entries.count) files, and that backup is missing")
+                report.archiveProblems.append("it relies on backup \(holder) for \(Verifier.files(entries.count)), and that backup is missing")
                 continue
             }
             guard !inProgress.contains(holder) else {
@@ -243,7 +248,7 @@ public final class Verifier {
             }
             let earlier = try verify(item, in: storage)
             if !earlier.isIntact {
-                report.archiveProblems.append("it relies on backup \(holder) for \(entries.count) files, and that backup is damaged")
+                report.archiveProblems.append("it relies on backup \(holder) for \(Verifier.files(entries.count)), and that backup is damaged")
             }
             guard let holderManifest = try? catalog.manifest(of: item) else { continue }
             let index = holderManifest.index()
@@ -293,9 +298,11 @@ public final class Verifier {
         var sawMarker = false
         var entriesSeen = 0
         var current = "the start of the archive"
+        var reader: ArchiveReader?
         do {
-            let reader = try ArchiveReader(source: source, name: name, cancellation: cancellation)
-            while let header = try reader.nextHeader() {
+            let opened = try ArchiveReader(source: source, name: name, cancellation: cancellation)
+            reader = opened
+            while let header = try opened.nextHeader() {
                 try cancellation.check()
                 current = PathBytes.display(header.path)
                 if header.path == BackupNaming.manifestEntryPath {
@@ -304,7 +311,7 @@ public final class Verifier {
                     // parsing it too would only double the memory.
                     if expected != nil {
                         let fingerprint = ManifestFingerprint()
-                        while let block = try reader.nextBlock() {
+                        while let block = try opened.nextBlock() {
                             try cancellation.check()
                             fingerprint.update(block.bytes)
                         }
@@ -314,7 +321,7 @@ public final class Verifier {
                     }
                     let bytes: [UInt8]
                     do {
-                        bytes = try reader.readManifest(name: "the manifest inside \(name)")
+                        bytes = try opened.readManifest(name: "the manifest inside \(name)")
                     } catch let error as ManifestError {
                         report.archiveProblems.append("\(error)")
                         continue
@@ -329,23 +336,23 @@ public final class Verifier {
                 }
                 if header.path == BackupNaming.checksumsEntryPath {
                     // One line per file seen before it: more is not a list Keepsake wrote.
-                    checksums = try reader.readContent(limit: ManifestSizeLimit.checksumsLimit(files: entriesSeen))
+                    checksums = try opened.readContent(limit: ManifestSizeLimit.checksumsLimit(files: entriesSeen))
                     continue
                 }
                 if header.path == BackupNaming.markerEntryPath {
                     sawMarker = true
-                    try reader.skipContent()
+                    try opened.skipContent()
                     continue
                 }
                 entriesSeen += 1
                 var sha: String?
                 if header.type == .file {
-                    let content = try ManifestCheck.hashContent(of: reader, declaredSize: header.size, cancellation: cancellation)
+                    let content = try ManifestCheck.hashContent(of: opened, declaredSize: header.size, cancellation: cancellation)
                     sha = content.sha256
                     report.filesChecked += 1
                     report.bytesChecked += content.size
                 } else {
-                    try reader.skipContent()
+                    try opened.skipContent()
                 }
                 reportProgress(report, path: current)
                 let key = PathKey(header.path)
@@ -357,18 +364,19 @@ public final class Verifier {
                 }
             }
             current = "the end of the archive"
-            try reader.readToEnd()
+            try opened.readToEnd()
         } catch let error as ArchiveError {
             report.archiveProblems.append("\(error) (while reading \(current))")
+            report.unreadableFrom = reader?.unreadableFrame.map { "frame \($0)" } ?? current
         } catch let error as StorageError {
             report.archiveProblems.append("\(error) (while reading \(current))")
+            report.unreadableFrom = current
         }
 
         if let expected, index != nil {
             report.filesInEarlierArchives = Int64(expected.entries.filter { $0.storedIn != nil && $0.type == .file }.count)
-            for entry in expected.entries where entry.storedIn == nil && !seen.contains(PathKey(entry.path)) {
-                report.problems.append(PathWarning(kind: .damaged, path: entry.displayPath, reason: "missing from the archive"))
-            }
+            let absent = expected.entries.filter { $0.storedIn == nil && !seen.contains(PathKey($0.path)) }
+            reportAbsent(absent, of: expected.entries.count(where: { $0.storedIn == nil }), report: &report)
             if let inside, let beside, !beside.matches(inside: inside) {
                 report.archiveProblems.append("the manifest inside \(name) differs from the one beside it")
             } else if inside == nil && report.archiveProblems.isEmpty {
@@ -381,9 +389,13 @@ public final class Verifier {
                 compare(found.header, sha: found.sha256, with: inner[path], report: &report)
             }
             report.filesInEarlierArchives = Int64(innerManifest.entries.filter { $0.storedIn != nil && $0.type == .file }.count)
-            for entry in innerManifest.entries where entry.storedIn == nil && digests[PathKey(entry.path)] == nil {
-                report.problems.append(PathWarning(kind: .damaged, path: entry.displayPath, reason: "missing from the archive"))
-            }
+            let absent = innerManifest.entries.filter { $0.storedIn == nil && digests[PathKey($0.path)] == nil }
+            reportAbsent(absent, of: innerManifest.entries.count(where: { $0.storedIn == nil }), report: &report)
+        } else if let from = report.unreadableFrom {
+            // No manifest was reached (Keepsake writes it last): what follows cannot be counted.
+            let manifest = sawMarker ? ", and the manifest at the end," : ""
+            report.archiveProblems.append(entriesSeen == 0 ? "unreadable from \(from): no entry could be checked"
+                : "unreadable from \(from): the entries from there on\(manifest) could not be checked")
         } else if sawMarker {
             if report.archiveProblems.isEmpty {
                 report.archiveProblems.append("\(name) is a Keepsake archive but ends before its manifest: it is truncated or damaged")
@@ -397,6 +409,23 @@ public final class Verifier {
         }
         report.problems.sort { $0.path < $1.path }
     }
+
+    /// Entries of the manifest the archive was not seen to hold: each named as missing when
+    /// the archive was read to its end; counted once when reading stopped at damage before them.
+    private func reportAbsent(_ absent: [ManifestEntry], of total: Int, report: inout VerifyReport) {
+        guard let from = report.unreadableFrom else {
+            for entry in absent {
+                report.problems.append(PathWarning(kind: .damaged, path: entry.displayPath, reason: "missing from the archive"))
+            }
+            return
+        }
+        report.entriesUnchecked = Int64(absent.count)
+        guard !absent.isEmpty else { return }
+        report.archiveProblems.append("unreadable from \(from): \(absent.count) of \(total) \(total == 1 ? "entry" : "entries") could not be checked")
+    }
+
+    /// "1 file", "17 files".
+    static func files(_ count: Int) -> String { count == 1 ? "1 file" : "\(count) files" }
 
     private func compare(_ header: ArchiveEntryHeader, sha: String?, with entry: ManifestEntry?, report: inout VerifyReport) {
         if let problem = ManifestCheck.mismatch(header, entry) {
@@ -417,7 +446,7 @@ public final class Verifier {
         let now = Date()
         guard now.timeIntervalSince(lastProgress) >= 0.1 else { return }
         lastProgress = now
-        events.handle(.progress(ProgressSnapshot(entriesDone: report.filesChecked, bytesDone: report.bytesChecked,
+        events.handle(.progress(ProgressSnapshot(entriesDone: report.filesChecked, filesDone: report.filesChecked, bytesDone: report.bytesChecked,
                                                  totalBytes: nil, currentPath: path)))
     }
 }

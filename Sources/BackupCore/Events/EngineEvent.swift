@@ -49,14 +49,18 @@ public struct PathWarning: Sendable, Equatable {
 
 /// A progress report; totals are nil when unknown.
 public struct ProgressSnapshot: Sendable, Equatable {
+    /// Entries done: files, folders, links and the rest.
     public var entriesDone: Int64
+    /// Of those, regular files (what a progress line calls "files").
+    public var filesDone: Int64
     public var bytesDone: Int64
     public var totalBytes: Int64?
     public var currentPath: String
 
     /// Creates a snapshot.
-    public init(entriesDone: Int64, bytesDone: Int64, totalBytes: Int64?, currentPath: String) {
+    public init(entriesDone: Int64, filesDone: Int64, bytesDone: Int64, totalBytes: Int64?, currentPath: String) {
         self.entriesDone = entriesDone
+        self.filesDone = filesDone
         self.bytesDone = bytesDone
         self.totalBytes = totalBytes
         self.currentPath = currentPath

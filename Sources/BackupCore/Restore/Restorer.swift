@@ -940,6 +940,7 @@ public final class Restorer {
         lastProgress = now
         let written = writer?.progress ?? (files: 0, bytes: 0)
         events.handle(.progress(ProgressSnapshot(entriesDone: result.entryCount + written.files,
+                                                 filesDone: result.files + written.files,
                                                  bytesDone: result.bytes + written.bytes, totalBytes: nil,
                                                  currentPath: PathBytes.display(path))))
     }

@@ -214,15 +214,15 @@ struct BackupCommand: KeepsakeCommand {
     private func facts(_ result: BackupResult, destination: String) -> [KeyValueList.Item] {
         let summary = result.summary
         var counts = "\(Units.count(Int(summary.fileCount), "file")), \(Units.count(Int(summary.directoryCount), "folder"))"
-        if summary.symlinkCount > 0 { counts += ", \(Units.count(Int(summary.symlinkCount))) symlinks" }
-        if summary.hardlinkCount > 0 { counts += ", \(Units.count(Int(summary.hardlinkCount))) hard links" }
+        if summary.symlinkCount > 0 { counts += ", \(Units.count(Int(summary.symlinkCount), "symlink"))" }
+        if summary.hardlinkCount > 0 { counts += ", \(Units.count(Int(summary.hardlinkCount), "hard link"))" }
         if summary.otherCount > 0 { counts += ", \(Units.count(Int(summary.otherCount))) other" }
         var items: [KeyValueList.Item] = []
         if !result.dryRun {
             items.append(.init("Backup", summary.id.rawValue, valueRole: .accent))
             if let parent = summary.parent {
                 items.append(.init("Kind", "incremental on \(parent.rawValue) (backup \(summary.chainLength) of its chain); "
-                    + "\(Units.count(Int(summary.newFileCount))) new or changed files, \(Units.bytes(summary.newBytes))"))
+                    + "\(Units.count(Int(summary.newFileCount), "new or changed file")), \(Units.bytes(summary.newBytes))"))
             } else {
                 items.append(.init("Kind", "full"))
             }
@@ -230,8 +230,11 @@ struct BackupCommand: KeepsakeCommand {
         items.append(.init("Sources", summary.sources.joined(separator: ", ")))
         items.append(.init("Contents", counts))
         if let archive = summary.archive {
-            let ratio = archive.size > 0 && summary.newBytes > 0 ? String(format: "%.1f×", Double(summary.newBytes) / Double(archive.size)) : "-"
-            items.append(.init("Size", "\(Units.bytes(summary.originalBytes)) → \(Units.bytes(archive.size)) stored (\(summary.compression.rawValue), ratio \(ratio))"))
+            // An incremental's archive holds only the new content: the ratio is of that.
+            let content = summary.isIncremental
+                ? "\(Units.bytes(summary.originalBytes)) in all, \(Units.bytes(summary.newBytes)) new" : Units.bytes(summary.originalBytes)
+            items.append(.init("Size", "\(content) → \(Units.bytes(archive.size)) stored "
+                + "(\(summary.compression.rawValue), ratio \(CompressionRatio.text(summary)))"))
         } else {
             items.append(.init("Size", Units.bytes(summary.originalBytes)))
         }
@@ -242,7 +245,8 @@ struct BackupCommand: KeepsakeCommand {
         if let encryption = summary.encryption { items.append(.init("Encrypted", Self.describe(encryption))) }
         if !summary.tags.isEmpty { items.append(.init("Tags", summary.tags.joined(separator: ", "))) }
         if !result.warnings.isEmpty {
-            items.append(.init("Warnings", "\(result.warnings.count) path(s) could not be read completely (see above)", valueRole: .warning))
+            items.append(.init("Warnings", "\(Units.count(result.warnings.count, "path")) could not be read completely (see above)",
+                               valueRole: .warning))
         }
         return items
     }

@@ -111,7 +111,7 @@ struct ListCommand: KeepsakeCommand {
                 return showsHost ? [row[0], ""] + row.dropFirst() : row
             }
             let stored = summary.archive?.size ?? 0
-            let ratio = stored > 0 && summary.newBytes > 0 ? String(format: "%.1f×", Double(summary.newBytes) / Double(stored)) : "-"
+            let ratio = CompressionRatio.text(summary)
             let kind = summary.isIncremental ? Badge("INCR", role: .muted, emphasis: .small) : Badge("FULL", role: .accent, emphasis: .small)
             let row: [Table.Cell] = [Table.Cell(summary.id.rawValue, role: .accent), .badge(kind),
                                      Table.Cell(Timestamp.localShort(summary.created)),

@@ -77,7 +77,7 @@ struct RepairCommand: KeepsakeCommand {
             if outcomes.isEmpty {
                 context.printLine("Every manifest in \(storage.location) is intact; nothing to repair.")
             } else {
-                context.printLine("Rebuilt \(outcomes.count - failed.count) manifest(s); \(failed.count) could not be rebuilt.")
+                context.printLine("Rebuilt \(Units.count(outcomes.count - failed.count, "manifest")); \(failed.count) could not be rebuilt.")
             }
         }
         return code

@@ -205,7 +205,8 @@ struct RestoreCommand: KeepsakeCommand {
             .init("From", source),
             .init(dry ? "Would restore into" : "Into", request.target),
             .init(dry ? "Would write" : "Restored", "\(Units.count(Int(result.files), "file")), \(Units.count(Int(result.directories), "folder")), "
-                + "\(Units.count(Int(result.symlinks + result.hardlinks + result.other))) links and others, \(Units.bytes(result.bytes))"),
+                + "\(Units.count(Int(result.symlinks + result.hardlinks + result.other), "link or other", plural: "links and others")), "
+                + Units.bytes(result.bytes)),
         ]
         if result.replaced > 0 {
             items.append(.init(dry ? "Would replace" : "Replaced", "\(Units.count(Int(result.replaced), "existing file")) with the backup's copy"))
@@ -227,7 +228,7 @@ struct RestoreCommand: KeepsakeCommand {
         if result.plainTarball {
             items.append(.init("Checked", "no manifest in this archive: contents could not be verified", valueRole: .warning))
         } else if result.unverifiedFiles > 0 && result.archiveProblem != nil {
-            items.append(.init("Checked", "the archive is damaged before its manifest: \(result.unverifiedFiles) files could not be checked "
+            items.append(.init("Checked", "the archive is damaged before its manifest: \(Units.count(Int(result.unverifiedFiles), "file")) could not be checked "
                 + "and were restored as NAME\(Restorer.unverifiedSuffix); look at them before you trust them", valueRole: .warning))
         } else if result.unverifiedFiles > 0 {
             items.append(.init("Checked", "\(Units.count(Int(result.unverifiedFiles), "file")) restored without verification", valueRole: .warning))
@@ -235,7 +236,8 @@ struct RestoreCommand: KeepsakeCommand {
             items.append(.init("Checked", "every file matched its SHA-256", valueRole: .success))
         }
         if result.hasIntegrityFailure {
-            items.append(.init("Damaged", "\(result.damaged.count) path(s) not restored; the archive is damaged (see above)", valueRole: .danger))
+            items.append(.init("Damaged", "\(Units.count(result.damaged.count, "path")) not restored; the archive is damaged (see above)",
+                               valueRole: .danger))
         }
         items.append(.init("Time", Units.elapsed(result.elapsed)))
         let list = KeyValueList(items: items)

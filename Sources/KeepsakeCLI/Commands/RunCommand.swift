@@ -193,26 +193,25 @@ struct RunCommand: KeepsakeCommand {
             let summary = result.summary
             items.append(.init("Backup", summary.id.rawValue + (summary.isIncremental ? " (incremental)" : " (full)")))
             items.append(.init("Contents", "\(Units.count(Int(summary.fileCount), "file")), "
-                + "\(Units.count(Int(summary.directoryCount))) folders, \(Units.bytes(summary.originalBytes))"))
+                + "\(Units.count(Int(summary.directoryCount), "folder")), \(Units.bytes(summary.originalBytes))"))
             if let archive = summary.archive {
                 items.append(.init("Stored", "\(Units.bytes(archive.size)) in \(archive.name)"))
             }
             items.append(.init("Time", Units.elapsed(result.elapsed)))
             if !result.warnings.isEmpty {
-                items.append(.init("Warnings", "\(result.warnings.count) path(s) could not be read completely (see above)",
+                items.append(.init("Warnings", "\(Units.count(result.warnings.count, "path")) could not be read completely (see above)",
                                    valueRole: .warning))
             }
         }
         items.append(.init("Destination", state.destination))
         if let prune = state.prune {
-            items.append(.init("Pruned", "removed \(prune.removed.count) backup(s) (\(Units.bytes(prune.freedBytes))), "
-                + "kept \(prune.kept.count)"))
+            items.append(.init("Pruned", "removed \(Units.count(prune.removed.count, "backup")) (\(Units.bytes(prune.freedBytes))), "
+                + "kept \(Units.count(prune.kept.count))"))
         } else if state.profile.retention == nil {
             items.append(.init("Pruned", "no retention policy; every backup is kept"))
         }
         if let report = state.verify {
-            items.append(.init("Verified", report.isIntact
-                ? "intact (\(Units.count(Int(report.filesChecked), "file")), \(Units.bytes(report.bytesChecked)))" : "DAMAGED",
+            items.append(.init("Verified", report.isIntact ? "intact (\(VerifyReportText.checked(report)))" : "DAMAGED",
                 valueRole: report.isIntact ? .success : .danger))
         }
         for copy in state.copies {

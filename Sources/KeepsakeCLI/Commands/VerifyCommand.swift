@@ -59,7 +59,7 @@ struct VerifyCommand: KeepsakeCommand {
                 ("exit_code", .int(Int64(code.rawValue))),
             ])))
         } else if !context.quiet && !reports.isEmpty {
-            let line = "Verified \(reports.count) backup(s): \(reports.count - damaged.count) intact, \(damaged.count) damaged."
+            let line = "Verified \(Units.count(reports.count, "backup")): \(reports.count - damaged.count) intact, \(damaged.count) damaged."
             context.printLine(context.out.apply(damaged.isEmpty ? .success : .danger, to: line))
         }
         return code
@@ -69,14 +69,7 @@ struct VerifyCommand: KeepsakeCommand {
 
     private func show(_ report: VerifyReport, context: CommandContext) {
         let name = report.id?.rawValue ?? report.name
-        var details = "\(Units.count(Int(report.filesChecked), "file")), \(Units.bytes(report.bytesChecked))"
-        if report.contentsUnchecked {
-            // Encrypted, and no key given: the stored bytes are as written; what they hold was not read.
-            details = "stored bytes intact (\(Units.bytes(report.bytesChecked))); encrypted, contents not checked: give --identity to check them"
-        }
-        if report.filesInEarlierArchives > 0 {
-            details += "; \(Units.count(Int(report.filesInEarlierArchives))) more in earlier backups"
-        }
+        let details = VerifyReportText.checked(report)
         if report.isIntact {
             guard !context.quiet else { return }
             let badge = Badge("OK", role: .success, emphasis: .small).text(in: context.out)

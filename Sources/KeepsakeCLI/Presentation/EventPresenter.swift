@@ -67,6 +67,7 @@ final class EventPresenter: EngineEventSink {
                 let line = JSONValue.object(JSONObject([
                     ("event", .string("progress")),
                     ("entries", .int(snapshot.entriesDone)),
+                    ("files", .int(snapshot.filesDone)),
                     ("bytes", .int(snapshot.bytesDone)),
                     ("elapsed_seconds", .double((elapsed * 10).rounded() / 10)),
                     ("path", .string(snapshot.currentPath)),
@@ -75,7 +76,7 @@ final class EventPresenter: EngineEventSink {
                 return
             }
             renderer?.update(ProgressBar(fraction: snapshot.totalBytes.map { $0 > 0 ? Double(snapshot.bytesDone) / Double($0) : 1 },
-                                         filesDone: Int(snapshot.entriesDone), bytesDone: snapshot.bytesDone,
+                                         filesDone: Int(snapshot.filesDone), bytesDone: snapshot.bytesDone,
                                          totalBytes: snapshot.totalBytes, bytesPerSecond: rate,
                                          currentItem: snapshot.currentPath))
         }

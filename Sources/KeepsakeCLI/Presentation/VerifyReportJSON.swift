@@ -15,6 +15,8 @@ enum VerifyReportJSON {
             ("files_in_earlier_archives", .int(report.filesInEarlierArchives)),
             ("relies_on", .array(report.reliesOn.map { .string($0.rawValue) })),
             ("contents_unchecked", .bool(report.contentsUnchecked)),
+            ("unreadable_from", report.unreadableFrom.map { .string($0) } ?? .null),
+            ("entries_unchecked", .int(report.entriesUnchecked)),
         ]))
     }
 }

@@ -37,6 +37,15 @@ final class ParallelZstdSource: LendingSource {
     private var streaming: ZstdContext?
     private var streamStatus = 0
     private var closed = false
+    /// What is wrong with the input past the frames submitted (it ends inside a frame, or
+    /// holds bytes that are no frame): thrown once the frames before it have been handed
+    /// out, so a reader gets every intact frame first.
+    private var pendingFailure: ArchiveError?
+    /// Frames handed out so far (whole or in part).
+    private var framesDelivered = 0
+    /// The first frame that could not be handed out, once reading stopped at damage in the
+    /// frames; nil before that, and for damage met while streaming.
+    private(set) var unreadableFrame: Int?
 
     // MARK: Life cycle
 
@@ -90,8 +99,25 @@ final class ParallelZstdSource: LendingSource {
                 current = nil
             }
             if streaming != nil { return false }
-            try fillPipeline()
-            guard let frame = try decoder.next() else {
+            if pendingFailure == nil {
+                do {
+                    try fillPipeline()
+                } catch let failure as ArchiveError {
+                    pendingFailure = failure
+                }
+            }
+            let next: FrameBuffer?
+            do {
+                next = try decoder.next()
+            } catch {
+                unreadableFrame = framesDelivered
+                throw error
+            }
+            guard let frame = next else {
+                if let pendingFailure {
+                    unreadableFrame = framesDelivered
+                    throw pendingFailure
+                }
                 if streamingRequested {
                     streaming = try decoder.streamingContext()
                     continue
@@ -100,6 +126,7 @@ final class ParallelZstdSource: LendingSource {
             }
             current = frame
             currentPosition = 0
+            framesDelivered += 1
         }
     }
 
