@@ -6,10 +6,12 @@ import XCTest
 final class TerminalInteractionTests: EndToEndTestCase {
     // MARK: tmux
 
-    private var socket: String { path("tmux.sock") }
+    /// Which tmux server a test talks to (a test may start a second one).
+    private var session = 1
+    private var socket: String { path("tmux\(session).sock") }
 
     override func tearDownWithError() throws {
-        _ = try? ProcessRunner.run("tmux", ["-S", socket, "kill-server"])
+        for number in 1...session { _ = try? ProcessRunner.run("tmux", ["-S", path("tmux\(number).sock"), "kill-server"]) }
         try super.tearDownWithError()
     }
 
@@ -146,7 +148,8 @@ final class TerminalInteractionTests: EndToEndTestCase {
         XCTAssertFalse(shown.contains("sesame"), "the passphrase was echoed:\n\(shown)")
         XCTAssertTrue(try FileManager.default.contentsOfDirectory(atPath: dest).contains { $0.hasSuffix(".tar.zst.age") })
 
-        _ = try? ProcessRunner.run("tmux", ["-S", socket, "kill-server"])
+        // A server of its own for the restore (the first one may still be going away).
+        session = 2
         try? FileManager.default.removeItem(atPath: status)
         let target = path("target")
         try startInTerminal(["restore", "latest", "--dest", dest, "--target", target], status: status)
