@@ -40,15 +40,21 @@ public final class DecryptingStorage: StorageBackend {
     /// bucket).
     public func open(_ name: String) throws -> RandomAccessSource {
         let stored = try base.open(name)
-        guard BackupNaming.isEncrypted(name) || base.isReadOnly else { return stored }
         do {
-            let prefix = try stored.bytes(at: 0, count: 64)
-            guard AgeFormat.isAgeFile(prefix: prefix) || BackupNaming.isEncrypted(name) else { return stored }
+            guard try DecryptingStorage.isEncrypted(name, stored, in: base) else { return stored }
             return try tellingDamage(name) { try keyring.open(stored, name: name) }
         } catch {
             stored.close()
             throw error
         }
+    }
+
+    /// Whether the object `name` of `storage`, opened as `stored`, is an age file: by its
+    /// name in a destination; by its first bytes in a folder holding a lone archive.
+    static func isEncrypted(_ name: String, _ stored: RandomAccessSource, in storage: StorageBackend) throws -> Bool {
+        if BackupNaming.isEncrypted(name) { return true }
+        guard storage.isReadOnly else { return false }
+        return AgeFormat.isAgeFile(prefix: try stored.bytes(at: 0, count: 64))
     }
 
     /// The stored object `name`, read front to back through `ciphertext` (which the caller

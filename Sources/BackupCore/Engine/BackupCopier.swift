@@ -155,28 +155,16 @@ public final class BackupCopier {
         do {
             if let publicName = BackupNaming.publicSummaryName(forManifest: item.manifestName) {
                 let bytes = try source.readObject(publicName, limit: 1 << 20)
-                try store(publicName, bytes)
+                try destination.writeObject(publicName, bytes: bytes)
                 stored.append(publicName)
                 extra = Int64(bytes.count)
             }
-            try store(item.manifestName, manifestBytes)
+            try destination.writeObject(item.manifestName, bytes: manifestBytes)
         } catch {
             for name in stored { try? destination.delete(name) }
             throw error
         }
         return facts.size + Int64(manifestBytes.count) + extra
-    }
-
-    /// Stores a small object whole in the destination.
-    private func store(_ name: String, _ bytes: [UInt8]) throws {
-        let object = try destination.create(name)
-        do {
-            try bytes.withUnsafeBytes { try object.write($0) }
-            try object.commit()
-        } catch {
-            object.abort()
-            throw error
-        }
     }
 
     private func reportProgress(_ done: Int64, total: Int64, name: String) {

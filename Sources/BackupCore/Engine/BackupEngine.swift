@@ -57,7 +57,11 @@ public final class BackupEngine {
         let newest = try catalog.newestID()
         let id = BackupID(date: request.now, after: newest)
         summary.id = id
-        let parent = try chooseParent(request, sources: summary.sources, catalog: catalog)
+        // With encryption, what this host knows of its own encrypted backups: read once.
+        let cache = request.encryption == nil ? nil
+            : request.changeCacheRoot.map { ChangeDetectionCache(root: $0, destination: storage.location) }
+        let cached = cache?.summaries() ?? [:]
+        let parent = try chooseParent(request, sources: summary.sources, catalog: catalog, cache: cache, cached: cached)
         if let parent {
             summary.parent = parent.summary.id
             summary.chainLength = parent.summary.chainLength + 1
@@ -70,12 +74,11 @@ public final class BackupEngine {
         summary.encryption = request.encryptionRecord
         let archiveName = BackupNaming.archiveName(host: host, id: id, compression: request.compression, encrypted: encrypted)
         let manifestName = BackupNaming.manifestName(host: host, id: id, encrypted: encrypted)
-        let cache = encrypted ? request.changeCacheRoot.map { ChangeDetectionCache(root: $0, destination: storage.location) } : nil
         if encrypted {
             // The same label as before for the same sources (from the parent, else from
             // what this host cached), a new one for a new set.
             let wanted = Set(summary.sources)
-            let known = cache?.summaries().values.first { Set($0.summary.sources) == wanted }?.summary.sourceSet
+            let known = cached.values.first { Set($0.summary.sources) == wanted }?.summary.sourceSet
             summary.sourceSet = parent?.summary.sourceSet ?? known
                 ?? String((0..<4).map { _ in String(format: "%08x", UInt32.random(in: .min ... .max)) }.joined())
         }
@@ -115,7 +118,7 @@ public final class BackupEngine {
             var written: [String] = [archiveName]
             do {
                 if encrypted, let publicName = BackupNaming.publicSummaryName(forManifest: manifestName) {
-                    try storeObject(publicName, bytes: Array((summary.publicSummary.json.serialized() + "\n").utf8))
+                    try storage.writeObject(publicName, bytes: summary.publicSummaryLine)
                     written.append(publicName)
                 }
                 // The manifest beside the archive is the commit marker: written last.
@@ -137,18 +140,6 @@ public final class BackupEngine {
     }
 
     // MARK: Steps
-
-    /// Stores a small object whole.
-    private func storeObject(_ name: String, bytes: [UInt8]) throws {
-        let object = try storage.create(name)
-        do {
-            try bytes.withUnsafeBytes { try object.write($0) }
-            try object.commit()
-        } catch {
-            object.abort()
-            throw error
-        }
-    }
 
     /// Writes and commits the manifest beside the archive, encrypted like the archive; with
     /// a cache, a plain copy goes there too (as far as it can: a cache that fails costs the
@@ -194,17 +185,15 @@ public final class BackupEngine {
     /// The backup to be incremental on: the newest of this host with the same sources, unless
     /// the chain policy asks for a new chain or the parent's chain is not whole. Nil means
     /// a full backup.
-    private func chooseParent(_ request: BackupRequest, sources: [String],
-                              catalog: BackupCatalog) throws -> (summary: BackupSummary, cursor: ParentCursor)? {
+    private func chooseParent(_ request: BackupRequest, sources: [String], catalog: BackupCatalog, cache: ChangeDetectionCache?,
+                              cached: [BackupID: (manifestName: String, summary: BackupSummary)])
+        throws -> (summary: BackupSummary, cursor: ParentCursor)? {
         let items = try catalog.items()
         try checkEncryptionContinues(request, items: items)
         guard request.stdinName == nil, !request.chain.forceFull else { return nil }
         let wanted = Set(sources)
         // An encrypted backup's sources and manifest are hidden from this host: what it
         // knows of its own encrypted backups is what it cached when it made them.
-        let cache = request.encryption == nil ? nil
-            : request.changeCacheRoot.map { ChangeDetectionCache(root: $0, destination: storage.location) }
-        let cached = cache?.summaries() ?? [:]
         var unknown: BackupID?
         var found: (item: BackupCatalog.Item, summary: BackupSummary, manifest: String, in: StorageBackend)?
         for item in items.reversed() {

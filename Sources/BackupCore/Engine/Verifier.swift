@@ -87,10 +87,7 @@ public final class Verifier {
         }
         let hashing = HashingSource(source: raw)
         do {
-            // As `DecryptingStorage` decides: by name in a destination, by the first bytes beside a lone archive.
-            var encrypted = BackupNaming.isEncrypted(name)
-            if !encrypted && stored.isReadOnly { encrypted = AgeFormat.isAgeFile(prefix: try raw.bytes(at: 0, count: 64)) }
-            guard encrypted else { return (hashing, hashing) }
+            guard try DecryptingStorage.isEncrypted(name, raw, in: stored) else { return (hashing, hashing) }
             guard let decrypting = storage as? DecryptingStorage else { return (hashing, try AgeKeyring.empty.openStream(hashing, name: name)) }
             return (hashing, try decrypting.openStream(hashing, name: name))
         } catch {
@@ -108,7 +105,7 @@ public final class Verifier {
         }
         // Byte for byte as written (from the same summary): a flip in a key that parsing
         // would ignore is damage too.
-        let expected = Array((manifest.summary.publicSummary.json.serialized() + "\n").utf8)
+        let expected = manifest.summary.publicSummaryLine
         return bytes == expected ? nil : "\(name), the summary in the clear, is damaged: it differs from the encrypted manifest's"
     }
 

@@ -162,6 +162,9 @@ public struct BackupSummary: Sendable, Equatable {
         return copy
     }
 
+    /// `publicSummary` as it is stored (`HOST_ID.summary.json`): one JSON line.
+    public var publicSummaryLine: [UInt8] { Array((publicSummary.json.serialized() + "\n").utf8) }
+
     // MARK: Decoding
 
     /// Reads a summary line; throws `ManifestError` naming what is wrong.

@@ -101,6 +101,18 @@ extension StorageBackend {
         }
     }
 
+    /// Stores a whole (small) object and commits it; nothing is left when that fails.
+    public func writeObject(_ name: String, bytes: [UInt8]) throws {
+        let object = try create(name)
+        do {
+            try bytes.withUnsafeBytes { try object.write($0) }
+            try object.commit()
+        } catch {
+            object.abort()
+            throw error
+        }
+    }
+
     /// Reads a whole (small) object into memory.
     public func readObject(_ name: String, limit: Int = 1 << 30) throws -> [UInt8] {
         let source = try open(name)
