@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import BackupCore
 import XCTest
 #if canImport(Glibc)
 import Glibc
@@ -576,7 +576,7 @@ class CorruptionTestCase: EndToEndTestCase {
     // MARK: Corpus
 
     /// One corpus per test class, built by the class's first test.
-    private static let corpora = Mutex<[ObjectIdentifier: CorruptionCorpus]>([:])
+    private static let corpora = LockedValue<[ObjectIdentifier: CorruptionCorpus]>([:])
 
     /// This class's corpus.
     private(set) var corpus: CorruptionCorpus?

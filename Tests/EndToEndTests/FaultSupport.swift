@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import BackupCore
 import XCTest
 #if canImport(Glibc)
 import Glibc
@@ -25,7 +25,7 @@ class FaultTestCase: EndToEndTestCase {
     // MARK: Big source
 
     /// The big source, made once per test process by the first test that asks for it.
-    private static let sharedBigSource = Mutex<String?>(nil)
+    private static let sharedBigSource = LockedValue<String?>(nil)
 
     /// Bytes of incompressible content in the big source.
     static let bigSourceBytes = 200 << 20

@@ -121,6 +121,65 @@ final class LoneArchiveTests: EndToEndTestCase {
         XCTAssertTrue(broken.stderrText.contains("is missing from the destination"), "\(broken)")
     }
 
+    /// A lone archive whose compression has no checksum (here none at all; gzip's trailer
+    /// CRC is never checked by libarchive) can carry a flipped digit that still parses. The
+    /// tar header and the manifest inside record the same mode and time, so when they
+    /// disagree the entry is damaged: not restored as if intact (exit 4), whichever copy was hit.
+    func testLoneArchiveWhoseHeaderAndManifestDisagreeNamesTheEntryDamaged() throws {
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["keep.txt": "intact\n", "stamp.txt": "time in the manifest\n",
+                                                  "head.txt": "time in the header\n", "docs/mode.txt": "folder mode\n"])
+        let dest = path("dest")
+        _ = try backup([source], dest: dest, options: ["--compression", "none"])
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: try onlyArchive(in: dest))))
+        let prefix = String(source.dropFirst())
+
+        // The manifest's line for stamp.txt: one digit of its time changed.
+        let stampLine = try XCTUnwrap(Self.find(Array("{\"path\":\"\(prefix)/stamp.txt\"".utf8), in: bytes))
+        let stampTime = try XCTUnwrap(Self.find(Array("\"mtime_ns\":".utf8), in: bytes, from: stampLine))
+        Self.changeDigit(at: stampTime + "\"mtime_ns\":".utf8.count + 3, in: &bytes)
+        // The manifest's line for the folder docs: its mode changed.
+        let docsLine = try XCTUnwrap(Self.find(Array("{\"path\":\"\(prefix)/docs\"".utf8), in: bytes))
+        let docsMode = try XCTUnwrap(Self.find(Array("\"mode\":\"0".utf8), in: bytes, from: docsLine))
+        Self.changeDigit(at: docsMode + "\"mode\":\"0".utf8.count + 1, in: &bytes)
+        // The pax header of head.txt (the block before its ustar header): its time changed.
+        let headName = try XCTUnwrap(Self.find(Array("\(prefix)/head.txt".utf8) + [0], in: bytes))
+        let headTime = try XCTUnwrap(Self.find(Array(" mtime=".utf8), in: bytes, from: headName - 1024))
+        XCTAssertLessThan(headTime, headName, "the pax header comes before the entry's own header")
+        Self.changeDigit(at: headTime + " mtime=".utf8.count + 3, in: &bytes)
+
+        let lone = path("usb")
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(lone))
+        let copy = lone + "/lone.tar"
+        try Data(bytes).write(to: URL(fileURLWithPath: copy))
+        let target = path("target")
+        let outcome = try run(["restore", copy, "--target", target, "--json"], environment: noDestination)
+        assertExit(outcome, 4, "a header and a manifest that disagree are damage")
+        let object = try json(outcome)
+        let damaged = object["damaged"] as? [[String: Any]] ?? []
+        let reasons = Dictionary(damaged.compactMap { item in
+            (item["path"] as? String).map { ($0, item["reason"] as? String ?? "") }
+        }, uniquingKeysWith: { first, _ in first })
+        XCTAssertEqual(Set(reasons.keys), ["\(prefix)/stamp.txt", "\(prefix)/head.txt", "\(prefix)/docs"], "\(object)")
+        XCTAssertTrue(reasons["\(prefix)/stamp.txt"]?.contains("disagree (modified time)") == true, "\(reasons)")
+        XCTAssertTrue(reasons["\(prefix)/head.txt"]?.contains("disagree (modified time)") == true, "\(reasons)")
+        XCTAssertTrue(reasons["\(prefix)/docs"]?.contains("disagree (mode)") == true, "\(reasons)")
+        let root = restored(source, into: target)
+        XCTAssertFalse(RawFileSystem.exists(root + "/stamp.txt"), "a damaged file never lands under its final name")
+        XCTAssertFalse(RawFileSystem.exists(root + "/head.txt"), "a damaged file never lands under its final name")
+        XCTAssertEqual(try String(contentsOfFile: root + "/keep.txt", encoding: .utf8), "intact\n")
+        XCTAssertEqual(try String(contentsOfFile: root + "/docs/mode.txt", encoding: .utf8), "folder mode\n",
+                       "a folder with content is left in place, named")
+        XCTAssertTrue(try names(in: root).allSatisfy { !$0.hasPrefix(".keepsake-") }, "no temporary is left")
+
+        let verify = try run(["verify", copy], environment: noDestination)
+        assertExit(verify, 4, "verify finds the same three")
+        for name in ["stamp.txt", "head.txt", "docs"] {
+            XCTAssertTrue(verify.combinedText.contains("\(prefix)/\(name)"), "verify names \(name):\n\(verify)")
+        }
+        XCTAssertTrue(verify.combinedText.contains("disagree"), "\(verify)")
+    }
+
     // MARK: Helpers
 
     /// Environment with a destination that does not exist.
@@ -135,5 +194,22 @@ final class LoneArchiveTests: EndToEndTestCase {
         let dest = path("dest")
         let id = try backup([source], dest: dest)
         return (source, id, try onlyArchive(in: dest))
+    }
+
+    /// Where `needle` first occurs in `bytes` at or after `start`.
+    private static func find(_ needle: [UInt8], in bytes: [UInt8], from start: Int = 0) -> Int? {
+        guard !needle.isEmpty, bytes.count >= needle.count else { return nil }
+        var index = max(0, start)
+        while index <= bytes.count - needle.count {
+            if bytes[index] == needle[0], Array(bytes[index..<(index + needle.count)]) == needle { return index }
+            index += 1
+        }
+        return nil
+    }
+
+    /// Changes the decimal digit at `offset` to another one (same length, still parses).
+    private static func changeDigit(at offset: Int, in bytes: inout [UInt8]) {
+        XCTAssertTrue((UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[offset]), "not a digit at \(offset)")
+        bytes[offset] = bytes[offset] == UInt8(ascii: "1") ? UInt8(ascii: "2") : UInt8(ascii: "1")
     }
 }

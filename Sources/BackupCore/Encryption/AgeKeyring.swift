@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The keys a command may open encrypted backups with: identities from key files, and a
 /// passphrase that is asked for only when an object turns out to need one (then kept for the
@@ -9,7 +8,7 @@ public final class AgeKeyring: Sendable {
     /// The identities given (`--identity`, `KEEPSAKE_IDENTITY_FILE`).
     public let identities: [AgeIdentity]
     private let passphraseSource: (@Sendable () throws -> [UInt8]?)?
-    private let passphrase = Mutex<[UInt8]?>(nil)
+    private let passphrase = LockedValue<[UInt8]?>(nil)
     /// True when the passphrase is asked for (a prompt), not read from a file.
     public let asksForPassphrase: Bool
 

@@ -18,17 +18,6 @@ enum ManifestCheck {
         return nil
     }
 
-    /// What in an archive header's metadata disagrees with the manifest entry (mode, owner,
-    /// modification time), if anything.
-    static func metadataMismatch(_ header: ArchiveEntryHeader, _ entry: ManifestEntry) -> String? {
-        if header.permissions != entry.mode { return "mode differs from the manifest" }
-        if header.uid != entry.uid || header.gid != entry.gid { return "owner differs from the manifest" }
-        if header.type != .hardlink, header.mtimeTotalNanoseconds != entry.mtimeNanoseconds {
-            return "modification time differs from the manifest"
-        }
-        return nil
-    }
-
     /// Zeros shared by every hash of a hole: a hole is hashed from this one buffer, never
     /// from memory the size of the hole.
     private static let zeros = [UInt8](repeating: 0, count: 1 << 20)

@@ -355,7 +355,7 @@ public final class Verifier {
                 let key = PathKey(header.path)
                 if let index {
                     seen.insert(key)
-                    compare(header, sha: sha, with: index[key], report: &report)
+                    compare(header, sha: sha, with: index[key], insideOnly: false, report: &report)
                 } else {
                     digests[key] = (sha, header)
                 }
@@ -383,7 +383,7 @@ public final class Verifier {
             report.id = innerManifest.summary.id
             let inner = innerManifest.index()
             for (path, found) in digests {
-                compare(found.header, sha: found.sha256, with: inner[path], report: &report)
+                compare(found.header, sha: found.sha256, with: inner[path], insideOnly: true, report: &report)
             }
             report.filesInEarlierArchives = Int64(innerManifest.entries.filter { $0.storedIn != nil && $0.type == .file }.count)
             let absent = innerManifest.entries.filter { $0.storedIn == nil && digests[PathKey($0.path)] == nil }
@@ -424,17 +424,23 @@ public final class Verifier {
     /// "1 file", "17 files".
     static func files(_ count: Int) -> String { count == 1 ? "1 file" : "\(count) files" }
 
-    private func compare(_ header: ArchiveEntryHeader, sha: String?, with entry: ManifestEntry?, report: inout VerifyReport) {
+    /// Checks one entry against its manifest line; `insideOnly` when that line comes from the
+    /// manifest inside the archive (no manifest beside it).
+    private func compare(_ header: ArchiveEntryHeader, sha: String?, with entry: ManifestEntry?, insideOnly: Bool,
+                         report: inout VerifyReport) {
         if let problem = ManifestCheck.mismatch(header, entry) {
             report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(header.path),
                                                reason: problem.replacingOccurrences(of: "; not restored", with: "")))
         } else if header.type == .file, let expected = entry?.sha256, expected != sha {
             report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(header.path),
                                                reason: "content does not match its SHA-256 in the manifest"))
-        } else if let entry, let problem = ManifestCheck.metadataMismatch(header, entry) {
-            // A damaged pax header is skipped by tar readers: times lose their nanoseconds.
-            report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(header.path),
-                                               reason: "its tar header is damaged (\(problem))"))
+        } else if let entry, let differences = RecordedAttributes(entry).differences(from: RecordedAttributes(header)) {
+            // The manifest beside the archive is under zstd's checksums, so the header is the
+            // damaged one (a damaged pax header is skipped by tar readers: times lose their
+            // nanoseconds); the archive's own manifest is no surer than its headers.
+            let reason = insideOnly ? RecordedAttributes.disagreement(differences)
+                : "its tar header is damaged (\(differences) not as in the manifest)"
+            report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(header.path), reason: reason))
         }
     }
 

@@ -74,6 +74,8 @@ final class RestoreFileWriter: @unchecked Sendable {
         let identity: RestoredMetadata.Identity?
         /// It replaces an entry that was there.
         let replaces: Bool
+        /// For a file: what its tar header recorded, to compare with the manifest (nil for a link).
+        let recorded: RecordedAttributes?
     }
 
     /// What the writer did since the last `drain`.
@@ -140,7 +142,7 @@ final class RestoreFileWriter: @unchecked Sendable {
 
     private let queue = DispatchQueue(label: "keepsake.restore.write")
     private let slots = DispatchSemaphore(value: RestoreFileWriter.queuedBatches)
-    private let spare = Mutex<[Batch]>([])
+    private let spare = LockedValue<[Batch]>([])
     private var filling = Batch(capacity: RestoreFileWriter.batchSize)
 
     // MARK: State (shared)
@@ -373,7 +375,8 @@ final class RestoreFileWriter: @unchecked Sendable {
         case .wait:
             pendingIndex[PathKey(job.path)] = pendings.count
             pendings.append(Pending(components: job.components, path: job.path, temporaryName: file.temporary,
-                                    sha256: sha256, linkOf: nil, identity: identity, replaces: job.replaces))
+                                    sha256: sha256, linkOf: nil, identity: identity, replaces: job.replaces,
+                                    recorded: RecordedAttributes(job.header)))
         }
     }
 
@@ -409,7 +412,7 @@ final class RestoreFileWriter: @unchecked Sendable {
         }
         if job.deferred {
             pendings.append(Pending(components: job.components, path: job.path, temporaryName: temporary, sha256: nil,
-                                    linkOf: job.linkPath, identity: nil, replaces: job.replaces))
+                                    linkOf: job.linkPath, identity: nil, replaces: job.replaces, recorded: nil))
         } else if place(temporary, as: job.components[job.components.count - 1], in: job.directory.fd, path: job.path) {
             outcome.hardlinks += 1
             if job.replaces { outcome.replaced += 1 }

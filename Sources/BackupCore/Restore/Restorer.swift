@@ -33,7 +33,7 @@ public final class Restorer {
     private var directoryFixes: [DirectoryFix] = []
     /// Folders, symlinks and special files placed before the archive's own manifest was read
     /// (a lone archive): checked against it at the end, since a damaged name lands as made.
-    private var placedBeforeManifest: [(components: [[UInt8]], path: [UInt8], type: EntryType)] = []
+    private var placedBeforeManifest: [(components: [[UInt8]], path: [UInt8], recorded: RecordedAttributes)] = []
     private var lastProgress = Date.distantPast
     private var targetPath = ""
     /// Added to the names of files restored from a damaged archive that has no manifest.
@@ -471,7 +471,7 @@ public final class Restorer {
             }
             directoryFixes.append(DirectoryFix(components: components, header: header))
             result.directories += 1
-            if expected == nil { placedBeforeManifest.append((components, path, .directory)) }
+            if expected == nil { placedBeforeManifest.append((components, path, RecordedAttributes(header))) }
         case .file:
             try restoreFile(header, reader: reader, components: components, path: path, parentFD: parentFD,
                             expected: entry, hasManifest: expected != nil, replaces: replaces)
@@ -486,7 +486,7 @@ public final class Restorer {
             guard try place(temporary, as: name, parentFD: parentFD, path: path) else { return }
             result.symlinks += 1
             if replaces { result.replaced += 1 }
-            if expected == nil { placedBeforeManifest.append((components, path, .symlink)) }
+            if expected == nil { placedBeforeManifest.append((components, path, RecordedAttributes(header))) }
         case .hardlink:
             try restoreHardLink(header, components: components, path: path, parentFD: parentFD, deferred: expected == nil,
                                 replaces: replaces)
@@ -507,7 +507,7 @@ public final class Restorer {
             guard try place(temporary, as: name, parentFD: parentFD, path: path) else { return }
             result.other += 1
             if replaces { result.replaced += 1 }
-            if expected == nil { placedBeforeManifest.append((components, path, header.type)) }
+            if expected == nil { placedBeforeManifest.append((components, path, RecordedAttributes(header))) }
         case .socket:
             try reader.skipContent()
         }
@@ -747,34 +747,46 @@ public final class Restorer {
     }
 
     /// Takes back what was placed before the archive's own manifest (`index`) was read and
-    /// that it does not list: a name damaged in the archive (a flipped bit in a gzip stream,
-    /// which has no checksum of its own) must not stay under a name the backup never had.
-    /// Deepest first, after the waiting files, so a folder with a damaged name is empty by
-    /// then; one that is not empty (something else was put in it) is left and named.
+    /// that it does not list, or lists with other attributes than the archive's header: a
+    /// name or attribute damaged in the archive (a flipped bit in a gzip stream, which has
+    /// no checksum of its own) must not stay as if restored. Deepest first, after the
+    /// waiting files, so a folder with a damaged name is empty by then; one that is not
+    /// empty (something else was put in it) is left and named.
     private func removeUnlisted(_ index: ManifestIndex, target: RestoreTarget) {
-        let unlisted = placedBeforeManifest.filter { index[PathKey($0.path)] == nil }
+        var doubtful: [(node: (components: [[UInt8]], path: [UInt8], recorded: RecordedAttributes), problem: String?)] = []
+        for node in placedBeforeManifest {
+            if let entry = index[PathKey(node.path)] {
+                if let differences = RecordedAttributes(entry).differences(from: node.recorded) {
+                    doubtful.append((node, differences))
+                }
+            } else {
+                doubtful.append((node, nil))
+            }
+        }
         placedBeforeManifest = []
-        for node in unlisted.sorted(by: { $0.components.count > $1.components.count }) {
+        for (node, differences) in doubtful.sorted(by: { $0.node.components.count > $1.node.components.count }) {
             guard let parentFD = try? target.directory(node.components.dropLast(), create: false) else { continue }
             let name = node.components[node.components.count - 1]
+            let type = node.recorded.type
             // Only what this restore made is taken back: the same kind of node, never followed.
             guard let existing = RestoreTarget.existing(name, in: parentFD) else { continue }
             let kind = existing.st_mode & S_IFMT
             let isFolder = kind == S_IFDIR
-            guard isFolder == (node.type == .directory), node.type != .symlink || kind == S_IFLNK else { continue }
+            guard isFolder == (type == .directory), type != .symlink || kind == S_IFLNK else { continue }
             let status = PathBytes.syscall(name) { unlinkat(parentFD, $0, isFolder ? AT_REMOVEDIR : 0) }
             let display = PathBytes.display(node.path)
+            let why = differences.map(RecordedAttributes.disagreement) ?? "not in the backup's manifest"
             if status == 0 {
-                switch node.type {
+                switch type {
                 case .directory: result.directories -= 1
                 case .symlink: result.symlinks -= 1
                 default: result.other -= 1
                 }
                 directoryFixes.removeAll { $0.components == node.components }
-                result.damaged.append(PathWarning(kind: .damaged, path: display, reason: "not in the backup's manifest; removed"))
+                result.damaged.append(PathWarning(kind: .damaged, path: display, reason: why + "; removed"))
             } else {
                 result.damaged.append(PathWarning(kind: .damaged, path: display,
-                                                  reason: "not in the backup's manifest, and not empty: left in place; look at it"))
+                                                  reason: why + ", and not empty: left in place; look at it"))
             }
         }
     }
@@ -800,6 +812,9 @@ public final class Restorer {
                     let sha256 = pending.sha256 ?? (entry.sha256 == nil ? nil : hashWaiting(pending, parentFD: parentFD))
                     if entry.sha256 != nil && entry.sha256 != sha256 {
                         problem = "content does not match its SHA-256 in the manifest; not restored"
+                    } else if let recorded = pending.recorded,
+                              let differences = RecordedAttributes(entry).differences(from: recorded) {
+                        problem = RecordedAttributes.disagreement(differences) + "; not restored"
                     }
                 } else {
                     problem = "not in the backup's manifest; not restored"

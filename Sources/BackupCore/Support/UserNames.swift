@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Cached look-ups between user/group ids and names (the passwd and group databases are
 /// slow to ask once per file).
@@ -9,10 +8,10 @@ public final class UserNames: Sendable {
     /// The process-wide cache.
     public static let shared = UserNames()
 
-    private let users = Mutex<[UInt32: String?]>([:])
-    private let groups = Mutex<[UInt32: String?]>([:])
-    private let userIDs = Mutex<[String: UInt32?]>([:])
-    private let groupIDs = Mutex<[String: UInt32?]>([:])
+    private let users = LockedValue<[UInt32: String?]>([:])
+    private let groups = LockedValue<[UInt32: String?]>([:])
+    private let userIDs = LockedValue<[String: UInt32?]>([:])
+    private let groupIDs = LockedValue<[String: UInt32?]>([:])
 
     // MARK: Look-ups
 

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import BackupCore
 
 #if canImport(Glibc)
 import Glibc
@@ -95,7 +95,7 @@ public enum FreePort {
     // MARK: Internals
 
     /// Ports already handed out in this process.
-    private static let handedOut = Mutex<Set<UInt16>>([])
+    private static let handedOut = LockedValue<Set<UInt16>>([])
 
     /// Records `port` as handed out; false if it already was.
     private static func claim(_ port: UInt16) -> Bool {

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import BackupCore
 
 #if canImport(Glibc)
 import Glibc
@@ -53,7 +53,7 @@ public final class SeaweedCluster: Sendable {
     /// The master, filer and S3 gateway processes.
     private let master, filer, s3: ServerProcess
     /// The volume servers by index (replaced on restart).
-    private let volumes: Mutex<[ServerProcess]>
+    private let volumes: LockedValue<[ServerProcess]>
     /// How a volume server is started, by index.
     private let volumeArguments: [[String]]
     private let weed: String
@@ -143,7 +143,7 @@ public final class SeaweedCluster: Sendable {
             self.master = master
             self.filer = filer
             self.s3 = s3
-            self.volumes = Mutex(volumes)
+            self.volumes = LockedValue(volumes)
         } catch {
             ServerProcess.stopAll(started)
             ScratchDirectory.remove(directory)

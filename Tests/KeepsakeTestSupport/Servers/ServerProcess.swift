@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import BackupCore
 
 #if canImport(Glibc)
 import Glibc
@@ -46,7 +46,7 @@ public final class ServerProcess: Sendable {
         var waitStatus: Int32?
     }
 
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     // MARK: Starting
 
