@@ -151,7 +151,7 @@ final class IncrementalTests: EndToEndTestCase {
         let next = try run(["backup", source, "--dest", dest, "--json"])
         assertExit(next, 0)
         XCTAssertEqual(try json(next)["kind"] as? String, "full")
-        XCTAssertTrue(next.stderrText.contains("making a full backup"), next.stderrText)
+        XCTAssertTrue(next.stderrText.contains("starting a new chain"), next.stderrText)
     }
 
     func testRereadNoticesAChangeThatKeepsSizeAndTimes() throws {

@@ -103,8 +103,13 @@ public final class BackupEngine {
                 }
             }
             if let problem = parentCursor?.problem {
+                // The parent is damaged: this backup is whole, the next starts a new chain.
+                if let item = parent?.item {
+                    DamageRecord(id: item.id, found: request.now, foundBy: "backup").store(for: item, in: storage)
+                }
                 events?.handle(.caution("the manifest of \(parentCursor?.id.rawValue ?? "the parent") could not be read to its end "
-                    + "(\(problem)); files from there on were stored again"))
+                    + "(\(problem)); files from there on were stored again, and no later backup builds on it "
+                    + "(`keepsake backup --full` starts a new chain now)"))
             }
             parentCursor?.close()
             session.fill(&summary)
@@ -187,7 +192,7 @@ public final class BackupEngine {
     /// a full backup.
     private func chooseParent(_ request: BackupRequest, sources: [String], catalog: BackupCatalog, cache: ChangeDetectionCache?,
                               cached: [BackupID: (manifestName: String, summary: BackupSummary)])
-        throws -> (summary: BackupSummary, cursor: ParentCursor)? {
+        throws -> (summary: BackupSummary, cursor: ParentCursor, item: BackupCatalog.Item?)? {
         let items = try catalog.items()
         try checkEncryptionContinues(request, items: items)
         guard request.stdinName == nil, !request.chain.forceFull else { return nil }
@@ -241,20 +246,33 @@ public final class BackupEngine {
                 return nil
             }
         }
-        // Every archive the parent relies on must still be there (its summary names them).
-        let stored = Set(try storage.list().map(\.name))
+        // Every archive the parent relies on must still be there, whole and not found
+        // damaged (its summary names them).
         guard let reliesOn = summary.reliesOn ?? (summary.parent == nil ? [] : nil) else {
             events?.handle(.notice("starting a new chain: \(newest.id) does not say which backups it relies on"))
             return nil
         }
         var needed = Set(reliesOn)
         needed.insert(summary.id)
-        for id in needed {
-            let present = items.contains { item in
-                item.id == id && item.summary?.archive.map { stored.contains($0.name) } == true
+        let objects = try storage.list()
+        let sizes = Dictionary(objects.map { ($0.name, $0.size) }, uniquingKeysWith: { first, _ in first })
+        let names = Set(sizes.keys)
+        for id in needed.sorted() {
+            let which = id == newest.id ? "backup \(id)" : "backup \(id), which \(newest.id) relies on,"
+            guard let item = items.first(where: { $0.id == id }), let facts = item.summary?.archive,
+                  let size = sizes[facts.name] else {
+                events?.handle(.caution("starting a new chain: \(which) is missing or damaged"))
+                return nil
             }
-            if !present {
-                events?.handle(.caution("making a full backup: backup \(id), which \(newest.id) relies on, is missing or damaged"))
+            if let record = DamageRecord.stored(for: item, names: names, in: storage) {
+                events?.handle(.caution("starting a new chain: \(which) was \(record.description)"))
+                return nil
+            }
+            // A cut archive is seen from its size alone, without reading it.
+            if size != facts.size {
+                DamageRecord(id: id, found: request.now, foundBy: "backup").store(for: item, in: storage)
+                events?.handle(.caution("starting a new chain: \(which) has an archive of \(size) bytes, stored as "
+                    + "\(facts.size): it is damaged (`keepsake verify \(id)` says more)"))
                 return nil
             }
         }
@@ -262,7 +280,7 @@ public final class BackupEngine {
         do {
             let cursor = try ParentCursor(id: summary.id, source: try SidecarManifest.open(found.manifest, in: found.in, workers: 1),
                                           name: found.manifest)
-            return (summary, cursor)
+            return (summary, cursor, found.in === storage ? newest : nil)
         } catch {
             events?.handle(.caution("making a full backup: the manifest of \(newest.id) cannot be read (\(error))"))
             return nil
@@ -298,8 +316,17 @@ public final class BackupEngine {
             }
             try storage.delete(marker.name)
         }
+        // A damage record whose backup is gone (pruned while a verify wrote it).
+        for record in objects where record.name.hasSuffix(BackupNaming.damageMarkerSuffix) {
+            let stem = String(record.name.dropLast(BackupNaming.damageMarkerSuffix.count))
+            if !BackupNaming.manifestSuffixes.contains(where: { names.contains(stem + $0) }) {
+                try storage.delete(record.name)
+                removed.append(record.name)
+            }
+        }
         if !removed.isEmpty {
-            events?.handle(.notice("removed \(removed.count) leftover file(s) of an interrupted run from \(storage.location)"))
+            let files = removed.count == 1 ? "1 leftover file" : "\(removed.count) leftover files"
+            events?.handle(.notice("removed \(files) of an interrupted run from \(storage.location)"))
         }
         let repairer = ManifestRepairer(storage: storage, cancellation: cancellation)
         // Only missing manifests: reading every manifest whole on each run would make a

@@ -240,7 +240,9 @@ public final class PruneEngine {
             return Removal(id: item.id, manifest: manifest, archives: [])
         }
         let named = item.summary?.archive?.name
-        var archives = objects.filter { $0.name != item.manifestName && BackupNaming.stem(of: $0.name) == stem }
+        // Its archive, public summary and damage record.
+        let record = DamageRecord.name(forManifest: item.manifestName)
+        var archives = objects.filter { $0.name != item.manifestName && (BackupNaming.stem(of: $0.name) == stem || $0.name == record) }
         archives.sort { ($0.name == named ? 0 : 1, $0.name) < ($1.name == named ? 0 : 1, $1.name) }
         return Removal(id: item.id, manifest: manifest, archives: archives)
     }

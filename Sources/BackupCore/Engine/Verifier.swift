@@ -27,6 +27,11 @@ public struct VerifyReport: Sendable {
     /// Entries of the manifest that could not be checked because reading stopped before
     /// them (they are not named one by one: they may well be intact).
     public var entriesUnchecked: Int64 = 0
+    /// The backups it relies on that are damaged (its own archive may be intact).
+    public var damagedEarlier: [BackupID] = []
+    /// Whether its own manifest and archive are intact, before the backups it relies on
+    /// were checked (nil when checking stopped before that: then it is not).
+    var intactItself: Bool?
 
     /// Creates an empty report.
     public init(id: BackupID?, name: String) {
@@ -51,6 +56,8 @@ public final class Verifier {
     private var verified: [BackupID: VerifyReport] = [:]
     /// The destination's backups by id, listed once per run.
     private var catalogItems: [BackupID: BackupCatalog.Item]?
+    /// The destination's object names, listed once per run (for its damage records).
+    private var objectNames: Set<String>?
     /// Backups being verified further up the stack: one relied on again is a cycle (a
     /// manifest whose name and summary disagree can slip past the parser's check).
     private var inProgress = Set<BackupID>()
@@ -122,7 +129,20 @@ public final class Verifier {
         defer { inProgress.remove(item.id) }
         let report = try verifyUncached(item, in: storage)
         verified[item.id] = report
+        noteDamage(of: item, itself: report.intactItself ?? report.isIntact, in: storage)
         return report
+    }
+
+    /// Records in the destination whether `item` itself is damaged (see `DamageRecord`),
+    /// so that the next backup of its chain starts a new one; an intact one loses its record.
+    private func noteDamage(of item: BackupCatalog.Item, itself intact: Bool, in storage: StorageBackend) {
+        if objectNames == nil { objectNames = (try? DecryptingStorage.stored(storage).list()).map { Set($0.map(\.name)) } ?? [] }
+        let recorded = DamageRecord.stored(for: item, names: objectNames ?? [], in: storage) != nil
+        if intact {
+            if recorded { DamageRecord.remove(for: item, in: storage) }
+        } else if !recorded {
+            DamageRecord(id: item.id, found: Date(), foundBy: "verify").store(for: item, in: storage)
+        }
     }
 
     private func verifyUncached(_ item: BackupCatalog.Item, in storage: StorageBackend) throws -> VerifyReport {
@@ -161,6 +181,7 @@ public final class Verifier {
         defer { content.close() }
         try check(content, name: facts.name, expected: manifest, beside: beside, report: &report)
         compareWhole(hashing, facts: facts, name: facts.name, report: &report)
+        report.intactItself = report.isIntact
         try checkEarlierArchives(manifest, in: storage, report: &report)
         return report
     }
@@ -185,13 +206,14 @@ public final class Verifier {
         } catch {
             report.archiveProblems.append("the archive \(facts.name) is missing or unreadable: \(error)")
         }
+        report.intactItself = report.isIntact
         report.reliesOn = (summary.reliesOn ?? []).filter { $0 != item.id }
         if catalogItems == nil {
             catalogItems = Dictionary((try BackupCatalog(storage: storage).items()).map { ($0.id, $0) }, uniquingKeysWith: { $1 })
         }
         for holder in report.reliesOn {
             guard let earlier = catalogItems?[holder] else {
-                report.archiveProblems.append("it relies on backup \(holder), and that backup is missing")
+                report.archiveProblems.append("it relies on backup \(holder), and that backup is missing: \(DamageRecord.remedy)")
                 continue
             }
             guard !inProgress.contains(holder) else {
@@ -199,7 +221,8 @@ public final class Verifier {
                 continue
             }
             if !(try verify(earlier, in: storage)).isIntact {
-                report.archiveProblems.append("it relies on backup \(holder), and that backup is damaged")
+                report.damagedEarlier.append(holder)
+                report.archiveProblems.append("it relies on backup \(holder), and that backup is damaged: \(DamageRecord.remedy)")
             }
         }
         return report
@@ -235,7 +258,7 @@ public final class Verifier {
         for holder in report.reliesOn {
             let entries = byHolder[holder] ?? []
             guard let item = catalogItems?[holder] else {
-                report.archiveProblems.append("it relies on backup \(holder) for \(Verifier.files(entries.count)), and that backup is missing")
+                report.archiveProblems.append("it relies on backup \(holder) for \(Verifier.files(entries.count)), and that backup is missing: \(DamageRecord.remedy)")
                 continue
             }
             guard !inProgress.contains(holder) else {
@@ -245,7 +268,9 @@ public final class Verifier {
             }
             let earlier = try verify(item, in: storage)
             if !earlier.isIntact {
-                report.archiveProblems.append("it relies on backup \(holder) for \(Verifier.files(entries.count)), and that backup is damaged")
+                report.damagedEarlier.append(holder)
+                report.archiveProblems.append("it relies on backup \(holder) for \(Verifier.files(entries.count)), and that backup "
+                    + "is damaged: \(DamageRecord.remedy)")
             }
             guard let holderManifest = try? catalog.manifest(of: item) else { continue }
             let index = holderManifest.index()

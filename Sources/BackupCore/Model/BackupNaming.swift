@@ -54,6 +54,10 @@ public enum BackupNaming {
     /// after its archive is, so a crash in between is finished, not undone, by the next run.
     public static let pruneMarkerSuffix = ".pruning"
 
+    /// Marks a backup found damaged (`HOST_ID.damaged`, see `DamageRecord`): the next backup
+    /// of its chain starts a new one instead of building on it.
+    public static let damageMarkerSuffix = ".damaged"
+
     /// `HOST_ID.tar.zst` (`.tar.zst.age` encrypted): host, time and id readable from the name.
     public static func archiveName(host: String, id: BackupID, compression: Compression, encrypted: Bool = false) -> String {
         "\(host)_\(id.rawValue)\(compression.fileExtension)\(encrypted ? encryptedSuffix : "")"

@@ -1,0 +1,78 @@
+import Foundation
+
+/// A note in the destination that a backup was found damaged, so that the next backup of
+/// its chain starts a new chain by itself instead of building on it every night.
+///
+/// The note is a small object beside the backup, `HOST_ID.damaged`, holding one JSON line
+/// (the backup's id, when and by what it was found: never a file name, since it is stored
+/// in the clear beside encrypted backups too). `verify` writes it when it finds the backup's
+/// own archive or manifest damaged and removes it when the backup verifies intact again (a
+/// repaired or copied-back archive); a backup writes it when its parent's manifest breaks
+/// off while read; prune removes it with its backup.
+public struct DamageRecord: Sendable, Equatable {
+    // MARK: Fields
+
+    /// The backup found damaged.
+    public let id: BackupID
+    /// When it was found.
+    public let found: Date
+    /// What found it: `verify`, or `backup` (reading the parent's manifest).
+    public let foundBy: String
+
+    /// A record of `id` found damaged by `foundBy` at `found`.
+    public init(id: BackupID, found: Date, foundBy: String) {
+        self.id = id
+        self.found = found
+        self.foundBy = foundBy
+    }
+
+    // MARK: Naming
+
+    /// The record's object name for the backup whose manifest is `manifestName`.
+    public static func name(forManifest manifestName: String) -> String? {
+        BackupNaming.stem(of: manifestName).map { $0 + BackupNaming.damageMarkerSuffix }
+    }
+
+    // MARK: Reading and writing
+
+    /// The record stored for `item`, when there is one (`names`: the destination's object
+    /// names, listed by the caller); a record that cannot be read still counts, found now.
+    public static func stored(for item: BackupCatalog.Item, names: Set<String>, in storage: StorageBackend) -> DamageRecord? {
+        guard let name = name(forManifest: item.manifestName), names.contains(name) else { return nil }
+        let base = DecryptingStorage.stored(storage)
+        guard let bytes = try? base.readObject(name, limit: 1 << 16), let json = try? JSONParser.parse(bytes),
+              let found = json["found"]?.stringValue.flatMap(Timestamp.parseISO8601) else {
+            return DamageRecord(id: item.id, found: Date(), foundBy: "verify")
+        }
+        return DamageRecord(id: item.id, found: found, foundBy: json["by"]?.stringValue ?? "verify")
+    }
+
+    /// Stores the record beside `item`; false when the destination refused it (read-only).
+    @discardableResult
+    public func store(for item: BackupCatalog.Item, in storage: StorageBackend) -> Bool {
+        guard let name = DamageRecord.name(forManifest: item.manifestName) else { return false }
+        let line = JSONValue.object(JSONObject([
+            ("keepsake", .string("damage")),
+            ("backup", .string(id.rawValue)),
+            ("found", .string(Timestamp.iso8601(found))),
+            ("by", .string(foundBy)),
+        ])).serialized() + "\n"
+        return (try? DecryptingStorage.stored(storage).writeObject(name, bytes: Array(line.utf8))) != nil
+    }
+
+    /// Removes the record of `item`, if there is one.
+    public static func remove(for item: BackupCatalog.Item, in storage: StorageBackend) {
+        guard let name = name(forManifest: item.manifestName) else { return }
+        try? DecryptingStorage.stored(storage).delete(name)
+    }
+
+    // MARK: Words
+
+    /// "found damaged by verify on 2026-12-01".
+    public var description: String {
+        "found damaged by \(foundBy == "backup" ? "a backup reading its manifest" : "verify") on \(Timestamp.iso8601(found).prefix(10))"
+    }
+
+    /// What fixes a damaged chain, for every message that names one.
+    public static let remedy = "the next backup starts a new chain by itself; `keepsake backup --full` starts one now"
+}
