@@ -1,4 +1,5 @@
 @testable import KeepsakeCLI
+import BackupCore
 import XCTest
 
 /// Parsing paths, every usage-error message, the error block, and suggestions.

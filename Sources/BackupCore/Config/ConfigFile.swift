@@ -609,43 +609,8 @@ private struct ConfigValidator {
 
     // MARK: Suggestions
 
-    /// The candidate within two edits (insert, delete, substitute, swap) of `input` and less
-    /// than half its own length away; else a unique prefix match; else nil.
+    /// The "did you mean" candidate for a mistyped key (see `Suggestion`).
     static func suggestion(for input: String, among candidates: [String]) -> String? {
-        let needle = Array(input.lowercased())
-        guard !needle.isEmpty else { return nil }
-        var best: (candidate: String, distance: Int)?
-        for candidate in candidates {
-            let target = Array(candidate.lowercased())
-            let limit = min(2, (target.count - 1) / 2)
-            let distance = editDistance(needle, target)
-            if distance <= limit, best.map({ distance < $0.distance }) ?? true {
-                best = (candidate, distance)
-            }
-        }
-        if let best { return best.candidate }
-        let prefixed = candidates.filter { $0.lowercased().hasPrefix(input.lowercased()) }
-        return prefixed.count == 1 ? prefixed.first : nil
-    }
-
-    /// The optimal-string-alignment distance between `a` and `b`.
-    private static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
-        if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
-        var previous2 = [Int](repeating: 0, count: b.count + 1)
-        var previous = Array(0...b.count)
-        var current = [Int](repeating: 0, count: b.count + 1)
-        for i in 1...a.count {
-            current[0] = i
-            for j in 1...b.count {
-                let cost = a[i - 1] == b[j - 1] ? 0 : 1
-                var value = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
-                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
-                    value = min(value, previous2[j - 2] + 1)
-                }
-                current[j] = value
-            }
-            (previous2, previous, current) = (previous, current, previous2)
-        }
-        return previous[b.count]
+        Suggestion.nearest(to: input, among: candidates)
     }
 }

@@ -40,6 +40,9 @@ public struct RestoreRequest: Sendable {
     public var samePermissions: Bool
     /// The process's umask when the request was made (applied unless `samePermissions`).
     public var umask: UInt32
+    /// Leading path components dropped from every restored path (`--strip-components`, as
+    /// tar's); an entry with no component left is not restored.
+    public var stripComponents = 0
 
     /// Creates a request.
     public init(target: String, selections: [String] = [], overwrite: OverwritePolicy = .never, dryRun: Bool = false,
@@ -69,6 +72,9 @@ public struct RestoreRequest: Sendable {
 
 /// What a restore did.
 public struct RestoreResult: Sendable {
+    /// Where the first file restored landed, relative to the target (after
+    /// `--strip-components`): the summary names it when it is the only one.
+    public var firstFilePlacement: [UInt8]?
     /// The backup's id when the archive had a manifest.
     public var backupID: BackupID?
     /// True when every restored file was checked against a manifest's SHA-256.

@@ -16,9 +16,7 @@ struct RestoreSelection {
         var globs: [String] = []
         for bytes in selectionPaths {
             let selection = String(decoding: bytes, as: UTF8.self)
-            let trimmed = PathBytes.components(bytes)
-            guard !trimmed.isEmpty else { continue }
-            let normalized = trimmed.dropFirst().reduce(trimmed[0]) { PathBytes.join($0, $1) }
+            guard let normalized = RestoreSelection.normalized(bytes) else { continue }
             if selection.contains(where: { "*?[".contains($0) }) {
                 // Anchor patterns that name a path, so `home/*/notes` means from the root.
                 globs.append(selection.contains("/") && !selection.hasPrefix("/") && !selection.hasPrefix("**")
@@ -29,6 +27,14 @@ struct RestoreSelection {
         }
         self.exact = exact
         patterns = globs.isEmpty ? nil : try ExcludeRules(patterns: globs)
+    }
+
+    /// A literal selection as the archive path it names (without `/`, `.` and empty
+    /// components); nil when it names the top.
+    static func normalized(_ bytes: [UInt8]) -> [UInt8]? {
+        let trimmed = PathBytes.components(bytes)
+        guard let first = trimmed.first else { return nil }
+        return trimmed.dropFirst().reduce(first) { PathBytes.join($0, $1) }
     }
 
     /// True when the selection takes everything.

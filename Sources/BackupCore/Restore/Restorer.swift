@@ -36,6 +36,8 @@ public final class Restorer {
     private var placedBeforeManifest: [(components: [[UInt8]], path: [UInt8], recorded: RecordedAttributes)] = []
     private var lastProgress = Date.distantPast
     private var targetPath = ""
+    /// The run's `--strip-components`.
+    private var currentRequestStrip = 0
     /// Added to the names of files restored from a damaged archive that has no manifest.
     public static let unverifiedSuffix = ".unverified"
     /// Hard-link targets left out by the selection → the first selected name of each: the
@@ -61,12 +63,53 @@ public final class Restorer {
     /// there is one) checks every file as it comes, and the earlier archives of its chain are
     /// reached through it.
     public func restore(_ backup: LocatedBackup, request: RestoreRequest) throws -> RestoreResult {
-        let manifest = try backup.manifest(forRestoringPaths: request.selectionPaths)
+        var request = request
+        var manifest = try backup.manifest(forRestoringPaths: request.selectionPaths)
+        if let partial = manifest, let resolved = try resolveSelections(request.selectionPaths, in: partial, of: backup) {
+            request.selectionPaths = resolved
+            manifest = try backup.manifest(forRestoringPaths: resolved)
+        }
         let archive = try backup.openArchive()
         defer { archive.close() }
         return try restore(archive: archive, archiveName: backup.archiveLabel, manifest: manifest, request: request) { holder in
             try backup.earlierArchive(holder)
         }
+    }
+
+    /// The selections with every path that names nothing in the backup as given replaced
+    /// by the paths it means (see `SelectionResolver`); nil when each named something
+    /// already (`partial`: the manifest read for them). A path that means nothing is an
+    /// error naming it, with the closest paths of the backup.
+    private func resolveSelections(_ selections: [[UInt8]], in partial: Manifest, of backup: LocatedBackup) throws -> [[UInt8]]? {
+        let isPattern: ([UInt8]) -> Bool = { $0.contains(where: { "*?[".utf8.contains($0) }) }
+        let literal = RestoreSelection.normalized
+        let unmatched = selections.filter { given in
+            guard !isPattern(given), let path = literal(given) else { return false }
+            return !partial.entries.contains { PathBytes.isSameOrBelow($0.path, path) }
+        }
+        guard !unmatched.isEmpty, let whole = try backup.manifest() else { return nil }
+        let resolver = SelectionResolver(manifest: whole, workingDirectory: PathBytes.from(FileManager.default.currentDirectoryPath))
+        var resolved = selections.filter { !unmatched.contains($0) }
+        var nothing: [String] = []
+        for given in unmatched {
+            let resolution = resolver.resolve(given)
+            if resolution.paths.isEmpty {
+                let closest = resolution.suggestions.isEmpty ? ""
+                    : " (closest: \(resolution.suggestions.map { "'\($0)'" }.joined(separator: ", ")))"
+                nothing.append("'\(PathBytes.display(given))'\(closest)")
+                continue
+            }
+            let shown = resolution.paths.prefix(3).map(PathBytes.display).joined(separator: ", ")
+            let more = resolution.paths.count > 3 ? " and \(resolution.paths.count - 3) more" : ""
+            events?.handle(.notice("'\(PathBytes.display(given))' is \(shown)\(more) in backup \(whole.summary.id)"))
+            resolved += resolution.paths
+        }
+        if !nothing.isEmpty {
+            throw EngineError.invalidRequest("Nothing in backup \(whole.summary.id) matches \(nothing.joined(separator: ", ")). "
+                + "Give a path as 'keepsake list \(whole.summary.id)' or 'keepsake find' prints it, the original path, "
+                + "or one relative to a source folder")
+        }
+        return resolved
     }
 
     /// Restores from `archive`. `manifest` is the copy beside the archive when there is
@@ -81,6 +124,7 @@ public final class Restorer {
         placedBeforeManifest = []
         lastDirectory = nil
         targetPath = request.target
+        currentRequestStrip = request.stripComponents
         let selection = try RestoreSelection(request.selectionPaths)
         redirects = [:]
         if let manifest, !selection.isEverything {
@@ -317,11 +361,12 @@ public final class Restorer {
         for entry in manifest.entries where entry.type == .hardlink && entry.storedIn != nil {
             guard context.selection.matches(entry.path, isDirectory: false) else { continue }
             let components: [[UInt8]]
-            switch RestoreTarget.components(of: entry.path) {
-            case .success(let parts): components = parts
-            case .failure(let refusal):
+            switch placement(of: entry.path) {
+            case .success(let parts)?: components = parts
+            case .failure(let refusal)?:
                 refuse(entry.path, refusal.reason)
                 continue
+            case nil: continue
             }
             let header = ArchiveEntryHeader(path: entry.path, type: .hardlink, linkTarget: entry.linkTarget)
             do {
@@ -330,7 +375,7 @@ public final class Restorer {
                 if let existing = RestoreTarget.existing(components[components.count - 1], in: parentFD) {
                     if context.request.overwrite == .never {
                         result.skippedExisting += 1
-                        if !Restorer.isLink(existing, to: entry.linkTarget, rootFD: target.rootFD) {
+                        if !isLink(existing, to: entry.linkTarget, rootFD: target.rootFD) {
                             result.keptDifferent.append(entry.displayPath)
                         }
                         continue
@@ -370,6 +415,15 @@ public final class Restorer {
         // the joined components are that long only when they are the same bytes.
         var path = components.reduce(components.count - 1) { $0 + $1.count } == header.path.count
             ? header.path : components.dropFirst().reduce(components[0]) { PathBytes.join($0, $1) }
+        if request.stripComponents > 0 {
+            // Placed without its first components; the archive path stays its name here.
+            guard components.count > request.stripComponents else {
+                seen.insert(PathKey(path))
+                try reader.skipContent()
+                return
+            }
+            components.removeFirst(request.stripComponents)
+        }
         let archivePath = path
         let archiveKey = PathKey(archivePath)
         if let holder {
@@ -391,7 +445,7 @@ public final class Restorer {
         if !selection.matches(path, isDirectory: header.type == .directory) {
             // A file left out whose other (selected) name is a hard link: restore it there.
             guard header.type == .file, let redirected = redirects[PathKey(path)],
-                  case .success(let parts) = RestoreTarget.components(of: redirected) else {
+                  case .success(let parts)? = placement(of: redirected) else {
                 try reader.skipContent()
                 return
             }
@@ -520,6 +574,9 @@ public final class Restorer {
                              parentFD: Int32, expected: ManifestEntry?, hasManifest: Bool, replaces: Bool) throws {
         guard let writer else { return try reader.skipContent() }
         try stopIfTargetFailed()
+        if result.firstFilePlacement == nil {
+            result.firstFilePlacement = components.dropFirst().reduce(components[0]) { PathBytes.join($0, $1) }
+        }
         guard let (directory, isNew) = directoryHandle(components.dropLast(), fd: parentFD) else {
             try targetProblem(path, errno)
             try reader.skipContent()
@@ -544,18 +601,22 @@ public final class Restorer {
     private func restoreHardLink(_ header: ArchiveEntryHeader, components: [[UInt8]], path: [UInt8], parentFD: Int32,
                                  deferred: Bool, replaces: Bool = false) throws {
         guard let writer else { return }
-        guard case .success(var linkParts) = RestoreTarget.components(of: header.linkTarget ?? []) else {
+        guard case .success(let archiveParts) = RestoreTarget.components(of: header.linkTarget ?? []) else {
             refuse(path, "hard link to an unsafe path")
             return
         }
-        let original = linkParts.dropFirst().reduce(linkParts[0]) { PathBytes.join($0, $1) }
+        let original = archiveParts.dropFirst().reduce(archiveParts[0]) { PathBytes.join($0, $1) }
         let linkPath = redirects[PathKey(original)] ?? original
-        if linkPath != original {
-            guard case .success(let redirected) = RestoreTarget.components(of: linkPath) else {
-                refuse(path, "hard link to an unsafe path")
-                return
-            }
-            linkParts = redirected
+        let linkParts: [[UInt8]]
+        switch placement(of: linkPath) {
+        case .success(let parts)?: linkParts = parts
+        case .failure?:
+            refuse(path, "hard link to an unsafe path")
+            return
+        case nil:
+            result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path),
+                                               reason: "the file it links to is above what --strip-components keeps"))
+            return
         }
         try stopIfTargetFailed()
         guard let (directory, isNew) = directoryHandle(components.dropLast(), fd: parentFD) else {
@@ -564,6 +625,18 @@ public final class Restorer {
         }
         writer.link(RestoreFileWriter.LinkJob(directory: directory, components: components, path: path, linkPath: linkPath,
                                               linkParts: linkParts, deferred: deferred, replaces: replaces), newDirectory: isNew)
+    }
+
+    /// Where the archive path `path` lands in the target: its safe components less the
+    /// first `--strip-components`; nil when none is left (it is not restored).
+    private func placement(of path: [UInt8]) -> Result<[[UInt8]], ArchivePath.Refusal>? {
+        switch RestoreTarget.components(of: path) {
+        case .failure(let refusal): return .failure(refusal)
+        case .success(let parts):
+            let strip = currentRequestStrip
+            guard strip > 0 else { return .success(parts) }
+            return parts.count > strip ? .success(Array(parts.dropFirst(strip))) : nil
+        }
     }
 
     /// The writer's handle on folder `components` (open here as `fd`), and whether it is
@@ -604,7 +677,7 @@ public final class Restorer {
             same = kind == S_IFLNK && RestoreTarget.linkTarget(name, in: parentFD) == header.linkTarget
         case .hardlink:
             let linkTarget = header.linkTarget.map { redirects[PathKey($0)] ?? $0 }
-            same = Restorer.isLink(existing, to: linkTarget, rootFD: rootFD)
+            same = isLink(existing, to: linkTarget, rootFD: rootFD)
         case .fifo: same = kind == S_IFIFO
         case .characterDevice: same = kind == S_IFCHR && UInt64(existing.st_rdev) == UInt64(header.rdev)
         case .blockDevice: same = kind == S_IFBLK && UInt64(existing.st_rdev) == UInt64(header.rdev)
@@ -637,9 +710,9 @@ public final class Restorer {
 
     /// Whether `existing` is the very file (the same inode) found at `linkTarget` in the
     /// target folder `rootFD`: a hard link already in place.
-    private static func isLink(_ existing: stat, to linkTarget: [UInt8]?, rootFD: Int32) -> Bool {
+    private func isLink(_ existing: stat, to linkTarget: [UInt8]?, rootFD: Int32) -> Bool {
         guard existing.st_mode & S_IFMT == S_IFREG, let linkTarget,
-              case .success(let parts) = RestoreTarget.components(of: linkTarget),
+              case .success(let parts)? = placement(of: linkTarget),
               let folder = try? RestoreTarget.openDirectory(parts.dropLast()[...], in: rootFD, create: false) else { return false }
         defer { close(folder) }
         guard let other = RestoreTarget.existing(parts[parts.count - 1], in: folder) else { return false }

@@ -1,3 +1,4 @@
+import BackupCore
 // MARK: - ArgumentParser
 
 /// Parses a command's arguments (everything after the command word) against its spec.

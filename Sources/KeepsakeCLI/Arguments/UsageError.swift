@@ -1,3 +1,4 @@
+import BackupCore
 // MARK: - UsageError
 
 /// A command line that cannot be run as typed (exit code 2).

@@ -24,6 +24,8 @@ struct RestoreCommand: KeepsakeCommand {
             OptionSpec(long: "overwrite", kind: .value(valueName: "when"),
                        allowedValues: OverwritePolicy.allCases.map(\.rawValue), defaultDescription: "never",
                        help: "Replace existing files: never, if-newer (the backup's copy is newer), or always."),
+            OptionSpec(long: "strip-components", kind: .value(valueName: "n"), defaultDescription: "0",
+                       help: "Drop the first N folders of every path (as tar does): 'home/ana/src/a.txt' with 3 lands as 'a.txt' in the target."),
             OptionSpec(long: "dry-run", short: "n", help: "Read and check the archive, list what would be written and count what would be kept, write nothing."),
             OptionSpec(long: "same-owner", help: "As root: also restore setuid/setgid bits, device files and extended attributes outside user.* (security.capability and the like; owners are restored as root anyway)."),
             OptionSpec(long: "same-permissions", short: "p", help: "Give entries exactly their recorded permissions; without it, users other than root get them less the umask (as with tar)."),
@@ -34,6 +36,7 @@ struct RestoreCommand: KeepsakeCommand {
         examples: [
             .init(command: "keepsake restore latest --target /tmp/restore", explanation: "Restore the newest backup into /tmp/restore."),
             .init(command: "keepsake restore 20261129 home/ana/notes.txt", explanation: "Restore one file of a backup into the current folder."),
+            .init(command: "keepsake restore latest --target /", explanation: "Put everything back where it was (existing files are kept; add --overwrite always to replace them)."),
             .init(command: "keepsake restore /media/usb/host_20261129T023000Z-3f9a1c2e.tar.zst --target /srv",
                   explanation: "Restore from an archive file, with no destination at all."),
         ]
@@ -65,6 +68,13 @@ struct RestoreCommand: KeepsakeCommand {
         // Paths go as bytes: a name need not be UTF-8.
         request.targetPath = DestinationResolver.absolute(arguments.path("target") ?? Array(".".utf8))
         request.selectionPaths = arguments.argumentPaths("PATH")
+        if let text = arguments.value("strip-components") {
+            guard let count = Int(text), count >= 0, count <= 4096 else {
+                throw UsageError.custom("The value '\(text)' is invalid for '--strip-components <n>'. Use a whole number of 0 or more.",
+                                        command: Self.spec)
+            }
+            request.stripComponents = count
+        }
         self.request = request
         if arguments.flag("same-owner") && geteuid() != 0 {
             throw UsageError.custom("The option '--same-owner' needs root: only root can give files to other owners or restore setuid bits and device files.", command: Self.spec)
@@ -111,6 +121,16 @@ struct RestoreCommand: KeepsakeCommand {
             show(result, outcome: outcome, source: source, context: context)
         }
         return outcome.code
+    }
+
+    /// "3 files, 1 folder, 2 links and others, 4.1 KiB": the files and bytes always, the
+    /// rest when there are any.
+    static func counts(_ result: RestoreResult) -> String {
+        var parts = [Units.count(Int(result.files), "file")]
+        if result.directories > 0 { parts.append(Units.count(Int(result.directories), "folder")) }
+        let others = result.symlinks + result.hardlinks + result.other
+        if others > 0 { parts.append(Units.count(Int(others), "link or other", plural: "links and others")) }
+        return (parts + [Units.bytes(result.bytes)]).joined(separator: ", ")
     }
 
     // MARK: Judging
@@ -204,10 +224,14 @@ struct RestoreCommand: KeepsakeCommand {
         var items: [KeyValueList.Item] = [
             .init("From", source),
             .init(dry ? "Would restore into" : "Into", request.target),
-            .init(dry ? "Would write" : "Restored", "\(Units.count(Int(result.files), "file")), \(Units.count(Int(result.directories), "folder")), "
-                + "\(Units.count(Int(result.symlinks + result.hardlinks + result.other), "link or other", plural: "links and others")), "
-                + Units.bytes(result.bytes)),
+            .init(dry ? "Would write" : "Restored", RestoreCommand.counts(result)),
         ]
+        let others = result.directories + result.symlinks + result.hardlinks + result.other
+        if !dry, result.files == 1, others == 0, result.damaged.isEmpty, result.warnings.isEmpty,
+           let placement = result.firstFilePlacement {
+            // One file: say exactly where it is.
+            items.append(.init("Restored to", PathBytes.display(PathBytes.join(request.targetPath, placement))))
+        }
         if result.replaced > 0 {
             items.append(.init(dry ? "Would replace" : "Replaced", "\(Units.count(Int(result.replaced), "existing file")) with the backup's copy"))
         }

@@ -38,13 +38,19 @@ enum DestinationResolver {
     /// `absolute` for a path given as bytes (it need not be UTF-8).
     static func absolute(_ path: [UInt8]) -> [UInt8] {
         let slash = UInt8(ascii: "/")
-        if path.first == slash { return path }
-        if path == [UInt8(ascii: "~")] || path.starts(with: [UInt8(ascii: "~"), slash]) {
-            return PathBytes.from(NSHomeDirectory()) + path.dropFirst()
+        let whole: [UInt8]
+        if path.first == slash {
+            whole = path
+        } else if path == [UInt8(ascii: "~")] || path.starts(with: [UInt8(ascii: "~"), slash]) {
+            whole = PathBytes.from(NSHomeDirectory()) + path.dropFirst()
+        } else {
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let current = getcwd(&buffer, buffer.count).flatMap { PathBytes.fromCString($0) }
+                ?? PathBytes.from(FileManager.default.currentDirectoryPath)
+            whole = PathBytes.join(current, path)
         }
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let current = getcwd(&buffer, buffer.count).flatMap { PathBytes.fromCString($0) }
-            ?? PathBytes.from(FileManager.default.currentDirectoryPath)
-        return PathBytes.join(current, path)
+        // Without `.` components, doubled or trailing slashes: `restore --target .` says
+        // where things landed with no stray `/.` (`..` stays: a symlink may lie before it).
+        return PathBytes.components(whole).reduce([slash]) { $0 == [slash] ? $0 + $1 : $0 + [slash] + $1 }
     }
 }

@@ -1,7 +1,8 @@
 // MARK: - Suggestion
 
-/// Finds the "Did you mean …?" candidate for a mistyped command or option name.
-enum Suggestion {
+/// Finds the "Did you mean …?" candidate for a mistyped command, option, config key or
+/// path: the one edit distance of the program.
+public enum Suggestion {
 
     // MARK: Nearest
 
@@ -13,7 +14,7 @@ enum Suggestion {
     /// but `x` does not find `ls`. The smallest distance wins; ties go to the earlier
     /// candidate. When no candidate is that close, a unique prefix match in either
     /// direction is suggested (`comp` → `compression`, `destination` → `dest`).
-    static func nearest(to input: String, among candidates: [String]) -> String? {
+    public static func nearest(to input: String, among candidates: [String]) -> String? {
         let needle = input.lowercased()
         guard !needle.isEmpty else { return nil }
 
@@ -38,11 +39,11 @@ enum Suggestion {
     // MARK: Distance
 
     /// The largest edit distance ever suggested: beyond two edits a guess is more often wrong.
-    static let maximumDistance = 2
+    public static let maximumDistance = 2
 
     /// The optimal-string-alignment distance between `a` and `b`, or `nil` when it exceeds
     /// `limit` (checked cheaply on the lengths first, then once per row).
-    static func distance(_ a: String, _ b: String, limit: Int) -> Int? {
+    public static func distance(_ a: String, _ b: String, limit: Int) -> Int? {
         let a = Array(a), b = Array(b)
         guard abs(a.count - b.count) <= limit else { return nil }
         if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
