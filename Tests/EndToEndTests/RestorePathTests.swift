@@ -90,4 +90,38 @@ final class RestorePathTests: EndToEndTestCase {
         assertExit(bad, 2)
         XCTAssertTrue(bad.stderrText.contains("--strip-components"), "\(bad)")
     }
+
+    /// `latest` in a destination holding several source sets says which it picked, and
+    /// `--source PATH` picks the newest backup holding that path, on restore, list, find and diff.
+    func testLatestWithSeveralSourceSetsAndTheSourceFilter() throws {
+        let first = path("a"), second = path("b")
+        try Fixtures.makeTree(at: first, files: ["x.txt": "x\n"])
+        try Fixtures.makeTree(at: second, files: ["y.txt": "y\n"])
+        let dest = path("dest")
+        let ofFirst = try backup([first], dest: dest)
+        let ofSecond = try backup([second], dest: dest)
+
+        let plain = try run(["restore", "latest", "--dest", dest, "--target", path("t1")])
+        assertExit(plain, 0)
+        XCTAssertTrue(plain.stderrText.contains("'latest' is \(ofSecond), the newest backup of \(second)"), "\(plain)")
+        XCTAssertTrue(plain.stderrText.contains("also holds backups of \(first): give --source PATH"), "\(plain)")
+
+        let picked = try run(["restore", "latest", "--dest", dest, "--target", path("t2"), "--source", first + "/x.txt"])
+        assertExit(picked, 0)
+        XCTAssertEqual(try String(contentsOfFile: path("t2") + first + "/x.txt", encoding: .utf8), "x\n")
+        XCTAssertFalse(picked.stderrText.contains("'latest' is"), "no note once the source is given:\n\(picked)")
+
+        let none = try run(["restore", "latest", "--dest", dest, "--source", path("elsewhere")])
+        assertExit(none, 1)
+        XCTAssertTrue(none.stderrText.contains("No backup in \(dest) holds \(path("elsewhere"))"), "\(none)")
+
+        let list = try run(["list", "--dest", dest, "--source", first, "--ids"])
+        assertExit(list, 0)
+        XCTAssertEqual(list.stdoutText.split(separator: "\n").map(String.init), [ofFirst])
+        let found = try run(["find", "x.txt", "--dest", dest, "--source", second])
+        assertExit(found, 1, "x.txt is not in the backups of the other source")
+        let diff = try run(["diff", ofFirst, "latest", "--dest", dest, "--source", first, "--json"])
+        assertExit(diff, 0)
+        XCTAssertEqual(try json(diff)["to"] as? String, ofFirst, "latest with --source is the first source's backup:\n\(diff)")
+    }
 }

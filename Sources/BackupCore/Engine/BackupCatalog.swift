@@ -80,8 +80,21 @@ public final class BackupCatalog {
 
     /// Finds one backup by full id, unique prefix, or `latest`: the newest of the hosts
     /// `hosts` selects (an id or a prefix names a backup of any host).
-    public func resolve(_ reference: String, hosts: HostSelection = .all) throws -> Item {
-        let all = try items()
+    public func resolve(_ reference: String, hosts: HostSelection = .all, source: String? = nil) throws -> Item {
+        try resolve(reference, among: try items(), hosts: hosts, source: source)
+    }
+
+    /// `resolve` among `all`, the destination's items as `items()` lists them.
+    func resolve(_ reference: String, among all: [Item], hosts: HostSelection, source: String?) throws -> Item {
+        if reference == "latest", let source {
+            guard let newest = all.last(where: { BackupCatalog.item($0, isOf: hosts) && BackupCatalog.item($0, holds: source) }) else {
+                let sets = BackupCatalog.sourceSets(all.filter { BackupCatalog.item($0, isOf: hosts) })
+                throw EngineError.invalidRequest("No backup in \(storage.location) holds \(source)"
+                    + (sets.isEmpty ? "" : "; its backups are of " + sets.map { $0.joined(separator: " ") }.joined(separator: "; "))
+                    + ". Give --source one of those paths, or leave it out")
+            }
+            return newest
+        }
         if reference == "latest" {
             guard let newest = all.last(where: { BackupCatalog.item($0, isOf: hosts) }) else {
                 if case .only(let host) = hosts, !all.isEmpty, !all.allSatisfy({ $0.summary == nil }) {
@@ -100,6 +113,25 @@ public final class BackupCatalog {
             throw EngineError.backupNotFound(reference: reference, destination: storage.location)
         }
         throw EngineError.ambiguousReference(reference: reference, candidates: matches.map(\.id.rawValue))
+    }
+
+    /// Whether `item` backed up `path` (one of its sources, or a folder or file inside one).
+    /// Encrypted backups hide their sources: they hold no path as far as this tells.
+    public static func item(_ item: Item, holds path: String) -> Bool {
+        guard let sources = item.summary?.sources else { return false }
+        let wanted = PathBytes.from(path)
+        return sources.contains { PathBytes.isSameOrBelow(wanted, PathBytes.from($0)) }
+    }
+
+    /// The distinct source sets of `items`, in the order their newest backups come (newest
+    /// first); encrypted backups, whose sources are hidden, are left out.
+    public static func sourceSets(_ items: [Item]) -> [[String]] {
+        var sets: [[String]] = []
+        for item in items.reversed() {
+            guard let summary = item.summary, !summary.sourcesHidden, !sets.contains(summary.sources) else { continue }
+            sets.append(summary.sources)
+        }
+        return sets
     }
 
     /// Whether `item` is a backup of `hosts`: by its summary, or, when that cannot be read,

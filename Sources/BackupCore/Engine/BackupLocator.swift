@@ -13,6 +13,8 @@ public struct BackupLocator {
 
     /// Whose backup `latest` means (ids and prefixes name backups of any host).
     public var hosts: HostSelection
+    /// With it, `latest` means the newest backup that holds this path (`--source`).
+    public var source: String?
     /// The keys encrypted backups are opened with (every storage found is read through it).
     public var keyring: AgeKeyring = .empty
 
@@ -46,8 +48,15 @@ public struct BackupLocator {
         switch reference {
         case .backup(let word):
             let storage = decrypting(try destination())
-            let item = try BackupCatalog(storage: storage).resolve(word, hosts: hosts)
-            return LocatedBackup(storage: storage, origin: .destination, item: item, archiveName: item.summary?.archive?.name)
+            let catalog = BackupCatalog(storage: storage)
+            let all = try catalog.items()
+            let item = try catalog.resolve(word, among: all, hosts: hosts, source: source)
+            let located = LocatedBackup(storage: storage, origin: .destination, item: item, archiveName: item.summary?.archive?.name)
+            if word == "latest", source == nil, let picked = item.summary?.sources {
+                located.otherSourceSets = BackupCatalog.sourceSets(all.filter { BackupCatalog.item($0, isOf: hosts) })
+                    .filter { $0 != picked }
+            }
+            return located
         case .archiveFile(let path):
             guard ArchiveFileInspector.isArchiveFile(path) else {
                 throw EngineError.invalidRequest("The archive file '\(path)' does not exist or is not a regular file. Give the path of "

@@ -101,9 +101,11 @@ public struct BackupSearch: Sendable {
     /// Searches every committed backup in `catalog`, oldest first.
     /// - Throws: when the destination cannot be listed, or `EngineError.interrupted` when
     ///   `cancellation` is set. An unreadable manifest is not an error: see `Result.skipped`.
-    public func search(_ catalog: BackupCatalog, cancellation: CancellationFlag? = nil) throws -> Result {
+    /// Only the backups `including` accepts are searched (`--host`, `--source`).
+    public func search(_ catalog: BackupCatalog, cancellation: CancellationFlag? = nil,
+                       including: (BackupCatalog.Item) -> Bool = { _ in true }) throws -> Result {
         var result = Result(matches: [], skipped: [], searchedCount: 0)
-        for item in try catalog.items() {
+        for item in try catalog.items() where including(item) {
             try cancellation?.check()
             guard item.summary != nil else {
                 result.skipped.append(Skipped(id: item.id, reason: item.problem ?? "its first line cannot be read"))

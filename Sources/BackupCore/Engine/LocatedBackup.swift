@@ -26,6 +26,9 @@ public final class LocatedBackup {
     public let item: BackupCatalog.Item?
     /// The archive's name in `storage`; nil when the manifest does not name one.
     public let archiveName: String?
+    /// For `latest` without `--source`: the other source sets whose backups the destination
+    /// holds (for the same hosts), newest first, so the caller can say which one it picked.
+    public internal(set) var otherSourceSets: [[String]] = []
     private let catalog: BackupCatalog
 
     init(storage: StorageBackend, origin: Origin, item: BackupCatalog.Item?, archiveName: String?) {

@@ -39,6 +39,12 @@ enum CommonOptions {
 
     static let host = OptionSpec(long: "host", kind: .value(valueName: "name"), defaultDescription: "this host",
                                  help: "Act on the backups this host made (hosts sharing a destination keep their own chains).")
+    static let source = OptionSpec(long: "source", kind: .value(valueName: "path"), defaultDescription: "any",
+                                   help: "Only backups of this source (or of a source holding this path): 'latest' is the newest of them.",
+                                   takesPath: true)
+    /// `--host` where the default is every host (list, find, diff).
+    static let hostFilter = OptionSpec(long: "host", kind: .value(valueName: "name"), defaultDescription: "every host",
+                                       help: "Only the backups this host made; 'latest' is its newest.")
     static let allHosts = OptionSpec(long: "all-hosts", help: "Act on the backups of every host in the destination.")
     static let progress = OptionSpec(long: "progress",
                                      help: "Report progress even when stderr is not a terminal: plain lines every few seconds (JSON Lines with --json).")

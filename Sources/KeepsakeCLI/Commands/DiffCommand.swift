@@ -14,7 +14,8 @@ struct DiffCommand: KeepsakeCommand {
             ArgumentSpec(name: "FROM", help: "The older backup: an id, unique id prefix, 'latest', or an archive file."),
             ArgumentSpec(name: "TO", help: "The newer backup: an id, unique id prefix, 'latest', or an archive file."),
         ],
-        options: [CommonOptions.dest, CommonOptions.s3Endpoint] + KeyOptions.reading + CommonOptions.global,
+        options: [CommonOptions.dest, CommonOptions.s3Endpoint, CommonOptions.source, CommonOptions.hostFilter]
+            + KeyOptions.reading + CommonOptions.global,
         examples: [
             .init(command: "keepsake diff 20261128 latest", explanation: "What changed between a backup of 28 November and the newest one."),
             .init(command: "keepsake diff 20261128 20261129 --json", explanation: "The same as one JSON document, for scripts."),
@@ -24,6 +25,9 @@ struct DiffCommand: KeepsakeCommand {
     private let fromReference: String
     private let toReference: String
     private let destinationOption: String?
+    /// `--host` and `--source`: which backups `latest` means.
+    private let hosts: HostSelection
+    private let source: String?
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         context.keyring = try KeyOptions.keyring(arguments, context: context)
@@ -34,13 +38,17 @@ struct DiffCommand: KeepsakeCommand {
         fromReference = from
         toReference = to
         destinationOption = arguments.value("dest")
+        hosts = arguments.value("host").map { .only($0) } ?? .all
+        source = arguments.value("source").map(DestinationResolver.absolute)
     }
 
     // MARK: Running
 
     func run(context: CommandContext) throws -> ExitCode {
-        let from = try Side(try context.locate(fromReference, destinationOption: destinationOption), context: context)
-        let to = try Side(try context.locate(toReference, destinationOption: destinationOption), context: context)
+        let from = try Side(try context.locate(fromReference, destinationOption: destinationOption, hosts: hosts, source: source),
+                            context: context)
+        let to = try Side(try context.locate(toReference, destinationOption: destinationOption, hosts: hosts, source: source),
+                          context: context)
         let diff = ManifestDiff(before: from.entries, after: to.entries)
         if context.json {
             var object = JSONObject([("from", .string(from.label)), ("to", .string(to.label))])

@@ -11,7 +11,8 @@ struct FindCommand: KeepsakeCommand {
         abstract: "Find which backups hold a file, with each version's size, time and SHA-256.",
         discussion: "PATTERN follows the --exclude rules: without a slash it matches a name at any depth (notes.txt, '*.pdf'); with a slash it matches the whole path (home/*/notes.txt; the leading / is optional); ** spans folders; a trailing / matches folders only. Every backup is searched, oldest first, from its manifest (no archive is read). Exit 1 when nothing matches.",
         arguments: [ArgumentSpec(name: "PATTERN", help: "A name or path pattern; quote it so the shell leaves * alone.")],
-        options: [CommonOptions.dest, CommonOptions.s3Endpoint] + KeyOptions.reading + CommonOptions.global,
+        options: [CommonOptions.dest, CommonOptions.s3Endpoint, CommonOptions.source, CommonOptions.hostFilter]
+            + KeyOptions.reading + CommonOptions.global,
         examples: [
             .init(command: "keepsake find notes.txt", explanation: "Every version of every file named notes.txt, in every backup."),
             .init(command: "keepsake find '*.pdf' --dest /mnt/usb/backups", explanation: "The PDF files in the backups on a USB disk."),
@@ -31,13 +32,21 @@ struct FindCommand: KeepsakeCommand {
             throw UsageError.custom("Invalid pattern '\(pattern)': \(error.reason).", command: Self.spec)
         }
         destinationOption = arguments.value("dest")
+        host = arguments.value("host")
+        source = arguments.value("source").map(DestinationResolver.absolute)
     }
+
+    /// `--host` and `--source`: which backups are searched.
+    private let host: String?
+    private let source: String?
 
     // MARK: Running
 
     func run(context: CommandContext) throws -> ExitCode {
         let storage = try context.destination(destinationOption)
-        let result = try search.search(BackupCatalog(storage: storage), cancellation: context.cancellation)
+        let result = try search.search(BackupCatalog(storage: storage), cancellation: context.cancellation) { item in
+            (host.map { item.summary?.host == $0 } ?? true) && (source.map { BackupCatalog.item(item, holds: $0) } ?? true)
+        }
         for skipped in result.skipped {
             context.warn("skipped backup \(skipped.id.rawValue): \(skipped.reason)")
         }

@@ -15,6 +15,7 @@ struct ListCommand: KeepsakeCommand {
             CommonOptions.dest, CommonOptions.s3Endpoint,
             OptionSpec(long: "long", short: "l", help: "With BACKUP: show mode, owner, size, modification time and SHA-256."),
             OptionSpec(long: "ids", help: "Without BACKUP: print only the backup ids, oldest first, one per line."),
+            CommonOptions.source,
             OptionSpec(long: "host", kind: .value(valueName: "name"), defaultDescription: "every host",
                        help: "Without BACKUP: only the backups this host made; with BACKUP, whose backup 'latest' is."),
         ] + KeyOptions.reading + CommonOptions.global,
@@ -31,6 +32,8 @@ struct ListCommand: KeepsakeCommand {
     private let idsOnly: Bool
     /// `--host`: whose backups to show.
     private let host: String?
+    /// `--source`: only backups of this source.
+    private let source: String?
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         context.keyring = try KeyOptions.keyring(arguments, context: context)
@@ -39,6 +42,7 @@ struct ListCommand: KeepsakeCommand {
         long = arguments.flag("long")
         idsOnly = arguments.flag("ids")
         host = arguments.value("host")
+        source = arguments.value("source").map(DestinationResolver.absolute)
         if idsOnly && reference != nil {
             throw UsageError.custom("The option '--ids' lists backups; it does not take a BACKUP.", command: Self.spec)
         }
@@ -48,7 +52,8 @@ struct ListCommand: KeepsakeCommand {
 
     func run(context: CommandContext) throws -> ExitCode {
         guard let argument = reference else { return try listBackups(try context.destination(destinationOption), context: context) }
-        let backup = try context.locate(argument, destinationOption: destinationOption, hosts: host.map { .only($0) } ?? .all)
+        let backup = try context.locate(argument, destinationOption: destinationOption, hosts: host.map { .only($0) } ?? .all,
+                                        source: source)
         let contents = try backup.contents(cancellation: context.cancellation)
         if contents.manifest == nil && !context.json {
             context.note("\(backup.label) has no Keepsake manifest: a plain tar archive, listed from its headers.")
@@ -60,12 +65,11 @@ struct ListCommand: KeepsakeCommand {
     private func listBackups(_ storage: StorageBackend, context: CommandContext) throws -> ExitCode {
         let catalog = BackupCatalog(storage: storage)
         let items = try catalog.items().filter { item in
-            guard let host else { return true }
-            return item.summary?.host == host
+            host.map { item.summary?.host == $0 } ?? true
         }.map { item in
             // With the key, an encrypted backup shows its sources too.
             context.keyring.opensWithoutAsking(item.summary?.encryption) && item.summary?.encryption != nil ? catalog.revealed(item) : item
-        }
+        }.filter { item in source.map { BackupCatalog.item(item, holds: $0) } ?? true }
         // A destination several hosts back up to shows whose each backup is.
         let hosts = Set(items.compactMap { $0.summary?.host })
         if idsOnly && !context.json {

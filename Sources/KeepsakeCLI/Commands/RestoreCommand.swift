@@ -29,6 +29,7 @@ struct RestoreCommand: KeepsakeCommand {
             OptionSpec(long: "dry-run", short: "n", help: "Read and check the archive, list what would be written and count what would be kept, write nothing."),
             OptionSpec(long: "same-owner", help: "As root: also restore setuid/setgid bits, device files and extended attributes outside user.* (security.capability and the like; owners are restored as root anyway)."),
             OptionSpec(long: "same-permissions", short: "p", help: "Give entries exactly their recorded permissions; without it, users other than root get them less the umask (as with tar)."),
+            CommonOptions.source,
             CommonOptions.host,
             CommonOptions.allHosts,
             CommonOptions.progress,
@@ -50,6 +51,8 @@ struct RestoreCommand: KeepsakeCommand {
     private let progress: Bool
     /// Whose backup `latest` (and the picker) means.
     private let hosts: HostSelection
+    /// `--source`: `latest` is the newest backup holding this path.
+    private let source: String?
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         context.keyring = try KeyOptions.keyring(arguments, context: context)
@@ -58,6 +61,7 @@ struct RestoreCommand: KeepsakeCommand {
             throw UsageError.custom("Give either '--host' or '--all-hosts', not both.", command: Self.spec)
         }
         hosts = HostSelection.from(host: arguments.value("host"), allHosts: arguments.flag("all-hosts"))
+        source = arguments.value("source").map(DestinationResolver.absolute)
         if reference == nil && (!context.capabilities.canPrompt || context.noInput) {
             // Without a terminal to pick on, the backup must be named.
             throw UsageError(.missingArgument("BACKUP"), command: Self.spec)
@@ -96,7 +100,7 @@ struct RestoreCommand: KeepsakeCommand {
 
     func run(context: CommandContext) throws -> ExitCode {
         // A backup picked from the list is a backup, never a file of the same name.
-        let backup = try reference.map { try context.locate($0, destinationOption: destinationOption, hosts: hosts) }
+        let backup = try reference.map { try context.locate($0, destinationOption: destinationOption, hosts: hosts, source: self.source) }
             ?? context.locator(destinationOption).locate(.backup(pickBackup(context: context)))
         let source = backup.label
         let presenter = EventPresenter(context: context, progress: progress)

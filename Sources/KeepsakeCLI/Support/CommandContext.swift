@@ -128,12 +128,24 @@ final class CommandContext {
     /// `--dest` names or as an archive file. A word read as a backup while a file of that
     /// name exists gets a hint saying how to reach the file.
     /// `latest` is the newest backup of `hosts`.
-    func locate(_ argument: String, destinationOption: String?, hosts: HostSelection = .all) throws -> LocatedBackup {
+    /// With `source`, `latest` is the newest backup holding that path; without it, when the
+    /// destination holds backups of other sources too, a note says which one `latest` is.
+    func locate(_ argument: String, destinationOption: String?, hosts: HostSelection = .all,
+                source: String? = nil) throws -> LocatedBackup {
         let (reference, shadowed) = BackupReference.interpret(argument, explicitDestination: destinationOption != nil)
         if shadowed {
             hint("'\(argument)' is read as a backup in the destination; write './\(argument)' for the file of that name here.")
         }
-        return try locator(destinationOption, hosts: hosts).locate(reference)
+        var locator = locator(destinationOption, hosts: hosts)
+        locator.source = source
+        let located = try locator.locate(reference)
+        if !located.otherSourceSets.isEmpty, let item = located.item, let sources = item.summary?.sources {
+            let others = located.otherSourceSets.prefix(3).map { $0.joined(separator: " ") }.joined(separator: "; ")
+            note("'latest' is \(item.id), the newest backup of \(sources.joined(separator: " ")); this destination also holds "
+                + "backups of \(others)\(located.otherSourceSets.count > 3 ? " and more" : ""): "
+                + "give --source PATH for those.")
+        }
+        return located
     }
 
     /// A locator that opens the destination only when a reference needs it.
