@@ -29,12 +29,17 @@ public enum KeepsakeCLI {
         SignalHandling.install()
         let environment = ProcessInfo.processInfo.environment
         guard let first = arguments.first?.text else {
-            HelpCommand.printTopLevel(environment: environment)
+            HelpCommand.printShortUsage(environment: environment)
             return ExitCode.success.rawValue
         }
         switch first {
         case "--version", "-V", "version":
-            _ = ConsoleWriter.standardOutput.writeLine("keepsake \(version)")
+            if arguments.dropFirst().contains(where: { $0.text == "--json" }) {
+                let object = JSONValue.object(JSONObject([("name", .string("keepsake")), ("version", .string(version))]))
+                _ = ConsoleWriter.standardOutput.writeLine(object.serialized())
+            } else {
+                _ = ConsoleWriter.standardOutput.writeLine("keepsake \(version)")
+            }
             return ExitCode.success.rawValue
         case "--help", "-h":
             HelpCommand.printTopLevel(environment: environment)
@@ -46,7 +51,7 @@ public enum KeepsakeCLI {
             let error = ArgumentParser.looksLikeOption(first)
                 ? UsageError(.unknownOption(first, suggestion: nil), command: nil)
                 : UsageError.unknownCommand(first, known: CommandRegistry.all.map { $0.spec.name })
-            printUsageError(error, environment: environment)
+            printUsageError(error, environment: environment, json: wantsJSON(arguments))
             return ExitCode.usage.rawValue
         }
         return run(command, arguments: Array(arguments.dropFirst()), environment: environment).rawValue
@@ -60,7 +65,7 @@ public enum KeepsakeCLI {
         do {
             parsed = try ArgumentParser.parse(arguments, for: command.spec)
         } catch {
-            printUsageError(error, environment: environment)
+            printUsageError(error, environment: environment, json: wantsJSON(arguments))
             return .usage
         }
         let context = CommandContext(arguments: parsed, environment: environment,
@@ -73,7 +78,7 @@ public enum KeepsakeCLI {
             let instance = try command.init(arguments: parsed, context: context)
             return try instance.run(context: context)
         } catch let error as UsageError {
-            printUsageError(error, environment: environment)
+            printUsageError(error, environment: environment, json: context.json)
             return .usage
         } catch {
             return report(error, context: context)
@@ -116,13 +121,26 @@ public enum KeepsakeCLI {
         return code
     }
 
-    private static func printUsageError(_ error: UsageError, environment: [String: String]) {
+    /// Whether `--json` is among `arguments` (read as they are: a usage error means they
+    /// could not be parsed, and a script asking for JSON still gets it).
+    private static func wantsJSON(_ arguments: [CommandLineArgument]) -> Bool {
+        arguments.prefix { $0.text != "--" }.contains { $0.text == "--json" }
+    }
+
+    /// A usage error on stderr; with `json`, also `{"error":…,"exit_code":2}` on stdout.
+    private static func printUsageError(_ error: UsageError, environment: [String: String], json: Bool = false) {
         let capabilities = TerminalCapabilities.detect(colorMode: .auto, environment: environment)
         let context = capabilities.renderContext(for: .standardError)
         var lines = error.lines()
+        let message = lines.first.map { $0.hasPrefix("Error: ") ? String($0.dropFirst(7)) : $0 } ?? "usage error"
         if let first = lines.first, first.hasPrefix("Error: ") {
             lines[0] = context.apply(.danger, to: "Error:") + first.dropFirst(6)
         }
         for line in lines { _ = ConsoleWriter.standardError.writeLine(line) }
+        if json {
+            let object = JSONValue.object(JSONObject([("error", .string(message)),
+                                                      ("exit_code", .int(Int64(ExitCode.usage.rawValue)))]))
+            _ = ConsoleWriter.standardOutput.writeLine(object.serialized())
+        }
     }
 }

@@ -13,15 +13,20 @@ public struct RenderContext: Sendable, Hashable {
 
     /// Maximum width of every rendered line, in terminal cells (at least 1).
     public var width: Int
-    /// Whether components may emit ANSI escape sequences.
+    /// Whether components may emit ANSI escape sequences (styling: bold, dim, underline,
+    /// and colour unless `colorsAllowed` is off).
     public var colorEnabled: Bool
+    /// Whether those sequences may hold colours: `NO_COLOR` takes colours away and keeps
+    /// the rest of the styling (no-color.org).
+    public var colorsAllowed: Bool
     /// The styles for semantic roles.
     public var theme: Theme
 
     /// Creates a context. Widths below 1 are raised to 1.
-    public init(width: Int = 80, colorEnabled: Bool = false, theme: Theme = .standard) {
+    public init(width: Int = 80, colorEnabled: Bool = false, colorsAllowed: Bool = true, theme: Theme = .standard) {
         self.width = max(1, width)
         self.colorEnabled = colorEnabled
+        self.colorsAllowed = colorsAllowed
         self.theme = theme
     }
 
@@ -43,11 +48,11 @@ public struct RenderContext: Sendable, Hashable {
 
     /// `text` in `style`, or unchanged when colour is off.
     public func apply(_ style: Style, to text: String) -> String {
-        style.apply(to: text, enabled: colorEnabled)
+        (colorsAllowed ? style : style.withoutColors).apply(to: text, enabled: colorEnabled)
     }
 
     /// `text` in the theme's style for `role`, or unchanged when colour is off.
     public func apply(_ role: Theme.Role, to text: String) -> String {
-        theme.style(for: role).apply(to: text, enabled: colorEnabled)
+        apply(theme.style(for: role), to: text)
     }
 }

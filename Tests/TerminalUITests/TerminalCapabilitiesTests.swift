@@ -35,9 +35,21 @@ final class TerminalCapabilitiesTests: KeepsakeTestCase {
         XCTAssertFalse(value.colorEnabled(for: .standardInput))
     }
 
-    func testNoColorDisablesColourOnlyWhenNonEmpty() {
-        XCTAssertFalse(caps(["NO_COLOR": "1"]).stdoutColor)
-        XCTAssertTrue(caps(["NO_COLOR": ""]).stdoutColor)
+    /// no-color.org: a non-empty NO_COLOR takes the colours away, not the other styling.
+    func testNoColorRemovesColoursOnlyWhenNonEmpty() {
+        let value = caps(["NO_COLOR": "1"])
+        XCTAssertTrue(value.stdoutColor, "bold and dim stay on a terminal")
+        XCTAssertFalse(value.colorsAllowed)
+        XCTAssertTrue(caps(["NO_COLOR": ""]).colorsAllowed)
+        XCTAssertTrue(caps(["NO_COLOR": "1"], mode: .always).colorsAllowed, "--color always wins")
+
+        let context = value.renderContext(for: .standardOutput)
+        let red = Style(foreground: .red, bold: true)
+        XCTAssertEqual(context.apply(red, to: "x"), "\u{1B}[1mx\u{1B}[0m", "bold without the colour")
+        XCTAssertEqual(context.apply(Style(foreground: .green), to: "x"), "x", "a colour alone emits nothing")
+        XCTAssertEqual(Badge("OK", role: .success).text(in: context), "\u{1B}[1m[ OK ]\u{1B}[0m")
+        let piped = caps(["NO_COLOR": "1"], tty: false).renderContext(for: .standardOutput)
+        XCTAssertEqual(piped.apply(red, to: "x"), "x", "not a terminal: no escape sequences at all")
     }
 
     func testDumbTerminalDisablesColourAndAnimation() {

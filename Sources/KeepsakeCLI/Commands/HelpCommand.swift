@@ -40,6 +40,26 @@ struct HelpCommand: KeepsakeCommand {
     }
 
     /// `keepsake --help`.
+    /// What `keepsake` alone prints: what it is, three commands to start with, and where
+    /// the rest is (the whole list is `keepsake help`).
+    static func printShortUsage(environment: [String: String]) {
+        let capabilities = TerminalCapabilities.detect(colorMode: .auto, environment: environment)
+        let out = capabilities.renderContext(for: .standardOutput)
+        let examples = [
+            ("keepsake backup ~/Documents", "back up a folder"),
+            ("keepsake list", "show the backups"),
+            ("keepsake restore latest --target /tmp/restore", "restore the newest one"),
+        ]
+        let width = examples.map { $0.0.count }.max() ?? 0
+        var lines = ["\(out.apply(.heading, to: "Usage:")) keepsake <command> [options]", "", KeepsakeCLI.abstract, ""]
+        for (command, explanation) in examples {
+            let padding = String(repeating: " ", count: width - command.count + 2)
+            lines.append("  " + out.apply(.accent, to: command) + padding + out.apply(.muted, to: explanation))
+        }
+        lines += ["", "Every command and exit code: keepsake help. One command: keepsake help COMMAND."]
+        for line in lines { _ = ConsoleWriter.standardOutput.writeLine(line) }
+    }
+
     static func printTopLevel(environment: [String: String]) {
         let capabilities = TerminalCapabilities.detect(colorMode: .auto, environment: environment)
         let out = capabilities.renderContext(for: .standardOutput)

@@ -69,6 +69,8 @@ public struct Badge: Renderable, Hashable {
     /// The badge as one inline string for `context` (for use inside other text).
     public func text(in context: RenderContext) -> String {
         guard context.colorEnabled else { return plainText }
+        // Without colours, a filled block would be invisible: the bracketed form, bold.
+        guard context.colorsAllowed else { return context.apply(Style(bold: true), to: plainText) }
         let space = DisplayWidth.spaces(emphasis.padding)
         if filled {
             // The brackets' cells become part of the coloured block.

@@ -106,6 +106,14 @@ public struct Style: Sendable, Hashable {
         )
     }
 
+    /// The same style without its foreground and background colours (for `NO_COLOR`).
+    public var withoutColors: Style {
+        var copy = self
+        copy.foreground = nil
+        copy.background = nil
+        return copy
+    }
+
     /// A copy with bold switched on.
     public func bolded() -> Style { merging(Style(bold: true)) }
 

@@ -32,9 +32,10 @@ public enum TerminalStream: Sendable, Hashable, CaseIterable {
 
 /// What the terminal around the process can do, decided once at start-up.
 ///
-/// Follows clig.dev and no-color.org: colour is off for a stream that is not a TTY, when
-/// `NO_COLOR` is set to a non-empty value, when `TERM=dumb`, or with `ColorMode.never`;
-/// `ColorMode.always` forces it on. The width comes from `COLUMNS`, else the terminal
+/// Follows clig.dev and no-color.org: escape sequences are off for a stream that is not a
+/// TTY, when `TERM=dumb`, or with `ColorMode.never`; `NO_COLOR` set to a non-empty value
+/// takes the colours away and keeps the other styling (bold, dim, underline);
+/// `ColorMode.always` forces colour on. The width comes from `COLUMNS`, else the terminal
 /// window, else 80.
 ///
 /// ```swift
@@ -62,6 +63,8 @@ public struct TerminalCapabilities: Sendable, Hashable {
     public let width: Int
     /// Whether `TERM=dumb`: the terminal cannot move the cursor, so no redrawing.
     public let isDumbTerminal: Bool
+    /// Whether styled output may hold colours (`NO_COLOR` unset, or `ColorMode.always`).
+    public let colorsAllowed: Bool
     /// The colour mode the decisions were made with.
     public let colorMode: ColorMode
 
@@ -96,9 +99,10 @@ public struct TerminalCapabilities: Sendable, Hashable {
             switch colorMode {
             case .always: return true
             case .never: return false
-            case .auto: return isTTY && !noColor && !dumb
+            case .auto: return isTTY && !dumb
             }
         }
+        self.colorsAllowed = colorMode == .always || !noColor
         self.stdoutColor = decide(isTTY: stdoutIsTTY)
         self.stderrColor = decide(isTTY: stderrIsTTY)
 
@@ -178,6 +182,6 @@ public struct TerminalCapabilities: Sendable, Hashable {
 
     /// A render context for text written to `stream`.
     public func renderContext(for stream: TerminalStream = .standardOutput, theme: Theme = .standard) -> RenderContext {
-        RenderContext(width: width, colorEnabled: colorEnabled(for: stream), theme: theme)
+        RenderContext(width: width, colorEnabled: colorEnabled(for: stream), colorsAllowed: colorsAllowed, theme: theme)
     }
 }
