@@ -165,7 +165,14 @@ final class RunScheduleTests: EndToEndTestCase {
         let backup = try XCTUnwrap(document["backup"] as? [String: Any])
         let id = try XCTUnwrap(backup["id"] as? String)
         XCTAssertEqual(backup["tags"] as? [String], ["nightly"])
+        // The same object `backup --json` prints, but for its exit_code.
+        for key in ["kind", "chain", "host", "destination", "archive_sha256", "new_files", "encryption"] {
+            XCTAssertTrue(backup.keys.contains(key), "run's backup object lacks '\(key)': \(backup.keys.sorted())")
+        }
         let prune = try XCTUnwrap(document["prune"] as? [String: Any])
+        for key in ["policy", "destination", "dry_run", "freed_bytes"] {
+            XCTAssertTrue(prune.keys.contains(key), "run's prune object lacks '\(key)': \(prune.keys.sorted())")
+        }
         XCTAssertEqual(prune["kept"] as? [String], [id])
         XCTAssertEqual((prune["removed"] as? [String])?.count, 1)
         let verify = try XCTUnwrap(document["verify"] as? [String: Any])

@@ -45,4 +45,24 @@ final class UsageOutputTests: EndToEndTestCase {
         let plain = try run(["backup", "--bogus"])
         XCTAssertTrue(plain.stdoutText.isEmpty, "without --json, nothing on stdout:\n\(plain)")
     }
+
+    /// `keepsake help --man` is a manual page groff reads without a warning, with every
+    /// command, the exit codes and the environment.
+    func testManualPageRendersCleanly() throws {
+        let page = try run(["help", "--man"])
+        assertExit(page, 0)
+        XCTAssertTrue(page.stdoutText.hasPrefix(".TH KEEPSAKE 1 "), page.stdoutText.prefix(200).description)
+        for command in ["backup", "list", "restore", "verify", "prune", "copy", "repair", "diff", "find", "run", "keygen"] {
+            XCTAssertTrue(page.stdoutText.contains(".SS \"keepsake \(command) "), "the page lacks \(command)")
+        }
+        for section in [".SH \"EXIT STATUS\"", ".SH ENVIRONMENT", ".B 130"] {
+            XCTAssertTrue(page.stdoutText.contains(section), "the page lacks \(section)")
+        }
+        let pageFile = path("keepsake.1")
+        try page.stdout.write(to: URL(fileURLWithPath: pageFile))
+        let groff = try tool("/bin/sh", ["-c", "groff -man -Tutf8 -ww -z < '\(pageFile)' 2>&1"])
+        XCTAssertEqual(groff.stdoutText, "", "groff warns about the page")
+        let rendered = try tool("/bin/sh", ["-c", "groff -man -Tutf8 < '\(pageFile)' | col -b"])
+        XCTAssertTrue(rendered.stdoutText.contains("--strip-components"), "\(rendered.stdoutText.prefix(300))")
+    }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import TerminalUI
 
 /// `keepsake help [COMMAND]`: the overview, or one command's help.
@@ -8,20 +9,49 @@ struct HelpCommand: KeepsakeCommand {
         name: "help",
         abstract: "Show help for keepsake or for one command.",
         arguments: [ArgumentSpec(name: "COMMAND", help: "The command to explain.", optional: true)],
-        options: CommonOptions.global,
-        examples: [.init(command: "keepsake help restore", explanation: "Explain the restore command.")]
+        options: [OptionSpec(long: "man", help: "Print the keepsake(1) manual page (roff), for 'man -l -' or to install.")]
+            + CommonOptions.global,
+        examples: [.init(command: "keepsake help restore", explanation: "Explain the restore command."),
+                   .init(command: "keepsake help --man | man -l -", explanation: "Read the whole manual page.")]
     )
 
     private let topic: String?
+    private let manPage: Bool
+
+    /// The variables the manual page lists (the README's table, shortened).
+    static let environment: [(String, String)] = [
+        ("KEEPSAKE_DEST", "The destination when --dest is not given."),
+        ("XDG_DATA_HOME", "Base of the default destination (keepsake/backups)."),
+        ("XDG_CONFIG_HOME", "Base of the default config file (keepsake/config.toml)."),
+        ("XDG_CACHE_HOME", "Base of the change-detection cache of encrypted backups."),
+        ("KEEPSAKE_IDENTITY_FILE, KEEPSAKE_PASSPHRASE_FILE", "The identity or passphrase file of encrypted backups."),
+        ("NO_COLOR", "Non-empty: no colours (bold and dim stay)."),
+        ("TERM", "dumb: no escape sequences and no animation."),
+        ("COLUMNS", "The output width."),
+        ("KEEPSAKE_S3_ENDPOINT, AWS_*, KEEPSAKE_RCLONE, RCLONE_CONFIG", "S3 and rclone destinations."),
+    ]
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         topic = arguments.positionals.first
+        manPage = arguments.flag("man")
         if let topic, CommandRegistry.command(named: topic) == nil {
             throw UsageError.unknownCommand(topic, known: CommandRegistry.all.map { $0.spec.name })
         }
     }
 
     func run(context: CommandContext) throws -> ExitCode {
+        if manPage {
+            let formatter = DateFormatter()
+            formatter.dateFormat = "yyyy-MM-dd"
+            formatter.timeZone = TimeZone(identifier: "UTC")
+            let page = ManPageRenderer.render(commands: CommandRegistry.all.map { $0.spec },
+                                              globalOptions: CommonOptions.global,
+                                              exitCodes: ExitCode.allCases.map { ($0.rawValue, $0.meaning) },
+                                              environment: HelpCommand.environment, version: KeepsakeCLI.version,
+                                              date: formatter.string(from: Date()))
+            context.printLine(String(page.dropLast()))
+            return .success
+        }
         if let topic, let command = CommandRegistry.command(named: topic) {
             HelpCommand.printHelp(for: command.spec, context: context)
         } else {

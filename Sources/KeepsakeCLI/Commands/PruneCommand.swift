@@ -179,25 +179,8 @@ struct PruneCommand: KeepsakeCommand {
     }
 
     private func json(_ result: PruneResult, destination: String) -> JSONValue {
-        .object(JSONObject([
-            ("destination", .string(destination)),
-            ("dry_run", .bool(result.dryRun)),
-            ("policy", .string(policy.description)),
-            ("kept", .array(result.kept.map { .string($0.rawValue) })),
-            ("removed", .array(result.removed.map { .string($0.rawValue) })),
-            ("decisions", .array(result.decisions.map { decision in
-                .object(JSONObject([
-                    ("id", .string(decision.id.rawValue)),
-                    ("created", decision.created.map { .string(Timestamp.iso8601($0)) } ?? .null),
-                    ("kind", .string(decision.isIncremental ? "incremental" : "full")),
-                    ("keep", .bool(decision.keep)),
-                    ("reasons", .array(decision.reasons.map { .string($0) })),
-                    ("host", .string(decision.host)),
-                    ("sources", .array(decision.sources.map { .string($0) })),
-                ]))
-            })),
-            ("freed_bytes", .int(result.freedBytes)),
-            ("exit_code", .int(Int64(ExitCode.success.rawValue))),
-        ]))
+        var object = PruneResultJSON.encode(result, destination: destination, policy: policy.description)
+        object["exit_code"] = .int(Int64(ExitCode.success.rawValue))
+        return .object(object)
     }
 }

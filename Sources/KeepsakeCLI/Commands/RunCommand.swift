@@ -238,8 +238,12 @@ struct RunCommand: KeepsakeCommand {
             ("destination", .string(state.destination)),
             ("before", hook(state.profile.before, state.before)),
         ])
-        object["backup"] = state.backup.map(backupJSON) ?? .null
-        object["prune"] = state.prune.map(pruneJSON) ?? .null
+        // The same objects as `backup --json` and `prune --json` print (without exit_code).
+        object["backup"] = state.backup.map { .object(BackupResultJSON.encode($0, destination: state.destination)) } ?? .null
+        object["prune"] = state.prune.map { result in
+            .object(PruneResultJSON.encode(result, destination: state.destination,
+                                           policy: state.profile.retention?.description ?? ""))
+        } ?? .null
         object["verify"] = state.verify.map(VerifyReportJSON.encode) ?? .null
         object["copies"] = .array(state.copies.map { copy in
             .object(JSONObject([
@@ -254,43 +258,6 @@ struct RunCommand: KeepsakeCommand {
         object["status"] = .string(state.succeeded ? "success" : "failure")
         object["exit_code"] = .int(Int64(state.code.rawValue))
         return .object(object)
-    }
-
-    private func backupJSON(_ result: BackupResult) -> JSONValue {
-        let summary = result.summary
-        var object = JSONObject([
-            ("id", .string(summary.id.rawValue)),
-            ("incremental", .bool(summary.isIncremental)),
-            ("parent", summary.parent.map { .string($0.rawValue) } ?? .null),
-            ("archive", result.archiveName.map { .string($0) } ?? .null),
-            ("manifest", result.manifestName.map { .string($0) } ?? .null),
-            ("created", .string(Timestamp.iso8601(summary.created))),
-            ("sources", .array(summary.sources.map { .string($0) })),
-            ("tags", .array(summary.tags.map { .string($0) })),
-            ("compression", .string(summary.compression.rawValue)),
-            ("files", .int(summary.fileCount)),
-            ("directories", .int(summary.directoryCount)),
-            ("bytes", .int(summary.originalBytes)),
-        ])
-        object["stored_bytes"] = summary.archive.map { .int($0.size) } ?? .null
-        object["elapsed_seconds"] = .double((result.elapsed * 1000).rounded() / 1000)
-        object["warnings"] = .array(result.warnings.map(WarningJSON.encode))
-        return .object(object)
-    }
-
-    private func pruneJSON(_ result: PruneResult) -> JSONValue {
-        .object(JSONObject([
-            ("removed", .array(result.removed.map { .string($0.rawValue) })),
-            ("kept", .array(result.kept.map { .string($0.rawValue) })),
-            ("freed_bytes", .int(result.freedBytes)),
-            ("decisions", .array(result.decisions.map { decision in
-                .object(JSONObject([
-                    ("id", .string(decision.id.rawValue)),
-                    ("keep", .bool(decision.keep)),
-                    ("reasons", .array(decision.reasons.map { .string($0) })),
-                ]))
-            })),
-        ]))
     }
 
 }
