@@ -163,4 +163,32 @@ final class TerminalInteractionTests: EndToEndTestCase {
                        shownAfterRestore)
         XCTAssertEqual(try String(contentsOfFile: restored(source, into: target) + "/note.txt", encoding: .utf8), "secret notes")
     }
+
+    /// On a terminal the backup's summary is a card with the seed's shadow; NO_COLOR keeps
+    /// bold but no colour (no-color.org); `--color never` is a plain box with no escapes.
+    func testTheSummaryCardHasAShadowAndNoColorKeepsOnlyBold() throws {
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["a.txt": "a\n"])
+        let status = path("status")
+        try startInTerminal(["backup", source, "--dest", path("dest")], status: status)
+        try waitFor({ FileManager.default.fileExists(atPath: status) }, what: "the backup")
+        usleep(100_000)
+        let styled = String(decoding: try tool("tmux", ["-S", socket, "capture-pane", "-p", "-e"]).stdout, as: UTF8.self)
+        XCTAssertTrue(styled.contains("Backup committed"), styled)
+        XCTAssertTrue(styled.contains("░"), "the card casts a shadow:\n\(styled)")
+        XCTAssertTrue(styled.contains("\u{1B}[1m"), "bold stays with NO_COLOR:\n\(styled)")
+        let colour = try NSRegularExpression(pattern: "\u{1B}\\[[0-9;]*(3[0-7]|9[0-7]|38;5;[0-9]+)m")
+        XCTAssertEqual(colour.numberOfMatches(in: styled, range: NSRange(styled.startIndex..., in: styled)), 0,
+                       "no colour with NO_COLOR:\n\(styled)")
+
+        session += 1
+        let plainStatus = path("status-plain")
+        try startInTerminal(["backup", source, "--dest", path("dest"), "--color", "never"], status: plainStatus)
+        try waitFor({ FileManager.default.fileExists(atPath: plainStatus) }, what: "the second backup")
+        usleep(100_000)
+        let plain = String(decoding: try tool("tmux", ["-S", socket, "capture-pane", "-p", "-e"]).stdout, as: UTF8.self)
+        XCTAssertTrue(plain.contains("Backup committed"), plain)
+        XCTAssertFalse(plain.contains("░"), "no shadow without styling:\n\(plain)")
+        XCTAssertFalse(plain.contains("\u{1B}["), "no escape sequences with --color never:\n\(plain)")
+    }
 }

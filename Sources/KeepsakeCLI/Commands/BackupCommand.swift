@@ -265,7 +265,7 @@ struct BackupCommand: KeepsakeCommand {
             context.print(Stack([Text("Dry run: nothing was written.", role: .muted), list]))
         } else if context.capabilities.stdoutIsTTY {
             let badge = result.warnings.isEmpty ? Badge("DONE", role: .success) : Badge("PARTIAL", role: .warning)
-            context.print(Stack([badge, Box(title: "Backup committed", content: [list])]))
+            context.print(Stack([badge, context.summaryCard(title: "Backup committed", content: [list])]))
         } else {
             context.print(list)
         }

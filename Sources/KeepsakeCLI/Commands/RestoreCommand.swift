@@ -270,7 +270,7 @@ struct RestoreCommand: KeepsakeCommand {
         items.append(.init("Time", Units.elapsed(result.elapsed)))
         let list = KeyValueList(items: items)
         if context.capabilities.stdoutIsTTY {
-            context.print(Stack([badge(result, outcome: outcome), Box(title: dry ? "Restore (dry run)" : "Restore", content: [list])]))
+            context.print(Stack([badge(result, outcome: outcome), context.summaryCard(title: dry ? "Restore (dry run)" : "Restore", content: [list])]))
         } else {
             context.print(list)
         }

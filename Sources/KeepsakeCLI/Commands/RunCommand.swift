@@ -181,7 +181,12 @@ struct RunCommand: KeepsakeCommand {
         if context.json {
             context.printJSON(json(state))
         } else if verbose {
-            context.print(KeyValueList(items: facts(state)))
+            let list = KeyValueList(items: facts(state))
+            if context.capabilities.stdoutIsTTY {
+                context.print(context.summaryCard(title: "Run of \(state.profile.name)", content: [list]))
+            } else {
+                context.print(list)
+            }
         }
         return state.code
     }

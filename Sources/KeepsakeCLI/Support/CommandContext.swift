@@ -62,6 +62,13 @@ final class CommandContext {
         _ = ConsoleWriter.standardOutput.write(component, in: out)
     }
 
+    /// A command's summary card: a titled box, with the seed's drop shadow when stdout is
+    /// styled (plain output stays plain: no shade glyphs in logs).
+    func summaryCard(title: String, content: [any Renderable]) -> any Renderable {
+        let box = Box(title: title, content: content)
+        return out.colorEnabled ? box.shadow() : box
+    }
+
     /// A plain line on standard output.
     func printLine(_ text: String) {
         _ = ConsoleWriter.standardOutput.writeLine(text)
