@@ -109,6 +109,31 @@ final class NumbersOutputTests: EndToEndTestCase {
         }
     }
 
+    /// Once a backup of the same sources exists, progress has a total (its size): a bar
+    /// with a percentage and an ETA, and `total_bytes` in the JSON lines.
+    func testProgressIsDeterminateOnceTheSourcesWereBackedUp() throws {
+        let source = path("src")
+        var files: [String: String] = [:]
+        for index in 0..<12 { files["f\(index).txt"] = String(repeating: "x", count: 1000) }
+        try Fixtures.makeTree(at: source, files: files)
+        let dest = path("dest")
+        let first = try run(["backup", source, "--dest", dest, "--json", "--progress"],
+                            environment: ["KEEPSAKE_TEST_READ_PAUSE_MS": "200"])
+        assertExit(first, 0)
+        let before = first.stdoutText.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+        }.filter { $0["event"] as? String == "progress" }
+        XCTAssertFalse(before.isEmpty, "\(first)")
+        XCTAssertTrue(before.allSatisfy { $0["total_bytes"] is NSNull }, "nothing to go by the first time: \(before)")
+
+        let second = try run(["backup", source, "--dest", dest, "--full", "--progress"],
+                             environment: ["KEEPSAKE_TEST_READ_PAUSE_MS": "400"])
+        assertExit(second, 0)
+        let lines = second.stderrText.split(separator: "\n").filter { $0.contains("%") }
+        XCTAssertFalse(lines.isEmpty, "a percentage once the total is known:\n\(second)")
+        XCTAssertTrue(lines.contains { $0.contains("/ 11.7 KiB") && $0.contains("ETA") }, "total and ETA:\n\(second)")
+    }
+
     func testOneOfAThingIsSingular() throws {
         let source = path("src")
         try Fixtures.makeTree(at: source, files: ["a.txt": "a\n"])

@@ -17,10 +17,12 @@ final class TerminalInteractionTests: EndToEndTestCase {
 
     /// Starts `keepsake ARGUMENTS` in a detached 100×30 tmux session; its exit code is
     /// written to `status` when it ends.
-    private func startInTerminal(_ arguments: [String], status: String) throws {
-        let environment = keepsake.baseEnvironment.filter { ["HOME", "XDG_DATA_HOME", "NO_COLOR", "LC_ALL", "PATH"].contains($0.key) }
+    private func startInTerminal(_ arguments: [String], status: String, term: String = "xterm-256color",
+                                 extra: [String: String] = [:]) throws {
+        var environment = keepsake.baseEnvironment.filter { ["HOME", "XDG_DATA_HOME", "NO_COLOR", "LC_ALL", "PATH"].contains($0.key) }
+        environment.merge(extra) { $1 }
         let assignments = environment.map { "\($0.key)=\(shellQuoted($0.value))" }.sorted().joined(separator: " ")
-        let command = "env -i \(assignments) TERM=xterm-256color \(shellQuoted(keepsake.executable)) "
+        let command = "env -i \(assignments) TERM=\(term) \(shellQuoted(keepsake.executable)) "
             + arguments.map(shellQuoted).joined(separator: " ") + "; echo $? > \(shellQuoted(status)); sleep 30"
         // tmux forks its server off the client; Foundation's Process does not notice such a
         // client end here, so it is spawned and reaped directly.
@@ -190,5 +192,24 @@ final class TerminalInteractionTests: EndToEndTestCase {
         XCTAssertTrue(plain.contains("Backup committed"), plain)
         XCTAssertFalse(plain.contains("░"), "no shadow without styling:\n\(plain)")
         XCTAssertFalse(plain.contains("\u{1B}["), "no escape sequences with --color never:\n\(plain)")
+    }
+
+    /// A terminal that cannot redraw (TERM=dumb) gets a plain progress line every few
+    /// seconds, as `--progress` gives, and no escape sequence at all.
+    func testADumbTerminalGetsPlainProgressLines() throws {
+        let source = path("src")
+        var files: [String: String] = [:]
+        for index in 0..<24 { files["f\(index).txt"] = "file \(index)\n" }
+        try Fixtures.makeTree(at: source, files: files)
+        let status = path("status")
+        try startInTerminal(["backup", source, "--dest", path("dest")], status: status, term: "dumb",
+                            extra: ["KEEPSAKE_TEST_READ_PAUSE_MS": "200"])
+        try waitFor({ FileManager.default.fileExists(atPath: status) }, what: "the backup")
+        usleep(100_000)
+        let shown = String(decoding: try tool("tmux", ["-S", socket, "capture-pane", "-p", "-e", "-S", "-100"]).stdout, as: UTF8.self)
+        XCTAssertEqual(try String(contentsOfFile: status, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "0")
+        let progressLines = shown.split(separator: "\n").filter { $0.contains(" files") && $0.contains("B/s") }
+        XCTAssertGreaterThanOrEqual(progressLines.count, 2, "plain progress lines every few seconds:\n\(shown)")
+        XCTAssertFalse(shown.contains("\u{1B}["), "no escape sequences on a dumb terminal:\n\(shown)")
     }
 }

@@ -27,6 +27,9 @@ final class ArchiveSession {
     private let chain: ChainPolicy
     /// See `BackupRequest.readPause`.
     var readPause: TimeInterval = 0
+    /// What the sources are expected to hold, in bytes (the last backup of the same
+    /// sources), for a determinate progress bar; nil when unknown.
+    var expectedBytes: Int64?
     private var holders = Set<BackupID>()
     private var newFiles: Int64 = 0
     private var newBytes: Int64 = 0
@@ -494,6 +497,7 @@ final class ArchiveSession {
         guard force || now.timeIntervalSince(lastProgress) >= 0.1 else { return }
         lastProgress = now
         events.handle(.progress(ProgressSnapshot(entriesDone: files + directories + symlinks + hardlinks + other, filesDone: files,
-                                                 bytesDone: bytes, totalBytes: nil, currentPath: PathBytes.display(path))))
+                                                 bytesDone: bytes, totalBytes: expectedBytes.map { max($0, bytes) },
+                                                 currentPath: PathBytes.display(path))))
     }
 }

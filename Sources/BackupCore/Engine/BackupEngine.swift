@@ -8,6 +8,9 @@ public final class BackupEngine {
     private let storage: StorageBackend
     private weak var events: EngineEventSink?
     private let cancellation: CancellationFlag
+    /// The original size of the newest backup of the sources being backed up (set while the
+    /// parent is chosen): the progress total when there is no parent.
+    private var lastSizeOfSources: Int64?
 
     /// An engine storing into `storage`, reporting to `events`.
     public init(storage: StorageBackend, events: EngineEventSink?, cancellation: CancellationFlag) {
@@ -68,6 +71,8 @@ public final class BackupEngine {
             summary.chainStarted = parent.summary.chainStarted
         }
         let parentCursor = parent?.cursor
+        // The size of the last backup of these sources on this host: the progress bar's total.
+        let expectedBytes = parent?.summary.originalBytes ?? lastSizeOfSources
 
         let host = HostIdentity.fileSafeHostName
         let encrypted = request.encryption != nil
@@ -93,6 +98,7 @@ public final class BackupEngine {
             let session = try ArchiveSession(writer: writer, cancellation: cancellation, events: events,
                                              parent: parentCursor, chain: request.chain, warn: warn)
             session.readPause = request.readPause
+            session.expectedBytes = expectedBytes
             try session.writeMarker(now: request.now)
             if let stdinPath = request.stdinPath {
                 try session.addStandardInput(name: stdinPath, now: request.now)
@@ -195,7 +201,7 @@ public final class BackupEngine {
         throws -> (summary: BackupSummary, cursor: ParentCursor, item: BackupCatalog.Item?)? {
         let items = try catalog.items()
         try checkEncryptionContinues(request, items: items)
-        guard request.stdinName == nil, !request.chain.forceFull else { return nil }
+        guard request.stdinName == nil else { return nil }
         let wanted = Set(sources)
         // An encrypted backup's sources and manifest are hidden from this host: what it
         // knows of its own encrypted backups is what it cached when it made them.
@@ -212,6 +218,8 @@ public final class BackupEngine {
             }
             if found != nil { break }
         }
+        lastSizeOfSources = found?.summary.originalBytes
+        guard !request.chain.forceFull else { return nil }
         guard let found else {
             if let unknown, request.encryption != nil {
                 events?.handle(.notice("making a full backup: this host keeps no change-detection state for its encrypted backup "

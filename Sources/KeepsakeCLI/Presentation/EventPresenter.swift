@@ -3,7 +3,8 @@ import Foundation
 import TerminalUI
 
 /// Shows engine events: warnings as lines on stderr, progress as a bar on a terminal (or
-/// periodic plain lines / JSON Lines with `--progress`), nothing animated otherwise.
+/// periodic plain lines on a `TERM=dumb` terminal and with `--progress`, JSON Lines with
+/// `--progress --json`), nothing animated otherwise.
 final class EventPresenter: EngineEventSink {
     // MARK: State
 
@@ -26,6 +27,10 @@ final class EventPresenter: EngineEventSink {
         } else if context.capabilities.canAnimate || progress {
             renderer = ProgressRenderer(capabilities: context.capabilities, theme: context.theme,
                                         periodicPlainLines: progress ? 2 : nil)
+        } else if context.capabilities.stderrIsTTY && context.capabilities.isDumbTerminal {
+            // A terminal that cannot redraw (TERM=dumb, an editor's shell): a plain line
+            // every few seconds, as --progress gives, instead of a bar.
+            renderer = ProgressRenderer(capabilities: context.capabilities, theme: context.theme, periodicPlainLines: 3)
         } else {
             renderer = nil
         }
@@ -69,15 +74,20 @@ final class EventPresenter: EngineEventSink {
                     ("entries", .int(snapshot.entriesDone)),
                     ("files", .int(snapshot.filesDone)),
                     ("bytes", .int(snapshot.bytesDone)),
+                    ("total_bytes", snapshot.totalBytes.map { .int($0) } ?? .null),
                     ("elapsed_seconds", .double((elapsed * 10).rounded() / 10)),
                     ("path", .string(snapshot.currentPath)),
                 ]))
                 _ = ConsoleWriter.standardOutput.writeLine(line.serialized())
                 return
             }
-            renderer?.update(ProgressBar(fraction: snapshot.totalBytes.map { $0 > 0 ? Double(snapshot.bytesDone) / Double($0) : 1 },
-                                         filesDone: Int(snapshot.filesDone), bytesDone: snapshot.bytesDone,
-                                         totalBytes: snapshot.totalBytes, bytesPerSecond: rate,
+            // The total may be an estimate (the last backup of the same sources): past it, the
+            // bar stays full and the ETA goes.
+            let fraction = snapshot.totalBytes.map { $0 > 0 ? min(1, Double(snapshot.bytesDone) / Double($0)) : 1 }
+            let remaining = snapshot.totalBytes.map { Double(max(0, $0 - snapshot.bytesDone)) }
+            let eta = rate.flatMap { rate in remaining.flatMap { rate > 0 && $0 > 0 ? $0 / rate : nil } }
+            renderer?.update(ProgressBar(fraction: fraction, filesDone: Int(snapshot.filesDone), bytesDone: snapshot.bytesDone,
+                                         totalBytes: snapshot.totalBytes, bytesPerSecond: rate, eta: eta,
                                          currentItem: snapshot.currentPath))
         }
     }
