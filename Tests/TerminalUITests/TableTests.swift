@@ -45,15 +45,24 @@ final class TableTests: KeepsakeTestCase {
             """)
     }
 
-    func testPlainAt40ShrinksLowPriorityColumnsAfterFlexibleOnes() {
+    /// A number is never cut: at 40 columns the lower-priority number column goes, the
+    /// other stays whole, and the underline is as wide as each column.
+    func testPlainAt40DropsANumberColumnRatherThanCutNumbers() {
         XCTAssertEqual(plain(backups, width: 40), """
-            ID    KIND    SOURCE        FILES   SIZE
-            ────  ──────  ────────────  ─────  ─────
-            202…  [FULL]  /home/…4.jpg  1,204  1.2 …
-            202…  [INCR]  /home/…y.txt      3  340 B
-            202…  [INCR]  /home/…l.pdf     12  12.3…
+            ID        KIND    SOURCE            SIZE
+            ────────  ──────  ────────────  ────────
+            2026112…  [FULL]  /home/…4.jpg   1.2 GiB
+            2026113…  [INCR]  /home/…y.txt     340 B
+            2026120…  [INCR]  /home/…l.pdf  12.3 MiB
 
             """)
+    }
+
+    /// An optional column with no text in any row is left out whatever the width.
+    func testAnEmptyOptionalColumnIsLeftOut() {
+        let table = Table(columns: [.init("ID"), .path("PATH"), .init("TAGS", optional: true)],
+                          cells: [["a", "/x", ""], ["b", "/y", ""]])
+        XCTAssertEqual(table.visibleColumns(for: 200), [0, 1])
     }
 
     func testOptionalColumnsAreLeftOutLowestPriorityFirstWhenMinimumsDoNotFit() {
@@ -133,7 +142,7 @@ final class TableTests: KeepsakeTestCase {
         XCTAssertEqual(backups.columnWidths(for: 200), [25, 6, 55, 5, 8])
         XCTAssertEqual(backups.columnWidths(for: 80), [25, 6, 28, 5, 8])
         let narrow = backups.columnWidths(for: 10)
-        XCTAssertEqual(narrow, [4, 6, 12, 4, 4])
+        XCTAssertEqual(narrow, [4, 6, 12, 0, 0], "numbers are left out, not cut")
         XCTAssertTrue(backups.render(in: .plain(width: 10)).allSatisfy { DisplayWidth.width(of: $0) <= 10 })
     }
 

@@ -112,8 +112,9 @@ struct FindCommand: KeepsakeCommand {
         let columns: [Table.Column] = [
             .init("BACKUP", minWidth: 25, priority: 10),
             .init("CREATED", minWidth: 16, priority: 3, optional: true),
-            .path("PATH"),
-            .number("SIZE", minWidth: 8, priority: 7),
+            // The path is what was asked for: SIZE, MODIFIED and SHA256 go before it is cut.
+            .path("PATH", prefersWhole: true),
+            .number("SIZE", minWidth: 8, priority: 7, optional: true),
             .init("MODIFIED", minWidth: 16, priority: 4, optional: true),
             .init("SHA256", minWidth: 12, priority: 5, optional: true),
         ]

@@ -14,6 +14,7 @@ struct ListCommand: KeepsakeCommand {
         options: [
             CommonOptions.dest, CommonOptions.s3Endpoint,
             OptionSpec(long: "long", short: "l", help: "With BACKUP: show mode, owner, size, modification time and SHA-256."),
+            OptionSpec(long: "wide", help: "With BACKUP --long: the whole SHA-256 of each file (otherwise its first 12 hex digits)."),
             OptionSpec(long: "ids", help: "Without BACKUP: print only the backup ids, oldest first, one per line."),
             CommonOptions.source,
             OptionSpec(long: "host", kind: .value(valueName: "name"), defaultDescription: "every host",
@@ -29,6 +30,8 @@ struct ListCommand: KeepsakeCommand {
     private let reference: String?
     private let destinationOption: String?
     private let long: Bool
+    /// `--wide`: whole SHA-256s in the long listing.
+    private let wide: Bool
     private let idsOnly: Bool
     /// `--host`: whose backups to show.
     private let host: String?
@@ -40,6 +43,7 @@ struct ListCommand: KeepsakeCommand {
         reference = arguments.positionals.first
         destinationOption = arguments.value("dest")
         long = arguments.flag("long")
+        wide = arguments.flag("wide")
         idsOnly = arguments.flag("ids")
         host = arguments.value("host")
         source = arguments.value("source").map(DestinationResolver.absolute)
@@ -103,7 +107,8 @@ struct ListCommand: KeepsakeCommand {
             .number("SIZE", minWidth: 10, priority: 7),
             .number("STORED", minWidth: 10, priority: 7),
             .number("RATIO", minWidth: 7, priority: 3, optional: true),
-            .path("SOURCES"),
+            // Left out before the numbers are cut, kept longer than the ratio, time and kind.
+            Table.Column("SOURCES", truncation: .middle, minWidth: 12, flexible: true, priority: 6, optional: true),
             .init("TAGS", minWidth: 4, flexible: true, priority: 1, optional: true),
         ]
         let showsHost = hosts.count > 1
@@ -131,9 +136,12 @@ struct ListCommand: KeepsakeCommand {
     /// The sources, or for an encrypted backup (its summary in the clear holds no paths)
     /// how it is encrypted; a readable encrypted backup shows both.
     private func sourcesCell(_ summary: BackupSummary) -> Table.Cell {
-        guard let encryption = summary.encryption else { return Table.Cell(summary.sources.joined(separator: ", ")) }
+        // Several sources start with their count, which a cut in the middle never hides.
+        let count = summary.sources.count > 1 ? "(\(summary.sources.count)) " : ""
+        let sources = count + summary.sources.joined(separator: ", ")
+        guard let encryption = summary.encryption else { return Table.Cell(sources) }
         if summary.sourcesHidden { return Table.Cell("encrypted (\(encryption.label))", role: .muted) }
-        return Table.Cell(summary.sources.joined(separator: ", ") + " (encrypted)")
+        return Table.Cell(sources + " (encrypted)")
     }
 
     private func showEntries(_ entries: [ManifestEntry], summary: BackupSummary?, context: CommandContext) {
@@ -144,12 +152,20 @@ struct ListCommand: KeepsakeCommand {
             ])))
             return
         }
+        // Columns line up: owners padded, sizes right-aligned, to the widest of the listing.
+        let size: (ManifestEntry) -> String = { $0.type == .file || $0.type == .hardlink ? String($0.size) : "-" }
+        let ownerWidth = long ? entries.map { DisplayWidth.width(of: EntryFormatting.owner($0)) }.max() ?? 0 : 0
+        let sizeWidth = long ? entries.map { size($0).count }.max() ?? 0 : 0
+        let hashWidth = wide ? 64 : 12
         var text = ""
         for entry in entries {
             if long {
-                let size = entry.type == .file || entry.type == .hardlink ? String(entry.size) : "-"
-                text += "\(EntryFormatting.modeString(entry))  \(EntryFormatting.owner(entry))  \(size)  "
-                    + "\(EntryFormatting.modified(entry))  \(entry.sha256 ?? "-")  "
+                let owner = EntryFormatting.owner(entry)
+                let sizeText = size(entry)
+                let hash = entry.sha256.map { String($0.prefix(hashWidth)) } ?? "-"
+                text += "\(EntryFormatting.modeString(entry))  \(DisplayWidth.pad(owner, toWidth: ownerWidth))  "
+                    + String(repeating: " ", count: sizeWidth - sizeText.count) + sizeText + "  "
+                    + "\(EntryFormatting.modified(entry))  \(hash.padding(toLength: hashWidth, withPad: " ", startingAt: 0))  "
                     + EntryFormatting.pathWithLink(entry) + "\n"
             } else {
                 text += entry.displayPath + "\n"

@@ -41,6 +41,9 @@ public struct Table: Renderable {
         /// Optional columns are left out (lowest priority first) when even the minimum
         /// widths of all columns do not fit, instead of cutting every line.
         public var isOptional: Bool
+        /// Kept whole while optional columns can be left out instead: a number is never cut
+        /// (right-aligned columns always are), and a path may ask for it too.
+        public var prefersWhole: Bool
 
         /// Creates a column.
         public init(
@@ -51,9 +54,11 @@ public struct Table: Renderable {
             maxWidth: Int? = nil,
             flexible: Bool = false,
             priority: Int = 0,
-            optional: Bool = false
+            optional: Bool = false,
+            prefersWhole: Bool = false
         ) {
             self.isOptional = optional
+            self.prefersWhole = prefersWhole || alignment == .right
             self.title = title
             self.alignment = alignment
             self.truncation = truncation
@@ -68,9 +73,10 @@ public struct Table: Renderable {
             Column(title, alignment: .right, truncation: .end, minWidth: minWidth, priority: priority, optional: optional)
         }
 
-        /// A flexible column truncated in the middle, for paths and file names.
-        public static func path(_ title: String, minWidth: Int = 12) -> Column {
-            Column(title, alignment: .left, truncation: .middle, minWidth: minWidth, flexible: true)
+        /// A flexible column truncated in the middle, for paths and file names; with
+        /// `prefersWhole`, optional columns are left out before it is cut.
+        public static func path(_ title: String, minWidth: Int = 12, prefersWhole: Bool = false) -> Column {
+            Column(title, alignment: .left, truncation: .middle, minWidth: minWidth, flexible: true, prefersWhole: prefersWhole)
         }
     }
 
@@ -170,16 +176,27 @@ public struct Table: Renderable {
     // MARK: Layout
 
     /// The columns shown at `width`: all of them, less the optional ones (lowest
-    /// priority first) while the minimum widths do not fit.
+    /// priority first) while the minimum widths do not fit; a column that prefers to stay
+    /// whole counts with its whole width.
     public func visibleColumns(for width: Int) -> [Int] {
         var visible = Array(columns.indices)
         func minimumTotal() -> Int {
-            visible.map { min(naturalWidth(of: $0), columns[$0].minWidth) }.reduce(0, +)
-                + columnSpacing * max(0, visible.count - 1)
+            visible.map { minimumWidth(of: $0) }.reduce(0, +) + columnSpacing * max(0, visible.count - 1)
+        }
+        // An optional column with nothing in it shows nothing: it goes first.
+        visible.removeAll { column in
+            columns[column].isOptional && !rows.isEmpty && rows.allSatisfy { column >= $0.count || $0[column].text.isEmpty }
         }
         while minimumTotal() > width {
             let optional = visible.filter { columns[$0].isOptional }
             guard let drop = optional.min(by: { columns[$0].priority < columns[$1].priority }) else { break }
+            visible.removeAll { $0 == drop }
+        }
+        // Still too wide: a whole column of numbers goes rather than numbers being cut
+        // (the lowest priority first), as long as one column is left.
+        while minimumTotal() > width && visible.count > 1 {
+            let whole = visible.filter { columns[$0].prefersWhole && columns[$0].alignment == .right }
+            guard let drop = whole.min(by: { columns[$0].priority < columns[$1].priority }) else { break }
             visible.removeAll { $0 == drop }
         }
         return visible
@@ -191,28 +208,38 @@ public struct Table: Renderable {
         guard !columns.isEmpty else { return [] }
         let visible = Set(visibleColumns(for: width))
         var widths = columns.indices.map { visible.contains($0) ? naturalWidth(of: $0) : 0 }
-        let minimums = columns.indices.map { min(widths[$0], columns[$0].minWidth) }
         let available = width - columnSpacing * (visible.count - 1)
         var excess = widths.reduce(0, +) - available
-
-        // First the flexible columns, always the widest one, so they even out.
-        while excess > 0 {
-            let candidates = columns.indices.filter { columns[$0].isFlexible && widths[$0] > minimums[$0] }
-            guard let widest = candidates.max(by: { widths[$0] < widths[$1] }) else { break }
-            widths[widest] -= 1
-            excess -= 1
-        }
-        // Then the rest: lowest priority first, and within a priority the widest column,
-        // one cell at a time, so equal columns give up space evenly.
-        while excess > 0 {
-            let candidates = columns.indices.filter { !columns[$0].isFlexible && widths[$0] > minimums[$0] }
-            guard let lowest = candidates.map({ columns[$0].priority }).min() else { break }
-            let group = candidates.filter { columns[$0].priority == lowest }
-            guard let widest = group.max(by: { widths[$0] < widths[$1] }) else { break }
-            widths[widest] -= 1
-            excess -= 1
+        // A column that prefers to stay whole gives up nothing while another can (numbers
+        // never do: a cut number reads as another number); only when the rest is at its
+        // minimum does it shrink too, since no line may be wider than the context.
+        let whole = columns.indices.map { visible.contains($0) ? minimumWidth(of: $0) : 0 }
+        let cut = columns.indices.map { visible.contains($0) ? min(naturalWidth(of: $0), columns[$0].minWidth) : 0 }
+        for minimums in [whole, cut] {
+            // First the flexible columns, always the widest one, so they even out.
+            while excess > 0 {
+                let candidates = columns.indices.filter { columns[$0].isFlexible && widths[$0] > minimums[$0] }
+                guard let widest = candidates.max(by: { widths[$0] < widths[$1] }) else { break }
+                widths[widest] -= 1
+                excess -= 1
+            }
+            // Then the rest: lowest priority first, and within a priority the widest column,
+            // one cell at a time, so equal columns give up space evenly.
+            while excess > 0 {
+                let candidates = columns.indices.filter { !columns[$0].isFlexible && widths[$0] > minimums[$0] }
+                guard let lowest = candidates.map({ columns[$0].priority }).min() else { break }
+                let group = candidates.filter { columns[$0].priority == lowest }
+                guard let widest = group.max(by: { widths[$0] < widths[$1] }) else { break }
+                widths[widest] -= 1
+                excess -= 1
+            }
         }
         return widths
+    }
+
+    /// How narrow `column` may get: its whole width when it prefers to stay whole.
+    private func minimumWidth(of column: Int) -> Int {
+        columns[column].prefersWhole ? naturalWidth(of: column) : min(naturalWidth(of: column), columns[column].minWidth)
     }
 
     private func naturalWidth(of column: Int) -> Int {
