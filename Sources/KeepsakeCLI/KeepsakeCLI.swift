@@ -111,7 +111,9 @@ public enum KeepsakeCLI {
         }
         if !message.hasSuffix(".") { message += "." }
         let label = context.err.apply(.danger, to: "Error:")
-        _ = ConsoleWriter.standardError.writeLine("\(label) \(message)")
+        for line in errorLines(message, label: label, capabilities: context.capabilities) {
+            _ = ConsoleWriter.standardError.writeLine(line)
+        }
         if context.json {
             context.printJSON(.object(JSONObject([
                 ("error", .string(message)),
@@ -128,6 +130,16 @@ public enum KeepsakeCLI {
     }
 
     /// A usage error on stderr; with `json`, also `{"error":…,"exit_code":2}` on stdout.
+    /// "Error: message" on a terminal wrapped at word boundaries to its width, the later
+    /// lines under the message; one line when stderr is not a terminal (a log keeps each
+    /// error on one line, for grep).
+    static func errorLines(_ message: String, label: String, capabilities: TerminalCapabilities) -> [String] {
+        guard capabilities.stderrIsTTY else { return ["\(label) \(message)"] }
+        let indent = "Error: ".count
+        let lines = DisplayWidth.wrap(message, width: max(20, capabilities.width - indent))
+        return lines.enumerated().map { index, line in index == 0 ? "\(label) \(line)" : String(repeating: " ", count: indent) + line }
+    }
+
     private static func printUsageError(_ error: UsageError, environment: [String: String], json: Bool = false) {
         let capabilities = TerminalCapabilities.detect(colorMode: .auto, environment: environment)
         let context = capabilities.renderContext(for: .standardError)

@@ -212,4 +212,25 @@ final class TerminalInteractionTests: EndToEndTestCase {
         XCTAssertGreaterThanOrEqual(progressLines.count, 2, "plain progress lines every few seconds:\n\(shown)")
         XCTAssertFalse(shown.contains("\u{1B}["), "no escape sequences on a dumb terminal:\n\(shown)")
     }
+
+    /// On a terminal an error wraps at word boundaries to its width, the later lines
+    /// under the message; piped, it stays on one line (for grep).
+    func testErrorsWrapAtWordBoundariesOnATerminal() throws {
+        let status = path("status")
+        let dest = path("no such destination")
+        try startInTerminal(["restore", "latest", "--dest", dest, "--target", path("t")], status: status,
+                            extra: ["COLUMNS": "50"])
+        try waitFor({ FileManager.default.fileExists(atPath: status) }, what: "keepsake to fail")
+        usleep(100_000)
+        let lines = try screen().split(separator: "\n").map(String.init).filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+        let start = try XCTUnwrap(lines.firstIndex { $0.hasPrefix("Error: ") }, "\(lines)")
+        let error = Array(lines[start...])
+        XCTAssertGreaterThan(error.count, 1, "a long error wraps at 50 columns:\n\(error.joined(separator: "\n"))")
+        XCTAssertTrue(error.allSatisfy { $0.count <= 50 }, "\(error.joined(separator: "\n"))")
+        XCTAssertTrue(error.dropFirst().allSatisfy { $0.hasPrefix("       ") }, "hanging indent:\n\(error.joined(separator: "\n"))")
+
+        let piped = try run(["restore", "latest", "--dest", dest, "--target", path("t")], environment: ["COLUMNS": "50"])
+        XCTAssertEqual(piped.stderrText.split(separator: "\n").filter { $0.hasPrefix("Error:") }.count, 1)
+        XCTAssertEqual(piped.stderrText.split(separator: "\n").count, 1, "one line when piped:\n\(piped)")
+    }
 }
