@@ -129,17 +129,19 @@ public final class Verifier {
         defer { inProgress.remove(item.id) }
         let report = try verifyUncached(item, in: storage)
         verified[item.id] = report
-        noteDamage(of: item, itself: report.intactItself ?? report.isIntact, in: storage)
+        noteDamage(of: item, itself: report.intactItself ?? report.isIntact, checkedWhole: !report.contentsUnchecked, in: storage)
         return report
     }
 
     /// Records in the destination whether `item` itself is damaged (see `DamageRecord`),
     /// so that the next backup of its chain starts a new one; an intact one loses its record.
-    private func noteDamage(of item: BackupCatalog.Item, itself intact: Bool, in storage: StorageBackend) {
+    /// Only a whole check takes a record back: without a key only the stored bytes of the
+    /// archive are checked, not its manifest, which a record may be about.
+    private func noteDamage(of item: BackupCatalog.Item, itself intact: Bool, checkedWhole: Bool, in storage: StorageBackend) {
         if objectNames == nil { objectNames = (try? DecryptingStorage.stored(storage).list()).map { Set($0.map(\.name)) } ?? [] }
         let recorded = DamageRecord.stored(for: item, names: objectNames ?? [], in: storage) != nil
         if intact {
-            if recorded { DamageRecord.remove(for: item, in: storage) }
+            if recorded && checkedWhole { DamageRecord.remove(for: item, in: storage) }
         } else if !recorded {
             DamageRecord(id: item.id, found: Date(), foundBy: "verify").store(for: item, in: storage)
         }
