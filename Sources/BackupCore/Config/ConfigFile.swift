@@ -168,7 +168,7 @@ public struct ConfigFile: Sendable, Equatable {
                               message: "no profile '\(name)' in \(path); it defines no profiles (add a [profiles.\(name)] table)")
         }
         var message = "no profile '\(name)' in \(path); profiles: \(profileNames.joined(separator: ", "))"
-        if let suggestion = ConfigValidator.suggestion(for: name, among: profileNames) {
+        if let suggestion = Suggestion.nearest(to: name, among: profileNames) {
             message += "; did you mean '\(suggestion)'?"
         }
         throw ConfigError(file: path, kind: .profileNotFound, message: message)
@@ -219,7 +219,7 @@ private struct ConfigValidator {
 
     private mutating func unknownKey(_ key: String, in table: TOMLTable, place: String, known: [String]) {
         var message = "unknown key '\(key)' \(place)"
-        if let suggestion = Self.suggestion(for: key, among: known) {
+        if let suggestion = Suggestion.nearest(to: key, among: known) {
             message += "; did you mean '\(suggestion)'?"
         } else {
             message += "; known keys: \(known.joined(separator: ", "))"
@@ -371,7 +371,7 @@ private struct ConfigValidator {
             } else {
                 let names = Compression.allCases.map(\.rawValue)
                 var message = "unknown compression '\(text)'; use zstd, gzip, xz, lz4 or none"
-                if let suggestion = Self.suggestion(for: text, among: names) { message += " (did you mean '\(suggestion)'?)" }
+                if let suggestion = Suggestion.nearest(to: text, among: names) { message += " (did you mean '\(suggestion)'?)" }
                 add(.invalidValue, at: table.position(of: "compression"), message)
             }
         }
@@ -605,12 +605,5 @@ private struct ConfigValidator {
         let folder = (file as NSString).deletingLastPathComponent
         let base = folder.hasPrefix("/") ? folder : FileManager.default.currentDirectoryPath + (folder.isEmpty ? "" : "/" + folder)
         return base + "/" + path
-    }
-
-    // MARK: Suggestions
-
-    /// The "did you mean" candidate for a mistyped key (see `Suggestion`).
-    static func suggestion(for input: String, among candidates: [String]) -> String? {
-        Suggestion.nearest(to: input, among: candidates)
     }
 }
