@@ -65,6 +65,17 @@ final class TerminalInteractionTests: EndToEndTestCase {
         XCTFail("timed out waiting for \(what); screen:\n\(try screen())")
     }
 
+    /// Runs `keepsake ARGUMENTS` in a terminal to its end and returns the screen with its
+    /// escape sequences (and `scrollback` lines above it).
+    private func finishedScreen(_ arguments: [String], status: String, term: String = "xterm-256color",
+                                extra: [String: String] = [:], scrollback: Int = 0) throws -> String {
+        try startInTerminal(arguments, status: status, term: term, extra: extra)
+        try waitFor({ FileManager.default.fileExists(atPath: status) }, what: "keepsake \(arguments.first ?? "") to finish")
+        usleep(100_000)
+        let range = scrollback > 0 ? ["-S", "-\(scrollback)"] : []
+        return String(decoding: try tool("tmux", ["-S", socket, "capture-pane", "-p", "-e"] + range).stdout, as: UTF8.self)
+    }
+
     private func keys(_ keys: String...) throws {
         try toolSucceeds("tmux", ["-S", socket, "send-keys"] + keys)
     }
@@ -171,11 +182,7 @@ final class TerminalInteractionTests: EndToEndTestCase {
     func testTheSummaryCardHasAShadowAndNoColorKeepsOnlyBold() throws {
         let source = path("src")
         try Fixtures.makeTree(at: source, files: ["a.txt": "a\n"])
-        let status = path("status")
-        try startInTerminal(["backup", source, "--dest", path("dest")], status: status)
-        try waitFor({ FileManager.default.fileExists(atPath: status) }, what: "the backup")
-        usleep(100_000)
-        let styled = String(decoding: try tool("tmux", ["-S", socket, "capture-pane", "-p", "-e"]).stdout, as: UTF8.self)
+        let styled = try finishedScreen(["backup", source, "--dest", path("dest")], status: path("status"))
         XCTAssertTrue(styled.contains("Backup committed"), styled)
         XCTAssertTrue(styled.contains("░"), "the card casts a shadow:\n\(styled)")
         XCTAssertTrue(styled.contains("\u{1B}[1m"), "bold stays with NO_COLOR:\n\(styled)")
@@ -184,11 +191,7 @@ final class TerminalInteractionTests: EndToEndTestCase {
                        "no colour with NO_COLOR:\n\(styled)")
 
         session += 1
-        let plainStatus = path("status-plain")
-        try startInTerminal(["backup", source, "--dest", path("dest"), "--color", "never"], status: plainStatus)
-        try waitFor({ FileManager.default.fileExists(atPath: plainStatus) }, what: "the second backup")
-        usleep(100_000)
-        let plain = String(decoding: try tool("tmux", ["-S", socket, "capture-pane", "-p", "-e"]).stdout, as: UTF8.self)
+        let plain = try finishedScreen(["backup", source, "--dest", path("dest"), "--color", "never"], status: path("status-plain"))
         XCTAssertTrue(plain.contains("Backup committed"), plain)
         XCTAssertFalse(plain.contains("░"), "no shadow without styling:\n\(plain)")
         XCTAssertFalse(plain.contains("\u{1B}["), "no escape sequences with --color never:\n\(plain)")
@@ -202,11 +205,8 @@ final class TerminalInteractionTests: EndToEndTestCase {
         for index in 0..<24 { files["f\(index).txt"] = "file \(index)\n" }
         try Fixtures.makeTree(at: source, files: files)
         let status = path("status")
-        try startInTerminal(["backup", source, "--dest", path("dest")], status: status, term: "dumb",
-                            extra: ["KEEPSAKE_TEST_READ_PAUSE_MS": "200"])
-        try waitFor({ FileManager.default.fileExists(atPath: status) }, what: "the backup")
-        usleep(100_000)
-        let shown = String(decoding: try tool("tmux", ["-S", socket, "capture-pane", "-p", "-e", "-S", "-100"]).stdout, as: UTF8.self)
+        let shown = try finishedScreen(["backup", source, "--dest", path("dest")], status: status, term: "dumb",
+                                       extra: ["KEEPSAKE_TEST_READ_PAUSE_MS": "200"], scrollback: 100)
         XCTAssertEqual(try String(contentsOfFile: status, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "0")
         let progressLines = shown.split(separator: "\n").filter { $0.contains(" files") && $0.contains("B/s") }
         XCTAssertGreaterThanOrEqual(progressLines.count, 2, "plain progress lines every few seconds:\n\(shown)")
