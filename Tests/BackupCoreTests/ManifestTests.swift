@@ -238,14 +238,14 @@ final class ManifestTests: KeepsakeTestCase {
         }
         let manifest = try Manifest.parse(bytes)
         XCTAssertEqual(manifest.summary, summary())
-        XCTAssertEqual(manifest.entries, entries)
+        XCTAssertEqual(Array(manifest.entries), entries)
         XCTAssertEqual(manifest.index().count, entries.count)
         XCTAssertEqual(manifest.index()[PathKey(Array("home/l".utf8))]?.linkTarget, Array("a.txt".utf8))
 
         // No trailing newline and blank lines in between are fine too.
         var loose = Array((summaryLine + "\n\n").utf8)
         loose += line(entries[0]) + [10, 10] + line(entries[1])
-        XCTAssertEqual(try Manifest.parse(loose).entries, Array(entries[0...1]))
+        XCTAssertEqual(Array(try Manifest.parse(loose).entries), Array(entries[0...1]))
     }
 
     func testSummaryOnlyManifestHasNoEntries() throws {

@@ -147,7 +147,18 @@ public final class BackupCatalog {
     /// The whole manifest of a backup.
     public func manifest(of item: Item) throws -> Manifest {
         do {
-            return try Manifest.parse(try SidecarManifest.read(item.manifestName, from: storage))
+            return try SidecarManifest.load(item.manifestName, from: storage)
+        } catch let error as ManifestError {
+            throw EngineError.manifestUnreadable(name: item.manifestName, reason: error.description)
+        }
+    }
+
+    /// Reads a backup's manifest front to back, handing each entry `keeping` accepts to
+    /// `visit` without keeping any (see `SidecarManifest.forEachEntry`); returns the summary.
+    public func forEachEntry(of item: Item, keeping: Manifest.EntryFilter? = nil,
+                             _ visit: (ManifestEntry) throws -> Void) throws -> BackupSummary {
+        do {
+            return try SidecarManifest.forEachEntry(item.manifestName, in: storage, keeping: keeping, visit)
         } catch let error as ManifestError {
             throw EngineError.manifestUnreadable(name: item.manifestName, reason: error.description)
         }
@@ -166,20 +177,20 @@ public final class BackupCatalog {
         let selection = try RestoreSelection(selections)
         guard !selection.isEverything else { return try manifest(of: item) }
         do {
-            let bytes = try SidecarManifest.read(item.manifestName, from: storage)
             let selected: Manifest.EntryFilter = { path, type in
                 type == .hardlink || selection.matches(Array(path), isDirectory: type == .directory)
             }
-            let manifest = try Manifest.parse(bytes, keeping: selected)
-            let present = Set(manifest.entries.map { PathKey($0.path) })
+            let manifest = try SidecarManifest.load(item.manifestName, from: storage, keeping: selected)
+            let present = manifest.index()
             let missing = Set(manifest.entries.compactMap { entry -> PathKey? in
-                guard entry.type == .hardlink, let target = entry.linkTarget, !present.contains(PathKey(target)),
+                guard entry.type == .hardlink, let target = entry.linkTarget, !present.contains(target),
                       selection.matches(entry.path, isDirectory: false) else { return nil }
                 return PathKey(target)
             })
             guard !missing.isEmpty else { return manifest }
-            // Selected hard links name files outside the selection: read those too.
-            return try Manifest.parse(bytes) { path, type in
+            // Selected hard links name files outside the selection: read those too (a second
+            // pass over the manifest, rather than holding its text).
+            return try SidecarManifest.load(item.manifestName, from: storage) { path, type in
                 selected(path, type) || missing.contains(PathKey(Array(path)))
             }
         } catch let error as ManifestError {

@@ -8,7 +8,8 @@
 /// an ordinary character here (`!important.txt` finds a file of that name).
 ///
 /// A search reads each backup's manifest once, through the `BackupCatalog`, one backup at a
-/// time, and keeps only the matching entries. A backup whose manifest cannot be read is
+/// time, front to back without holding it, and keeps only the matching entries (a line is
+/// judged from its path before it is decoded). A backup whose manifest cannot be read is
 /// skipped and reported in `Result.skipped`; the search goes on.
 public struct BackupSearch: Sendable {
     // MARK: Types
@@ -83,9 +84,14 @@ public struct BackupSearch: Sendable {
 
     /// Whether an entry's archive path matches the pattern.
     public func matches(_ entry: ManifestEntry) -> Bool {
+        matches(path: entry.path, type: entry.type)
+    }
+
+    /// Whether an archive path of that type matches the pattern.
+    private func matches(path: [UInt8], type: EntryType) -> Bool {
         // Archive paths are absolute paths without the leading `/`, so the relative path is
         // the whole path; an empty absolute path keeps anchored patterns from being tried twice.
-        rules.isExcluded(relativePath: entry.path, absolutePath: [], isDirectory: entry.type == .directory)
+        rules.isExcluded(relativePath: path, absolutePath: [], isDirectory: type == .directory)
     }
 
     /// The matching entries of one manifest, in path order (a path listed twice counts once,
@@ -94,6 +100,18 @@ public struct BackupSearch: Sendable {
         var byPath: [[UInt8]: ManifestEntry] = [:]
         for entry in manifest.entries where matches(entry) { byPath[entry.path] = entry }
         return byPath.values.sorted { $0.path.lexicographicallyPrecedes($1.path) }
+    }
+
+    /// The matching entries of one backup's manifest, read front to back, in path order (a
+    /// path listed twice counts once, with its later entry); and the backup's summary.
+    private func matches(of item: BackupCatalog.Item, in catalog: BackupCatalog) throws -> (BackupSummary, [ManifestEntry]) {
+        var byPath: [[UInt8]: ManifestEntry] = [:]
+        let summary = try catalog.forEachEntry(of: item, keeping: { path, type in
+            self.matches(path: Array(path), type: type)
+        }) { entry in
+            byPath[entry.path] = entry
+        }
+        return (summary, byPath.values.sorted { $0.path.lexicographicallyPrecedes($1.path) })
     }
 
     // MARK: Searching
@@ -111,16 +129,16 @@ public struct BackupSearch: Sendable {
                 result.skipped.append(Skipped(id: item.id, reason: item.problem ?? "its first line cannot be read"))
                 continue
             }
-            let manifest: Manifest
+            let found: (summary: BackupSummary, entries: [ManifestEntry])
             do {
-                manifest = try catalog.manifest(of: item)
+                found = try matches(of: item, in: catalog)
             } catch {
                 result.skipped.append(Skipped(id: item.id, reason: "\(error)"))
                 continue
             }
             result.searchedCount += 1
-            for entry in matches(in: manifest) {
-                result.matches.append(Match(backup: manifest.summary, entry: entry))
+            for entry in found.entries {
+                result.matches.append(Match(backup: found.summary, entry: entry))
             }
         }
         return result

@@ -94,12 +94,12 @@ public final class LocatedBackup {
 
     /// What the backup holds: from a manifest when there is one (beside the archive, else
     /// inside it, read to its end), otherwise from the tar headers of a plain archive.
-    public func contents(cancellation: CancellationFlag) throws -> (manifest: Manifest?, entries: [ManifestEntry]) {
+    public func contents(cancellation: CancellationFlag) throws -> (manifest: Manifest?, entries: ManifestEntries) {
         if let manifest = try manifest() { return (manifest, manifest.entries) }
         let source = try openArchive()
         defer { source.close() }
         let reader = try ArchiveReader(source: source, name: label, cancellation: cancellation)
-        var entries: [ManifestEntry] = []
+        var entries = ManifestEntries()
         while let header = try reader.nextHeader() {
             try cancellation.check()
             if header.path == BackupNaming.manifestEntryPath {

@@ -78,35 +78,4 @@ enum ManifestCheck {
         return hasher.finalizeHex()
     }
 
-    // MARK: Whole manifests
-
-    /// True when SHA256SUMS lists exactly the files (and hard links) the archive holds, with
-    /// the manifest's SHA-256 for each.
-    static func checksumsMatch(_ checksums: [UInt8], manifest: Manifest) -> Bool {
-        var listed: [PathKey: String] = [:]
-        for line in checksums.split(separator: UInt8(ascii: "\n")) {
-            var bytes = Array(line)
-            let escaped = bytes.first == UInt8(ascii: "\\")
-            if escaped { bytes.removeFirst() }
-            guard bytes.count > 66, bytes[64] == 32, bytes[65] == 32 else { return false }
-            let hash = String(decoding: bytes[0..<64], as: UTF8.self)
-            var path: [UInt8] = []
-            var index = 66
-            while index < bytes.count {
-                if escaped, bytes[index] == UInt8(ascii: "\\"), index + 1 < bytes.count {
-                    path.append(bytes[index + 1] == UInt8(ascii: "n") ? 10 : bytes[index + 1])
-                    index += 2
-                } else {
-                    path.append(bytes[index])
-                    index += 1
-                }
-            }
-            listed[PathKey(path)] = hash
-        }
-        var expected: [PathKey: String] = [:]
-        for entry in manifest.entries where entry.storedIn == nil && (entry.type == .file || entry.type == .hardlink) {
-            if let sha = entry.sha256 { expected[PathKey(entry.path)] = sha }
-        }
-        return listed == expected
-    }
 }

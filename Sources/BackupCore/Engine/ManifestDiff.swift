@@ -1,7 +1,7 @@
 /// What changed between two backups, path by path: the core of `keepsake diff`.
 ///
 /// Entries are matched by their raw archive path (bytes, so names that are not UTF-8 work),
-/// through a dictionary: the comparison is linear in the number of entries, plus one sort
+/// through a `ManifestIndex` of each side: the comparison is linear in the number of entries, plus one sort
 /// of the changed paths. Each path that differs becomes one `Row`:
 ///
 /// - **added** / **removed**: the path is only in the newer / older backup;
@@ -132,26 +132,30 @@ public struct ManifestDiff: Sendable {
     /// Compares the entries of an older backup with those of a newer one. A path listed twice
     /// counts with its later entry, as in tar.
     public init(before older: [ManifestEntry], after newer: [ManifestEntry]) {
-        var oldByPath: [[UInt8]: ManifestEntry] = [:]
-        oldByPath.reserveCapacity(older.count)
-        for entry in older { oldByPath[entry.path] = entry }
-        var newByPath: [[UInt8]: ManifestEntry] = [:]
-        newByPath.reserveCapacity(newer.count)
-        for entry in newer { newByPath[entry.path] = entry }
+        self.init(before: ManifestEntries(older), after: ManifestEntries(newer))
+    }
 
+    /// Compares the entries of an older backup with those of a newer one (see above).
+    public init(before older: ManifestEntries, after newer: ManifestEntries) {
+        // Positions by path, not copies of the entries: only rows that differ hold entries.
+        let oldIndex = ManifestIndex(older)
+        let newIndex = ManifestIndex(newer)
         var rows: [Row] = []
-        for (path, entry) in newByPath {
-            guard let previous = oldByPath[path] else {
-                rows.append(Row(path: path, status: .added, before: nil, after: entry, changes: []))
+        for position in newIndex.distinctPositions {
+            let entry = newer[position]
+            guard let previousPosition = oldIndex.position(of: newer.path(at: position)) else {
+                rows.append(Row(path: entry.path, status: .added, before: nil, after: entry, changes: []))
                 continue
             }
+            let previous = older[previousPosition]
             let changes = ManifestDiff.changes(from: previous, to: entry)
             guard !changes.isEmpty else { continue }
             let status: Status = changes.contains(where: \.isContent) ? .modified : .metadata
-            rows.append(Row(path: path, status: status, before: previous, after: entry, changes: changes))
+            rows.append(Row(path: entry.path, status: status, before: previous, after: entry, changes: changes))
         }
-        for (path, entry) in oldByPath where newByPath[path] == nil {
-            rows.append(Row(path: path, status: .removed, before: entry, after: nil, changes: []))
+        for position in oldIndex.distinctPositions where newIndex.position(of: older.path(at: position)) == nil {
+            let entry = older[position]
+            rows.append(Row(path: entry.path, status: .removed, before: entry, after: nil, changes: []))
         }
         rows.sort { $0.path.lexicographicallyPrecedes($1.path) }
         ManifestDiff.pairRenames(&rows)

@@ -38,7 +38,7 @@ public final class ManifestRepairer {
             }
             guard readingContents else { continue }
             do {
-                let manifest = try Manifest.parse(try SidecarManifest.read(manifestName, from: storage))
+                let manifest = try SidecarManifest.load(manifestName, from: storage)
                 if manifest.summary.id != id || manifest.summary.archive?.name != object.name {
                     found.append((id, object.name, "its manifest names another backup or archive"))
                 }

@@ -60,6 +60,32 @@ public enum SidecarManifest {
         return try decoding { try ManifestSizeLimit.read(source, name: "the manifest \(name)") }
     }
 
+    /// The manifest object `name`, parsed as it is decompressed (its text is never held
+    /// whole), keeping the entries `keeping` accepts (all without it).
+    /// `observing` sees every decompressed byte, in order (verify fingerprints them).
+    public static func load(_ name: String, from storage: StorageBackend, keeping: Manifest.EntryFilter? = nil,
+                            observing: ((UnsafeRawBufferPointer) -> Void)? = nil) throws -> Manifest {
+        let source = try open(name, in: storage)
+        defer { source.close() }
+        return try decoding {
+            try ManifestParser.read(source, name: "the manifest \(name)", keeping: keeping, observing: observing)
+        }
+    }
+
+    /// Reads the manifest object `name` front to back, handing each entry `keeping` accepts
+    /// to `visit` and keeping none; returns the summary. An error can come after some
+    /// entries were visited.
+    public static func forEachEntry(_ name: String, in storage: StorageBackend, keeping: Manifest.EntryFilter? = nil,
+                                    _ visit: (ManifestEntry) throws -> Void) throws -> BackupSummary {
+        let source = try open(name, in: storage)
+        defer { source.close() }
+        return try withoutActuallyEscaping(visit) { visit in
+            try decoding {
+                try ManifestParser.read(source, name: "the manifest \(name)", keeping: keeping, visit: visit).summary
+            }
+        }
+    }
+
     /// As much of the manifest object `name` as decompresses, up to the first damage.
     static func readUndamagedPart(_ name: String, from storage: StorageBackend) throws -> [UInt8] {
         let source = try open(name, in: storage)

@@ -151,11 +151,11 @@ public final class Verifier {
         var report = VerifyReport(id: item.id, name: item.manifestName)
         guard Verifier.canDecrypt(item, in: storage) else { return try verifyStored(item, in: storage, report: report) }
         let manifest: Manifest
-        let beside: ManifestFingerprint
+        let beside = ManifestFingerprint()
         do {
-            let raw = try SidecarManifest.read(item.manifestName, from: storage)
-            manifest = try Manifest.parse(raw)
-            beside = ManifestFingerprint(of: raw)
+            // Parsed and fingerprinted as it is read: its text is never held whole.
+            manifest = try SidecarManifest.load(item.manifestName, from: storage, observing: { beside.update($0) })
+            beside.finish()
         } catch let error as EncryptionError {
             throw error
         } catch {
@@ -249,18 +249,21 @@ public final class Verifier {
     /// For an incremental backup: every backup it takes unchanged files from must be
     /// present and intact, and must hold each of those files with the same SHA-256.
     private func checkEarlierArchives(_ manifest: Manifest, in storage: StorageBackend, report: inout VerifyReport) throws {
-        var byHolder: [BackupID: [ManifestEntry]] = [:]
-        for entry in manifest.entries where entry.type == .file {
-            if let holder = entry.storedIn { byHolder[holder, default: []].append(entry) }
+        // Positions in the manifest, not copies of entries.
+        var byHolder: [BackupID: [Int]] = [:]
+        let entries = manifest.entries
+        for position in entries.indices where entries.type(at: position) == .file {
+            if let holder = entries.storedIn(at: position) { byHolder[holder, default: []].append(position) }
         }
         report.reliesOn = byHolder.keys.sorted()
+        var ownIndex: ManifestIndex?
         let catalog = BackupCatalog(storage: storage)
         // Listed once per run: a long chain must not re-read every summary for every link.
         if catalogItems == nil { catalogItems = Dictionary((try catalog.items()).map { ($0.id, $0) }, uniquingKeysWith: { $1 }) }
         for holder in report.reliesOn {
-            let entries = byHolder[holder] ?? []
+            let positions = byHolder[holder] ?? []
             guard let item = catalogItems?[holder] else {
-                report.archiveProblems.append("it relies on backup \(holder) for \(Verifier.files(entries.count)), and that backup is missing: \(DamageRecord.remedy)")
+                report.archiveProblems.append("it relies on backup \(holder) for \(Verifier.files(positions.count)), and that backup is missing: \(DamageRecord.remedy)")
                 continue
             }
             guard !inProgress.contains(holder) else {
@@ -271,17 +274,27 @@ public final class Verifier {
             let earlier = try verify(item, in: storage)
             if !earlier.isIntact {
                 report.damagedEarlier.append(holder)
-                report.archiveProblems.append("it relies on backup \(holder) for \(Verifier.files(entries.count)), and that backup "
+                report.archiveProblems.append("it relies on backup \(holder) for \(Verifier.files(positions.count)), and that backup "
                     + "is damaged: \(DamageRecord.remedy)")
             }
-            guard let holderManifest = try? catalog.manifest(of: item) else { continue }
-            let index = holderManifest.index()
-            for entry in entries {
-                let held = index[PathKey(entry.path)]
-                if held?.type != .file || held?.storedIn != nil || held?.sha256 != entry.sha256 {
-                    report.problems.append(PathWarning(kind: .damaged, path: entry.displayPath,
-                                                       reason: "backup \(holder) does not hold this file as recorded"))
+            // The earlier manifest is read front to back against this one's index, not held:
+            // whether each file relying on it is held as recorded (a later line of a path wins).
+            if ownIndex == nil { ownIndex = manifest.index() }
+            guard let index = ownIndex else { continue }
+            var heldAsRecorded = [Bool?](repeating: nil, count: entries.count)
+            do {
+                _ = try catalog.forEachEntry(of: item) { held in
+                    guard let position = index.position(of: held.path[...]), entries.storedIn(at: position) == holder,
+                          entries.type(at: position) == .file else { return }
+                    heldAsRecorded[position] = held.type == .file && held.storedIn == nil
+                        && held.sha256 == entries.sha256(at: position)
                 }
+            } catch {
+                continue
+            }
+            for position in positions where heldAsRecorded[index.position(of: entries.path(at: position)) ?? position] != true {
+                report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(Array(entries.path(at: position))),
+                                                   reason: "backup \(holder) does not hold this file as recorded"))
             }
         }
     }
@@ -315,8 +328,10 @@ public final class Verifier {
                        report: inout VerifyReport) throws {
         let index = expected?.index()
         var digests: [PathKey: (sha256: String?, header: ArchiveEntryHeader)] = [:]
-        var seen = Set<PathKey>()
+        // Which manifest positions the archive was seen to hold (a byte each, not a path).
+        var seen = [Bool](repeating: false, count: index?.entries.count ?? 0)
         var innerManifest: Manifest?
+        var checksumsMatch: Bool?
         var inside: ManifestFingerprint?
         var checksums: [UInt8]?
         var sawMarker = false
@@ -360,7 +375,21 @@ public final class Verifier {
                 }
                 if header.path == BackupNaming.checksumsEntryPath {
                     // One line per file seen before it: more is not a list Keepsake wrote.
-                    checksums = try opened.readContent(limit: ManifestSizeLimit.checksumsLimit(files: entriesSeen))
+                    let limit = ManifestSizeLimit.checksumsLimit(files: entriesSeen)
+                    guard let expected else {
+                        checksums = try opened.readContent(limit: limit)
+                        continue
+                    }
+                    // Checked against the manifest as it is read, a block at a time.
+                    let list = ChecksumListCheck(manifest: expected)
+                    var length = 0
+                    while let block = try opened.nextBlock() {
+                        try cancellation.check()
+                        length += block.bytes.count
+                        if length > limit { break }
+                        list.update(block.bytes)
+                    }
+                    checksumsMatch = length <= limit && list.finish()
                     continue
                 }
                 if header.path == BackupNaming.markerEntryPath {
@@ -379,12 +408,12 @@ public final class Verifier {
                     try opened.skipContent()
                 }
                 reportProgress(report, path: current)
-                let key = PathKey(header.path)
                 if let index {
-                    seen.insert(key)
-                    compare(header, sha: sha, with: index[key], insideOnly: false, report: &report)
+                    let position = index.position(of: header.path[...])
+                    if let position { seen[position] = true }
+                    compare(header, sha: sha, with: position.map { index.entries[$0] }, insideOnly: false, report: &report)
                 } else {
-                    digests[key] = (sha, header)
+                    digests[PathKey(header.path)] = (sha, header)
                 }
             }
             current = "the end of the archive"
@@ -397,10 +426,16 @@ public final class Verifier {
             report.unreadableFrom = current
         }
 
-        if let expected, index != nil {
-            report.filesInEarlierArchives = Int64(expected.entries.filter { $0.storedIn != nil && $0.type == .file }.count)
-            let absent = expected.entries.filter { $0.storedIn == nil && !seen.contains(PathKey($0.path)) }
-            reportAbsent(absent, of: expected.entries.count(where: { $0.storedIn == nil }), report: &report)
+        if let expected, let index {
+            let entries = expected.entries
+            report.filesInEarlierArchives = Int64(entries.indices.count {
+                entries.storedIn(at: $0) != nil && entries.type(at: $0) == .file
+            })
+            // An earlier duplicate of a path counts as seen when its path was.
+            let absent = entries.indices.filter {
+                entries.storedIn(at: $0) == nil && !(index.position(of: entries.path(at: $0)).map { seen[$0] } ?? false)
+            }.map { entries[$0] }
+            reportAbsent(absent, of: entries.indices.count(where: { entries.storedIn(at: $0) == nil }), report: &report)
             if let inside, let beside, !beside.matches(inside: inside) {
                 report.archiveProblems.append("the manifest inside \(name) differs from the one beside it")
             } else if inside == nil && report.archiveProblems.isEmpty {
@@ -427,8 +462,10 @@ public final class Verifier {
         } else if report.archiveProblems.isEmpty {
             report.unverifiable = true
         }
-        if let manifest = expected ?? innerManifest, let checksums,
-           !ManifestCheck.checksumsMatch(checksums, manifest: manifest) {
+        if let manifest = innerManifest, let checksums, !ChecksumListCheck.matches(checksums, manifest: manifest) {
+            checksumsMatch = false
+        }
+        if checksumsMatch == false {
             report.archiveProblems.append("the SHA256SUMS inside \(name) differs from its manifest")
         }
         report.problems.sort { $0.path < $1.path }

@@ -1,47 +1,108 @@
-/// Manifest entries looked up by archive path (a later duplicate wins, as in tar). It
-/// keeps each entry's position, not a copy: a dictionary of 60,000 whole entries held
-/// about 26 MB more during a full restore.
+/// Manifest entries looked up by archive path (a later duplicate wins, as in tar). It keeps
+/// each path's position in an open-addressing table of 32-bit numbers, hashing the path
+/// where the entries store it: no copy of a path or an entry (a dictionary keyed by path
+/// copies took about 120 bytes an entry more).
 public struct ManifestIndex: Sendable, Sequence {
     // MARK: State
 
     /// The entries, in manifest order (shared with the manifest, not copied).
-    public let entries: [ManifestEntry]
-    private let positions: [PathKey: Int]
+    public let entries: ManifestEntries
+    /// Position + 1 of the entry whose path hashes here (or after, on a collision); 0 is free.
+    private let slots: [UInt32]
+    /// How many distinct paths there are.
+    public let count: Int
 
     // MARK: Life cycle
 
     /// Indexes `entries`.
-    public init(_ entries: [ManifestEntry]) {
+    public init(_ entries: ManifestEntries) {
         self.entries = entries
-        var positions: [PathKey: Int] = [:]
-        positions.reserveCapacity(entries.count)
-        for (position, entry) in entries.enumerated() { positions[PathKey(entry.path)] = position }
-        self.positions = positions
+        var capacity = 16
+        while capacity < entries.count * 2 { capacity <<= 1 }
+        var slots = [UInt32](repeating: 0, count: capacity)
+        var distinct = 0
+        for position in entries.indices {
+            let path = entries.path(at: position)
+            var slot = ManifestIndex.hash(path) & (capacity - 1)
+            while true {
+                let taken = slots[slot]
+                if taken == 0 {
+                    slots[slot] = UInt32(position + 1)
+                    distinct += 1
+                    break
+                }
+                if entries.path(at: Int(taken) - 1) == path {
+                    slots[slot] = UInt32(position + 1)
+                    break
+                }
+                slot = (slot + 1) & (capacity - 1)
+            }
+        }
+        self.slots = slots
+        count = distinct
+    }
+
+    /// Indexes `entries`.
+    public init(_ entries: [ManifestEntry]) {
+        self.init(ManifestEntries(entries))
+    }
+
+    private static func hash(_ path: ArraySlice<UInt8>) -> Int {
+        var hasher = Hasher()
+        path.withUnsafeBytes { hasher.combine(bytes: $0) }
+        return hasher.finalize()
     }
 
     // MARK: Look-ups
 
-    /// The entry for `key`, if the manifest has one.
-    public subscript(key: PathKey) -> ManifestEntry? {
-        positions[key].map { entries[$0] }
+    /// The position in `entries` of the entry for `path`, if the manifest has one.
+    public func position(of path: ArraySlice<UInt8>) -> Int? {
+        let mask = slots.count - 1
+        var slot = ManifestIndex.hash(path) & mask
+        while true {
+            let taken = slots[slot]
+            if taken == 0 { return nil }
+            if entries.path(at: Int(taken) - 1) == path { return Int(taken) - 1 }
+            slot = (slot + 1) & mask
+        }
     }
 
-    /// How many distinct paths there are.
-    public var count: Int { positions.count }
+    /// The entry for `key`, if the manifest has one.
+    public subscript(key: PathKey) -> ManifestEntry? {
+        position(of: key.bytes[...]).map { entries[$0] }
+    }
+
+    /// Whether the manifest has an entry for `path`.
+    public func contains(_ path: [UInt8]) -> Bool {
+        position(of: path[...]) != nil
+    }
+
+    /// The position of each distinct path's entry (the last of its duplicates), in manifest order.
+    public var distinctPositions: [Int] {
+        entries.indices.filter { position(of: entries.path(at: $0)) == $0 }
+    }
 
     // MARK: Sequence
 
     /// Each distinct path with its entry, in no particular order.
     public struct Iterator: IteratorProtocol {
-        fileprivate var inner: Dictionary<PathKey, Int>.Iterator
-        fileprivate let entries: [ManifestEntry]
+        fileprivate var slot = 0
+        fileprivate let index: ManifestIndex
 
         public mutating func next() -> (key: PathKey, value: ManifestEntry)? {
-            inner.next().map { ($0.key, entries[$0.value]) }
+            while slot < index.slots.count {
+                let taken = index.slots[slot]
+                slot += 1
+                if taken != 0 {
+                    let entry = index.entries[Int(taken) - 1]
+                    return (PathKey(entry.path), entry)
+                }
+            }
+            return nil
         }
     }
 
     public func makeIterator() -> Iterator {
-        Iterator(inner: positions.makeIterator(), entries: entries)
+        Iterator(index: self)
     }
 }

@@ -140,11 +140,11 @@ public final class Restorer {
         }
         // With a selection, only the selected entries (and the files their hard links need)
         // are looked up: entries left out are skipped before any look-up.
-        var wanted: [ManifestEntry]?
+        var wanted: ManifestEntries?
         if let manifest, !selection.isEverything {
-            wanted = manifest.entries.filter { entry in
-                redirects[PathKey(entry.path)] != nil || selection.matches(entry.path, isDirectory: entry.type == .directory)
-            }
+            wanted = ManifestEntries(manifest.entries.lazy.filter { entry in
+                self.redirects[PathKey(entry.path)] != nil || selection.matches(entry.path, isDirectory: entry.type == .directory)
+            })
         }
         let expected = manifest.map { ManifestIndex(wanted ?? $0.entries) }
         result.backupID = manifest?.summary.id
@@ -164,7 +164,7 @@ public final class Restorer {
         do {
             // Phase 1: this backup's own archive.
             var seen = Set<PathKey>()
-            let ownEntries = wanted?.filter { $0.storedIn == nil }
+            let ownEntries = wanted.map { ManifestEntries($0.lazy.filter { $0.storedIn == nil }) }
             let inner = try readArchive(archive, name: archiveName, holder: nil, expected: expected, seen: &seen,
                                         context: context, onlyEntries: ownEntries)
             var final = manifest
@@ -235,7 +235,7 @@ public final class Restorer {
     /// With `onlyEntries`, only the frames holding those entries are read when the archive
     /// allows it (see `narrowed`).
     private func readArchive(_ source: RandomAccessSource, name: String, holder: BackupID?, expected: ManifestIndex?,
-                             seen: inout Set<PathKey>, context: PhaseContext, onlyEntries: [ManifestEntry]? = nil) throws -> [UInt8]? {
+                             seen: inout Set<PathKey>, context: PhaseContext, onlyEntries: ManifestEntries? = nil) throws -> [UInt8]? {
         var innerManifest: [UInt8]?
         var sawMarker = false
         var sawManifest = false
@@ -298,7 +298,7 @@ public final class Restorer {
     /// Only the parts of `source` that hold `entries`, when that is possible: the archive
     /// has a seek table, and the manifest knows where every entry lies. Nil otherwise (the
     /// whole archive is read, which is always correct).
-    private func narrowed(_ source: RandomAccessSource, name: String, entries: [ManifestEntry]) -> RangedZstdSource? {
+    private func narrowed(_ source: RandomAccessSource, name: String, entries: ManifestEntries) -> RangedZstdSource? {
         var ranges: [Range<Int64>] = []
         ranges.reserveCapacity(entries.count)
         for entry in entries {
@@ -322,10 +322,10 @@ public final class Restorer {
     /// of those archives once.
     private func restoreFromEarlierArchives(_ manifest: Manifest, locateArchive: ArchiveLocator?,
                                             context: PhaseContext) throws {
-        var groups: [BackupID: [ManifestEntry]] = [:]
+        var groups: [BackupID: ManifestEntries] = [:]
         for entry in manifest.entries where entry.type == .file {
             guard let holder = entry.storedIn, context.selection.matches(entry.path, isDirectory: false) else { continue }
-            groups[holder, default: []].append(entry)
+            groups[holder, default: ManifestEntries()].append(entry)
         }
         for holder in groups.keys.sorted() {
             guard let group = groups.removeValue(forKey: holder) else { continue }

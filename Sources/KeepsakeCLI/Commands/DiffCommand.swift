@@ -73,7 +73,7 @@ struct DiffCommand: KeepsakeCommand {
     private struct Side {
         /// The backup id, or the archive file's path when it has no manifest.
         let label: String
-        let entries: [ManifestEntry]
+        let entries: ManifestEntries
 
         init(_ backup: LocatedBackup, context: CommandContext) throws {
             let contents = try backup.contents(cancellation: context.cancellation)

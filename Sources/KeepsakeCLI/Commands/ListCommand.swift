@@ -144,7 +144,7 @@ struct ListCommand: KeepsakeCommand {
         return Table.Cell(sources + " (encrypted)")
     }
 
-    private func showEntries(_ entries: [ManifestEntry], summary: BackupSummary?, context: CommandContext) {
+    private func showEntries(_ entries: ManifestEntries, summary: BackupSummary?, context: CommandContext) {
         if context.json {
             context.printJSON(.object(JSONObject([
                 ("backup", summary?.json ?? .null),
