@@ -116,6 +116,22 @@ public final class LocatedBackup {
         return (nil, entries)
     }
 
+    /// Hands each entry the backup holds to `visit`, in manifest order, without holding
+    /// them: read front to back from the manifest beside the archive in a destination,
+    /// otherwise as `contents` finds them. Returns the manifest's summary (nil for a plain
+    /// archive). An error can come after some entries were visited.
+    public func forEachEntry(cancellation: CancellationFlag, _ visit: (ManifestEntry) throws -> Void) throws -> BackupSummary? {
+        if let item, !isArchiveFile {
+            return try catalog.forEachEntry(of: item) { entry in
+                try cancellation.check()
+                try visit(entry)
+            }
+        }
+        let contents = try contents(cancellation: cancellation)
+        for entry in contents.entries { try visit(entry) }
+        return contents.manifest?.summary
+    }
+
     // MARK: Archives
 
     /// Opens the backup's own archive.

@@ -137,29 +137,71 @@ public struct ManifestDiff: Sendable {
 
     /// Compares the entries of an older backup with those of a newer one (see above).
     public init(before older: ManifestEntries, after newer: ManifestEntries) {
-        // Positions by path, not copies of the entries: only rows that differ hold entries.
-        let oldIndex = ManifestIndex(older)
-        let newIndex = ManifestIndex(newer)
-        var rows: [Row] = []
-        for position in newIndex.distinctPositions {
-            let entry = newer[position]
-            guard let previousPosition = oldIndex.position(of: newer.path(at: position)) else {
+        var builder = Builder(before: older)
+        for entry in newer { builder.add(entry) }
+        self = builder.finish()
+    }
+
+    /// The rows found.
+    private init(rows: [Row]) {
+        self.rows = rows
+    }
+
+    /// Compares an older backup's entries, held, with a newer backup's entries handed in one
+    /// at a time (read front to back, never held): only the rows that differ hold entries.
+    public struct Builder {
+        private let older: ManifestEntries
+        private let oldIndex: ManifestIndex
+        /// For each older position (the last entry of its path): not met yet, met unchanged,
+        /// or the number of its row.
+        private var outcome: [Int32]
+        private static let notMet: Int32 = -1
+        private static let unchanged: Int32 = -2
+        /// Rows so far; nil where a later line of the same path replaced the row.
+        private var rows: [Row?] = []
+        /// The row of each path only the newer backup has.
+        private var added: [PathKey: Int] = [:]
+
+        /// A comparison against `older`.
+        public init(before older: ManifestEntries) {
+            self.older = older
+            oldIndex = ManifestIndex(older)
+            outcome = [Int32](repeating: Builder.notMet, count: older.count)
+        }
+
+        /// Compares the next entry of the newer backup (a later line of a path replaces an
+        /// earlier one, as in tar).
+        public mutating func add(_ entry: ManifestEntry) {
+            guard let position = oldIndex.position(of: entry.path[...]) else {
+                let key = PathKey(entry.path)
+                if let earlier = added[key] { rows[earlier] = nil }
+                added[key] = rows.count
                 rows.append(Row(path: entry.path, status: .added, before: nil, after: entry, changes: []))
-                continue
+                return
             }
-            let previous = older[previousPosition]
+            if outcome[position] >= 0 { rows[Int(outcome[position])] = nil }
+            let previous = older[position]
             let changes = ManifestDiff.changes(from: previous, to: entry)
-            guard !changes.isEmpty else { continue }
+            guard !changes.isEmpty else {
+                outcome[position] = Builder.unchanged
+                return
+            }
             let status: Status = changes.contains(where: \.isContent) ? .modified : .metadata
+            outcome[position] = Int32(rows.count)
             rows.append(Row(path: entry.path, status: status, before: previous, after: entry, changes: changes))
         }
-        for position in oldIndex.distinctPositions where newIndex.position(of: older.path(at: position)) == nil {
-            let entry = older[position]
-            rows.append(Row(path: entry.path, status: .removed, before: entry, after: nil, changes: []))
+
+        /// The rows, with every older path the newer backup did not have as removed.
+        public func finish() -> ManifestDiff {
+            var rows = self.rows.compactMap { $0 }
+            for position in oldIndex.distinctPositions where outcome[position] == Builder.notMet {
+                let entry = older[position]
+                rows.append(Row(path: entry.path, status: .removed, before: entry, after: nil, changes: []))
+            }
+            rows.sort { $0.path.lexicographicallyPrecedes($1.path) }
+            ManifestDiff.pairRenames(&rows)
+            return ManifestDiff(rows: rows)
         }
-        rows.sort { $0.path.lexicographicallyPrecedes($1.path) }
-        ManifestDiff.pairRenames(&rows)
-        self.rows = rows
     }
 
     /// Points added and removed files with the same content at each other (first in path
