@@ -1,3 +1,4 @@
+import BackupCore
 import Foundation
 
 /// Keepsake's configuration file: named profiles for `keepsake run` and `keepsake schedule`.
