@@ -1,6 +1,6 @@
-/// Well-formed UTF-8, one sequence at a time: the rules the JSON and TOML parsers, the
-/// exclude-pattern matcher and path display share. `package`: KeepsakeConfig's TOML parser
-/// uses it too, and it is no part of the public API.
+/// Well-formed UTF-8, one sequence at a time: the rules the JSON parser, the exclude-pattern
+/// matcher and path display share. `package`, not public: the configuration module's parser
+/// shares them too, but they are no part of core's API.
 package enum UTF8Sequence {
     /// The length (1–4) of the well-formed UTF-8 sequence starting at `index`, or 0 when
     /// the bytes there are not one. Overlong forms, encoded surrogates and values above
