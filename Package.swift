@@ -40,10 +40,15 @@ let package = Package(
             name: "BackupCore",
             dependencies: ["CArchive", "CCrypto", "CCurl", "CPosix", "CZstd"]
         ),
+        // Configuration files (TOML, profiles): turns a profile into BackupCore's plain requests.
+        .target(
+            name: "KeepsakeConfig",
+            dependencies: ["BackupCore"]
+        ),
         .target(name: "TerminalUI"),
         .target(
             name: "KeepsakeCLI",
-            dependencies: ["BackupCore", "TerminalUI"]
+            dependencies: ["BackupCore", "KeepsakeConfig", "TerminalUI"]
         ),
         .executableTarget(
             name: "keepsake",
@@ -54,6 +59,7 @@ let package = Package(
         // The base class of every test case (a skip under CI=true must be allow-listed).
         .target(name: "KeepsakeTestSupport", dependencies: ["BackupCore"], path: "Tests/KeepsakeTestSupport"),
         .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore", "KeepsakeTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "KeepsakeConfigTests", dependencies: ["KeepsakeConfig", "KeepsakeTestSupport"]),
         .testTarget(name: "TerminalUITests", dependencies: ["TerminalUI", "KeepsakeTestSupport"]),
         .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "TerminalUI", "KeepsakeTestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["keepsake", "KeepsakeTestSupport"]),

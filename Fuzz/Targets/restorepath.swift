@@ -5,7 +5,7 @@
 // the input is parsed as a manifest and, for every entry, its path (and a hard link's target)
 // is judged too; a restore selection is made of a few entry paths and of the input's lines
 // (paths and glob patterns, as `restore` takes them), every entry is matched against it, and
-// the manifest index is built as Restorer and BackupCatalog build them. Checked on every input:
+// the manifest index is built as RestorePlan and BackupCatalog build them. Checked on every input:
 //   - a path ArchivePath accepts has components, none empty, none `..`, none holding a NUL
 //     byte, and it does not start with `/`;
 //   - a selection of a plain path selects that path;
@@ -45,16 +45,8 @@ public func fuzzRestorePath(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32
             require(selection.matches(normalized, isDirectory: false), "the selection of '\(text)' does not select it")
         }
         // The restore plan: selected entries and the files their hard links need.
-        var redirects: [PathKey: [UInt8]] = [:]
-        for entry in manifest.entries where entry.type == .hardlink {
-            guard let target = entry.linkTarget, selection.matches(entry.path, isDirectory: false),
-                  !selection.matches(target, isDirectory: false) else { continue }
-            redirects[PathKey(target)] = entry.path
-        }
-        let wanted = manifest.entries.filter {
-            redirects[PathKey($0.path)] != nil || selection.matches($0.path, isDirectory: $0.type == .directory)
-        }
-        checkIndex(ManifestIndex(wanted))
+        let plan = RestorePlan(manifest: manifest, selection: selection)
+        checkIndex(ManifestIndex(plan.wanted ?? manifest.entries))
         // A partial restore's parse keeps the selected lines and every hard link.
         if let kept = try? Manifest.parse(bytes, keeping: { path, type in
             type == .hardlink || selection.matches(Array(path), isDirectory: type == .directory)

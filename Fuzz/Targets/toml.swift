@@ -5,8 +5,8 @@
 //   - a parsed table has a position for every key, no key twice, only finite floats;
 //   - the byte and the String entry points agree on valid UTF-8;
 //   - every profile of a valid configuration is found again by its name.
-import BackupCore
 import Glibc
+import KeepsakeConfig
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzTOML(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {

@@ -3,7 +3,7 @@ import XCTest
 @testable import BackupCore
 
 /// The pieces of an encrypted backup that need no crypto: object names, the summary in the
-/// clear, profile settings, and the change-detection cache.
+/// clear, and the change-detection cache.
 final class EncryptedBackupModelTests: KeepsakeTestCase {
     private let id = BackupID("20261202T023000Z-3f9a1c2e")!
 
@@ -69,37 +69,6 @@ final class EncryptedBackupModelTests: KeepsakeTestCase {
         XCTAssertFalse(BackupEncryption.recipients(["a"]).canShareChain(with: .recipients(["a", "b"])))
         XCTAssertFalse(BackupEncryption.passphrase.canShareChain(with: .recipients(["a"])))
         XCTAssertTrue(BackupEncryption.passphrase.canShareChain(with: .passphrase))
-    }
-
-    // MARK: Profiles
-
-    func testProfilesTakeEncryptionSettings() throws {
-        let identity = try AgeIdentity.generate()
-        let config = try ConfigFile(text: """
-            [profiles.web]
-            sources = ["/srv"]
-            recipients = ["\(identity.recipient.encoded)"]
-            recipients-file = "keys.txt"
-            identity-file = ["~/key.txt"]
-            """, path: "/etc/keepsake/config.toml", home: "/home/ana")
-        let profile = try config.profile(named: "web")
-        XCTAssertEqual(profile.encryption.recipients, [identity.recipient])
-        XCTAssertEqual(profile.encryption.recipientsFiles, ["/etc/keepsake/keys.txt"])
-        XCTAssertEqual(profile.encryption.identityFiles, ["/home/ana/key.txt"])
-        XCTAssertTrue(profile.encryption.encrypts)
-    }
-
-    func testBadEncryptionSettingsAreNamedAtTheirLine() {
-        XCTAssertThrowsError(try ConfigFile(text: "[profiles.web]\nsources = [\"/srv\"]\nrecipients = [\"AGE-SECRET-KEY-1XYZ\"]\n",
-                                            path: "/c.toml", home: "/h")) { error in
-            XCTAssertTrue("\(error)".contains("/c.toml:3:"), "\(error)")
-            XCTAssertTrue("\(error)".contains("where its public key belongs"), "\(error)")
-            XCTAssertFalse("\(error)".contains("AGE-SECRET-KEY-1XYZ"), "a secret key is echoed: \(error)")
-        }
-        XCTAssertThrowsError(try ConfigFile(text: "[profiles.web]\nsources = [\"/srv\"]\nrecipients-file = \"k\"\npassphrase-file = \"p\"\n",
-                                            path: "/c.toml", home: "/h")) { error in
-            XCTAssertTrue("\(error)".contains("not both"), "\(error)")
-        }
     }
 
     // MARK: The cache

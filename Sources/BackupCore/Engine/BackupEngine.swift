@@ -96,8 +96,8 @@ public final class BackupEngine {
             let writer = try ArchiveWriter(sink: encrypting ?? hashing, compression: request.compression,
                                            level: request.level, threads: request.threads)
             let session = try ArchiveSession(writer: writer, cancellation: cancellation, events: events,
-                                             parent: parentCursor, chain: request.chain, warn: warn)
-            session.readPause = request.readPause
+                                             parent: parentCursor, chain: request.chain, readPause: request.readPause,
+                                             warn: warn)
             session.expectedBytes = expectedBytes
             try session.writeMarker(now: request.now)
             if let stdinPath = request.stdinPath {
@@ -167,7 +167,7 @@ public final class BackupEngine {
             tee = mirror
             try SidecarManifest.write(summaryLine: Array((summary.json.serialized() + "\n").utf8), to: mirror,
                                        workers: request.threads) { compressor in
-                try session.entries.forEachChunk { try compressor.write($0) }
+                try session.manifest.forEachEntryChunk { try compressor.write($0) }
             }
             try encrypting?.finish()
             try sidecar.commit()
@@ -184,7 +184,7 @@ public final class BackupEngine {
 
     private func resolvedSources(_ request: BackupRequest) throws -> [[UInt8]] {
         if let name = request.stdinName, let path = request.stdinPath {
-            guard ArchiveSession.safeStdinPath(path) != nil else {
+            guard StandardInputFile.archivePath(path) != nil else {
                 throw EngineError.invalidRequest("The stdin name '\(name)' must be a relative path without '..' (and not Keepsake's own .keepsake/manifest.jsonl or .keepsake/SHA256SUMS).")
             }
             return []
@@ -361,37 +361,27 @@ public final class BackupEngine {
 
 /// Counts what a backup would store, without reading any content.
 private final class DryRunCounter {
-    private var files: Int64 = 0
-    private var directories: Int64 = 0
-    private var symlinks: Int64 = 0
-    private var hardlinks: Int64 = 0
-    private var other: Int64 = 0
-    private var bytes: Int64 = 0
+    private var counts = BackupCounts()
     private var seenInodes = Set<FileIdentity>()
 
     func add(_ item: ScannedItem) {
         switch item.type {
         case .file:
             if item.info.st_nlink > 1, !seenInodes.insert(FileIdentity(item.info)).inserted {
-                hardlinks += 1
+                counts.hardlinks += 1
                 return
             }
-            files += 1
-            bytes += Int64(item.info.st_size)
-        case .directory: directories += 1
-        case .symlink: symlinks += 1
+            counts.files += 1
+            counts.bytes += Int64(item.info.st_size)
+        case .directory: counts.directories += 1
+        case .symlink: counts.symlinks += 1
         case .socket: break
-        default: other += 1
+        default: counts.other += 1
         }
     }
 
     func fill(_ summary: inout BackupSummary) {
-        summary.fileCount = files
-        summary.directoryCount = directories
-        summary.symlinkCount = symlinks
-        summary.hardlinkCount = hardlinks
-        summary.otherCount = other
-        summary.originalBytes = bytes
+        counts.fill(&summary)
     }
 }
 

@@ -321,7 +321,7 @@ final class RestoreFileWriter: @unchecked Sendable {
                 if errno == EINTR { continue }
                 let code = errno
                 abandon()
-                fail(Restorer.targetError(request.target, code, path: file.job.path))
+                fail(RestoreTarget.stoppingError(request.target, code, path: file.job.path))
                 return
             }
             written += count
@@ -351,7 +351,7 @@ final class RestoreFileWriter: @unchecked Sendable {
             let code = errno
             close(file.fd)
             RestoreTarget.remove(file.temporary, in: job.directory.fd)
-            fail(Restorer.targetError(request.target, code, path: job.path))
+            fail(RestoreTarget.stoppingError(request.target, code, path: job.path))
             return
         }
         RestoredMetadata.apply(job.header, fd: file.fd, request: request, path: job.path, warnings: &outcome.warnings)
@@ -435,11 +435,11 @@ final class RestoreFileWriter: @unchecked Sendable {
     /// A failure to create something: fatal when the target is full,
     /// otherwise a warning for that path.
     private func problem(_ path: [UInt8], _ code: Int32) {
-        if Restorer.stopsRestore(code) {
-            fail(Restorer.targetError(request.target, code, path: path))
+        if RestoreTarget.stopsRestore(code) {
+            fail(RestoreTarget.stoppingError(request.target, code, path: path))
         } else {
             outcome.warnings.append(PathWarning(kind: .unwritable, path: PathBytes.display(path),
-                                                reason: Restorer.notWritten(code)))
+                                                reason: RestoreTarget.notWritten(code)))
         }
     }
 

@@ -139,3 +139,17 @@ public struct RestoreResult: Sendable {
     /// Entries restored (or, in a dry run, that would be).
     public var entryCount: Int64 { files + directories + symlinks + hardlinks + other }
 }
+
+// MARK: - Recording
+
+extension RestoreResult {
+    /// Records an entry refused as unsafe: it is never written.
+    mutating func refuse(_ path: [UInt8], _ reason: String) {
+        damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path), reason: "unsafe entry refused: \(reason)"))
+    }
+
+    /// Adds a reason why an archive could not be read to its end.
+    mutating func noteArchiveProblem(_ problem: String) {
+        archiveProblem = archiveProblem.map { $0 + "; " + problem } ?? problem
+    }
+}

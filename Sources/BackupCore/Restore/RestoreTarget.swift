@@ -15,7 +15,7 @@ final class RestoreTarget {
     struct Unwritable: Error, CustomStringConvertible {
         /// The errno of the failed call.
         let code: Int32
-        var description: String { "could not be written (\(FileDescriptorIO.message(code)))" }
+        var description: String { RestoreTarget.notWritten(code) }
     }
 
     // MARK: State
@@ -102,6 +102,26 @@ final class RestoreTarget {
         }
     }
 
+    /// The reason given for a path the target refused with `code`.
+    static func notWritten(_ code: Int32) -> String {
+        "could not be written (\(FileDescriptorIO.message(code)))"
+    }
+
+    /// Whether a failure to create something in the target stops the restore (nothing
+    /// more can be written: the disk is full) rather than skipping one path. A read-only
+    /// target is refused before the restore begins; met later (a read-only mount inside the
+    /// target), it refuses only the paths below it.
+    static func stopsRestore(_ code: Int32) -> Bool {
+        code == ENOSPC || code == EDQUOT
+    }
+
+    /// The error that stops a restore into `target` (see `stopsRestore`), met while writing `path`.
+    static func stoppingError(_ target: String, _ code: Int32, path: [UInt8]) -> EngineError {
+        .targetUnusable(path: target,
+                        reason: "\(FileDescriptorIO.message(code)) while writing \(PathBytes.display(path)); the unfinished file was removed; "
+                            + advice(code))
+    }
+
     /// `mkdir -p` on bytes; 0, or the errno of the folder that could not be made.
     private static func makeDirectories(_ path: [UInt8]) -> Int32 {
         var prefix: [UInt8] = path.first == UInt8(ascii: "/") ? [UInt8(ascii: "/")] : []
@@ -136,12 +156,6 @@ final class RestoreTarget {
     }
 
     // MARK: Paths
-
-    /// Splits an archive path into safe components, or explains why it is unsafe (see
-    /// `ArchivePath`, the one place that decides).
-    static func components(of path: [UInt8]) -> Result<[[UInt8]], ArchivePath.Refusal> {
-        ArchivePath.components(of: path)
-    }
 
     /// An open descriptor of the directory `components` (relative to the target), made
     /// on the way when `create` is set. The descriptor belongs to the target: do not close.

@@ -1,10 +1,11 @@
-/// Well-formed UTF-8, one sequence at a time: the rules the JSON and TOML parsers, the
-/// exclude-pattern matcher and path display share.
-enum UTF8Sequence {
+/// Well-formed UTF-8, one sequence at a time: the rules the JSON parser, the exclude-pattern
+/// matcher and path display share. `package`, not public: the configuration module's parser
+/// shares them too, but they are no part of core's API.
+package enum UTF8Sequence {
     /// The length (1–4) of the well-formed UTF-8 sequence starting at `index`, or 0 when
     /// the bytes there are not one. Overlong forms, encoded surrogates and values above
     /// U+10FFFF are not well formed. `end` bounds the sequence.
-    static func length<Bytes: RandomAccessCollection>(in bytes: Bytes, at index: Int, end: Int) -> Int
+    package static func length<Bytes: RandomAccessCollection>(in bytes: Bytes, at index: Int, end: Int) -> Int
     where Bytes.Element == UInt8, Bytes.Index == Int {
         let lead = bytes[index]
         if lead < 0x80 { return 1 }

@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import KeepsakeConfig
 import TerminalUI
 
 /// `keepsake run PROFILE`: the one line a crontab needs. Runs the profile's before hook,

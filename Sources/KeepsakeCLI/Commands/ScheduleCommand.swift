@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import KeepsakeConfig
 import TerminalUI
 
 /// `keepsake schedule PROFILE`: prints a crontab line and a systemd user service + timer pair

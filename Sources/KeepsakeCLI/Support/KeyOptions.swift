@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import KeepsakeConfig
 import TerminalUI
 
 /// The encryption options (age v1) and where their keys come from: public keys to encrypt

@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import KeepsakeConfig
 import TerminalUI
 
 /// Loads a profile for `keepsake run` and `keepsake schedule`, printing configuration errors

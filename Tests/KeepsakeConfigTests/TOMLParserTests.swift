@@ -1,6 +1,6 @@
 import Foundation
+import KeepsakeConfig
 import XCTest
-@testable import BackupCore
 
 final class TOMLParserTests: KeepsakeTestCase {
     // MARK: Helpers

@@ -1,3 +1,4 @@
+import BackupCore
 import Foundation
 
 /// One named profile of the configuration file (`[profiles.home]`), validated: what to back

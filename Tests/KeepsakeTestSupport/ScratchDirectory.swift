@@ -4,13 +4,14 @@ import Foundation
 import Glibc
 #endif
 
-/// Temporary directories for the servers' data, configuration and logs.
-enum ScratchDirectory {
+/// Temporary directories: for the servers' data, configuration and logs, and for test targets
+/// that have no helpers of their own (the configuration tests).
+public enum ScratchDirectory {
     // MARK: Creating
 
     /// A new, empty directory (mode 0700) under the system's temporary folder, by its real path.
     /// Kept short: SeaweedFS puts Unix sockets in it, whose paths may not exceed 107 bytes.
-    static func make(_ label: String) throws -> URL {
+    public static func make(_ label: String) throws -> URL {
         let base = NSTemporaryDirectory().isEmpty ? "/tmp" : NSTemporaryDirectory()
         var template = Array((base + "/keepsake-\(label)-XXXXXX").utf8CString)
         let path = template.withUnsafeMutableBufferPointer { buffer -> String? in
@@ -26,7 +27,7 @@ enum ScratchDirectory {
     }
 
     /// Creates `name` inside `directory` (and its parents) and returns it.
-    static func subdirectory(_ name: String, of directory: URL) throws -> URL {
+    public static func subdirectory(_ name: String, of directory: URL) throws -> URL {
         let folder = directory.appendingPathComponent(name, isDirectory: true)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         return folder
@@ -35,7 +36,7 @@ enum ScratchDirectory {
     // MARK: Removing
 
     /// Removes `directory` and everything in it (making read-only folders writable first).
-    static func remove(_ directory: URL) {
+    public static func remove(_ directory: URL) {
         let path = directory.path
         guard FileManager.default.fileExists(atPath: path) else { return }
         if let enumerator = FileManager.default.enumerator(atPath: path) {

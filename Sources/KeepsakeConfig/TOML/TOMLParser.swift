@@ -1,3 +1,5 @@
+import BackupCore
+
 /// Parses the subset of TOML 1.0 that Keepsake's configuration file uses.
 ///
 /// ## Accepted subset

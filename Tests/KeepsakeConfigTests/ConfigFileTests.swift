@@ -1,6 +1,8 @@
+import BackupCore
 import Foundation
+import KeepsakeConfig
+import KeepsakeTestSupport
 import XCTest
-@testable import BackupCore
 
 /// The configuration file: valid profiles become backup requests, and every problem is
 /// reported with the file, line and column.
@@ -172,9 +174,10 @@ final class ConfigFileTests: KeepsakeTestCase {
     }
 
     func testExcludeFromFilesAreReadWhenTheRequestIsMade() throws {
-        let folder = try makeTemporaryDirectory("config")
-        defer { removeTemporaryDirectory(folder) }
-        try writeFile(folder + "/ignore", "# comment\n*.log\n\n/build\n")
+        let scratch = try ScratchDirectory.make("config")
+        defer { ScratchDirectory.remove(scratch) }
+        let folder = scratch.path
+        try "# comment\n*.log\n\n/build\n".write(toFile: folder + "/ignore", atomically: false, encoding: .utf8)
         let config = try ConfigFile(text: """
             [profiles.home]
             sources = ["/home/ana"]
@@ -192,11 +195,42 @@ final class ConfigFileTests: KeepsakeTestCase {
         XCTAssertEqual(try readable.excludePatterns(), ["*.tmp", "*.log", "/build"])
         XCTAssertEqual(try readable.backupRequest(toolVersion: "k", defaultThreads: 1).scan.excludes.count, 3)
 
-        try writeFile(folder + "/bad", "[a-\n")
+        try "[a-\n".write(toFile: folder + "/bad", atomically: false, encoding: .utf8)
         readable.excludeFrom = [folder + "/bad"]
         XCTAssertThrowsError(try readable.backupRequest(toolVersion: "k", defaultThreads: 1)) { error in
             XCTAssertEqual("\(error)", "\(folder)/config.toml:4:1: the exclude file '\(folder)/bad' named in 'exclude-from' "
                 + "of profile 'home' holds an invalid pattern '[a-': unterminated '[' (a character class needs a closing ']')")
+        }
+    }
+
+    // MARK: Encryption settings
+
+    func testProfilesTakeEncryptionSettings() throws {
+        let identity = try AgeIdentity.generate()
+        let config = try ConfigFile(text: """
+            [profiles.web]
+            sources = ["/srv"]
+            recipients = ["\(identity.recipient.encoded)"]
+            recipients-file = "keys.txt"
+            identity-file = ["~/key.txt"]
+            """, path: "/etc/keepsake/config.toml", home: "/home/ana")
+        let profile = try config.profile(named: "web")
+        XCTAssertEqual(profile.encryption.recipients, [identity.recipient])
+        XCTAssertEqual(profile.encryption.recipientsFiles, ["/etc/keepsake/keys.txt"])
+        XCTAssertEqual(profile.encryption.identityFiles, ["/home/ana/key.txt"])
+        XCTAssertTrue(profile.encryption.encrypts)
+    }
+
+    func testBadEncryptionSettingsAreNamedAtTheirLine() {
+        XCTAssertThrowsError(try ConfigFile(text: "[profiles.web]\nsources = [\"/srv\"]\nrecipients = [\"AGE-SECRET-KEY-1XYZ\"]\n",
+                                            path: "/c.toml", home: "/h")) { error in
+            XCTAssertTrue("\(error)".contains("/c.toml:3:"), "\(error)")
+            XCTAssertTrue("\(error)".contains("where its public key belongs"), "\(error)")
+            XCTAssertFalse("\(error)".contains("AGE-SECRET-KEY-1XYZ"), "a secret key is echoed: \(error)")
+        }
+        XCTAssertThrowsError(try ConfigFile(text: "[profiles.web]\nsources = [\"/srv\"]\nrecipients-file = \"k\"\npassphrase-file = \"p\"\n",
+                                            path: "/c.toml", home: "/h")) { error in
+            XCTAssertTrue("\(error)".contains("not both"), "\(error)")
         }
     }
 
@@ -211,8 +245,9 @@ final class ConfigFileTests: KeepsakeTestCase {
     }
 
     func testMissingFileSaysHowToCreateOne() throws {
-        let folder = try makeTemporaryDirectory("config")
-        defer { removeTemporaryDirectory(folder) }
+        let scratch = try ScratchDirectory.make("config")
+        defer { ScratchDirectory.remove(scratch) }
+        let folder = scratch.path
         XCTAssertThrowsError(try ConfigFile.load(path: nil, environment: ["HOME": folder])) { error in
             XCTAssertEqual((error as? ConfigError)?.kind, .fileMissing)
             XCTAssertEqual("\(error)", """
@@ -232,7 +267,9 @@ final class ConfigFileTests: KeepsakeTestCase {
         XCTAssertThrowsError(try ConfigFile.load(path: folder, environment: ["HOME": folder])) { error in
             XCTAssertEqual("\(error)", "The configuration file \(folder) is a folder; give a file")
         }
-        try writeFile(folder + "/.config/keepsake/config.toml", "[profiles.x]\nsources = [\"/x\"]\n")
+        let configFolder = try ScratchDirectory.subdirectory(".config/keepsake", of: scratch)
+        try "[profiles.x]\nsources = [\"/x\"]\n".write(toFile: configFolder.path + "/config.toml", atomically: false,
+                                                         encoding: .utf8)
         let loaded = try ConfigFile.load(path: nil, environment: ["HOME": folder])
         XCTAssertEqual(loaded.path, folder + "/.config/keepsake/config.toml")
         XCTAssertEqual(loaded.profileNames, ["x"])

@@ -1,0 +1,470 @@
+import CPosix
+import Foundation
+
+/// One restore, from start to end: reads the restored backup's own archive, then each
+/// earlier archive its unchanged files live in, front to back; sends every entry through
+/// the `RestorePlan`, and what is to be written to the `RestorePlacement` (in a dry run,
+/// only says what would happen). Then the `PendingCommit` settles what waited for the
+/// archive's own manifest, and the `FolderFixes` give folders their modes and times. Made
+/// for one run, so every part starts with its own empty state.
+final class RestoreRun {
+    // MARK: Parts
+
+    private weak var events: EngineEventSink?
+    private let cancellation: CancellationFlag
+    private let request: RestoreRequest
+    private let plan: RestorePlan
+    private let existingCheck: ExistingEntryCheck
+    /// The target folder; nil in a dry run, which writes nothing.
+    private let target: RestoreTarget?
+    /// In a dry run, the target folder when it exists: only looked at, to tell what
+    /// would be written from what would be kept.
+    private let lookup: RestoreTarget?
+    /// Nil in a dry run, like `target`.
+    private let placement: RestorePlacement?
+    private let pending: PendingCommit?
+
+    // MARK: State
+
+    private let started = Date()
+    private var result = RestoreResult()
+    private var fixes = FolderFixes()
+    /// The archive being read began with Keepsake's marker, so its own manifest (with a
+    /// SHA-256 per file) is expected at its end: files waiting for it are hashed meanwhile.
+    private var expectsOwnManifest = false
+    private var lastProgress = Date.distantPast
+
+    // MARK: Life cycle
+
+    /// A run of `request` for a backup described by `manifest` (nil when only the
+    /// archive's own manifest, at its end, describes it). Throws when a selection pattern
+    /// is not valid or the target cannot be written.
+    init(manifest: Manifest?, request: RestoreRequest, events: EngineEventSink?, cancellation: CancellationFlag) throws {
+        self.events = events
+        self.cancellation = cancellation
+        self.request = request
+        plan = try RestorePlan(manifest: manifest, request: request)
+        existingCheck = ExistingEntryCheck(plan: plan, cancellation: cancellation)
+        result.backupID = manifest?.summary.id
+        if request.dryRun {
+            target = nil
+            placement = nil
+            pending = nil
+            lookup = RestoreTarget(existing: request.targetPath)
+        } else {
+            let target = try RestoreTarget(path: request.targetPath)
+            self.target = target
+            placement = try RestorePlacement(target: target, plan: plan, request: request, cancellation: cancellation)
+            pending = PendingCommit(target: target, request: request, cancellation: cancellation)
+            lookup = nil
+        }
+    }
+
+    // MARK: Phases
+
+    /// Restores from `archive` (see `Restorer.restore(archive:archiveName:manifest:request:locateArchive:)`).
+    func restore(archive: RandomAccessSource, archiveName: String, manifest: Manifest?,
+                 locateArchive: Restorer.ArchiveLocator?) throws -> RestoreResult {
+        let expected = manifest.map { ManifestIndex(plan.wanted ?? $0.entries) }
+        do {
+            // Phase 1: this backup's own archive.
+            // Which manifest positions the archive was seen to hold (a byte each, not a path).
+            var seen = [Bool](repeating: false, count: expected?.entries.count ?? 0)
+            let ownEntries = plan.wanted.map { ManifestEntries($0.lazy.filter { $0.storedIn == nil }) }
+            let inner = try readArchive(archive, name: archiveName, holder: nil, expected: expected, seen: &seen,
+                                        onlyEntries: ownEntries)
+            var final = manifest
+            if let expected {
+                result.verifiedAgainstManifest = true
+                let entries = expected.entries
+                for position in expected.distinctPositions where entries.storedIn(at: position) == nil && !seen[position] {
+                    let path = Array(entries.path(at: position))
+                    guard plan.selection.matches(path, isDirectory: entries.type(at: position) == .directory) else { continue }
+                    result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
+                                                      reason: "missing from the archive"))
+                }
+            } else if let inner {
+                do {
+                    final = try Manifest.parse(inner)
+                    result.verifiedAgainstManifest = true
+                } catch {
+                    result.archiveProblem = "the archive's manifest cannot be read (\(error))"
+                }
+            }
+            if let final { result.backupID = final.summary.id }
+            if let placement, let pending {
+                let index = manifest == nil ? final?.index() : nil
+                try pending.commit(placement.takePendings(), index: index, hasManifest: final != nil, result: &result)
+                if let index { pending.removeUnlisted(index, fixes: &fixes, result: &result) }
+            } else if manifest == nil {
+                result.plainTarball = inner == nil && result.archiveProblem == nil
+            }
+
+            // Phase 2: unchanged files, from the earlier archives that hold them.
+            if let final {
+                try restoreFromEarlierArchives(final, locateArchive: locateArchive)
+                try restoreRecordedLinks(final)
+            }
+        } catch let failure as RestorePlacement.TargetFailure {
+            discardPendings()
+            applyFolderFixes()
+            throw failure.error
+        } catch {
+            // Interrupted or failed: what was placed stays, and the folders made so far get
+            // their recorded modes and times (a rerun with --overwrite never keeps them).
+            discardPendings()
+            applyFolderFixes()
+            throw error
+        }
+        if let target {
+            applyFolderFixes()
+            ks_syncfs(target.rootFD)
+        }
+        result.elapsed = Date().timeIntervalSince(started)
+        return result
+    }
+
+    /// Reads one archive front to back, restoring what belongs to this phase: with `holder`
+    /// nil, this backup's own entries; otherwise the files `expected` says `holder` holds.
+    /// Returns the archive's own manifest when it was read (and no manifest was known).
+    /// A damaged archive ends the phase with `archiveProblem` set; target failures throw.
+    /// With `onlyEntries`, only the frames holding those entries are read when the archive
+    /// allows it (see `narrowed`).
+    private func readArchive(_ source: RandomAccessSource, name: String, holder: BackupID?, expected: ManifestIndex?,
+                             seen: inout [Bool], onlyEntries: ManifestEntries? = nil) throws -> [UInt8]? {
+        var innerManifest: [UInt8]?
+        var sawMarker = false
+        var sawManifest = false
+        expectsOwnManifest = false
+        let ranged = onlyEntries.flatMap { narrowed(source, name: name, entries: $0) }
+        let counting = ranged == nil ? CountingSource(source) : nil
+        defer {
+            result.archiveBytesRead += ranged?.compressedBytesRead ?? counting?.count ?? 0
+            if ranged != nil { result.archivesReadInPart += 1 }
+        }
+        do {
+            let input: ByteSource = ranged.map { $0 as ByteSource } ?? counting.map { $0 as ByteSource } ?? source
+            let reader = try ArchiveReader(source: input, name: name, plainTar: ranged != nil,
+                                           cancellation: cancellation)
+            while let header = try reader.nextHeader() {
+                try cancellation.check()
+                if BackupNaming.isMetadataEntry(header.path) {
+                    if header.path == BackupNaming.manifestEntryPath {
+                        sawManifest = true
+                        if expected == nil {
+                            innerManifest = try readInnerManifest(reader, archiveName: name)
+                        } else {
+                            try reader.skipContent()
+                        }
+                    } else {
+                        if header.path == BackupNaming.markerEntryPath {
+                            sawMarker = true
+                            expectsOwnManifest = true
+                        }
+                        try reader.skipContent()
+                    }
+                    continue
+                }
+                try restoreEntry(header, reader: reader, holder: holder, expected: expected, seen: &seen)
+            }
+            if sawMarker && !sawManifest && ranged == nil {
+                result.noteArchiveProblem("\(name) is a Keepsake archive but ends before its manifest: it is truncated or damaged")
+            }
+        } catch let failure as ArchiveError {
+            result.noteArchiveProblem(failure.description)
+        } catch let failure as StorageError {
+            result.noteArchiveProblem(failure.description)
+        }
+        try finishWrites()
+        return innerManifest
+    }
+
+    /// The archive's own manifest, or nil (with the problem noted) when it is larger than
+    /// what it describes can need: the files waiting for it then land unverified.
+    private func readInnerManifest(_ reader: ArchiveReader, archiveName: String) throws -> [UInt8]? {
+        do {
+            return try reader.readManifest(name: "the manifest inside \(archiveName)")
+        } catch let error as ManifestError {
+            result.noteArchiveProblem("\(error); its files were restored unchecked, named *\(Restorer.unverifiedSuffix): "
+                + "restore from another copy of this backup if there is one")
+            return nil
+        }
+    }
+
+    /// Only the parts of `source` that hold `entries`, when that is possible: the archive
+    /// has a seek table, and the manifest knows where every entry lies. Nil otherwise (the
+    /// whole archive is read, which is always correct).
+    private func narrowed(_ source: RandomAccessSource, name: String, entries: ManifestEntries) -> RangedZstdSource? {
+        var ranges: [Range<Int64>] = []
+        ranges.reserveCapacity(entries.count)
+        for entry in entries {
+            guard let offset = entry.archiveOffset, let length = entry.archiveLength,
+                  offset <= Int64.max - length else { return nil }
+            ranges.append(offset..<(offset + length))
+        }
+        // The table comes from the archive: frames bigger than Keepsake would decompress in
+        // one piece are read the ordinary way.
+        guard let size = try? source.size(),
+              let table = try? SeekTable.read(streamSize: size, read: { try source.bytes(at: $0, count: $1) }),
+              table.largestFrame <= ZstdContext.compressBound(ParallelZstdSource.largestParallelFrame) else { return nil }
+        return RangedZstdSource(source: source, table: table, ranges: ranges, name: name, workers: DecodedArchiveSource.workers)
+    }
+
+    /// Restores the selected files whose content lives in earlier archives, reading each
+    /// of those archives once.
+    private func restoreFromEarlierArchives(_ manifest: Manifest, locateArchive: Restorer.ArchiveLocator?) throws {
+        var groups: [BackupID: ManifestEntries] = [:]
+        for entry in manifest.entries where entry.type == .file {
+            guard let holder = entry.storedIn, plan.selection.matches(entry.path, isDirectory: false) else { continue }
+            groups[holder, default: ManifestEntries()].append(entry)
+        }
+        for holder in groups.keys.sorted() {
+            guard let group = groups.removeValue(forKey: holder) else { continue }
+            let files = ManifestIndex(group)
+            let located: (source: RandomAccessSource, name: String)?
+            do {
+                located = try locateArchive?(holder)
+            } catch {
+                located = nil
+            }
+            guard let located else {
+                // Not found at all (not found damaged): the caller says what to bring.
+                let host = manifest.summary.host.isEmpty ? "HOST" : HostIdentity.fileSafe(manifest.summary.host)
+                let fileName = "\(host)_\(holder.rawValue)\(manifest.summary.compression.fileExtension)"
+                result.missingArchives.append(MissingArchive(backupID: holder, fileName: fileName,
+                                                             paths: files.map { PathBytes.display($0.key.bytes) }.sorted()))
+                continue
+            }
+            defer { located.source.close() }
+            var seen = [Bool](repeating: false, count: files.entries.count)
+            _ = try readArchive(located.source, name: located.name, holder: holder, expected: files, seen: &seen,
+                                onlyEntries: plan.selection.isEverything ? nil : files.entries)
+            for position in files.distinctPositions where !seen[position] {
+                result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(Array(files.entries.path(at: position))),
+                                                  reason: "missing from the archive of backup \(holder)"))
+            }
+        }
+    }
+
+    /// Hard links recorded only in the manifest (their first name's content is in an earlier
+    /// archive): made last, once every file is in place.
+    private func restoreRecordedLinks(_ manifest: Manifest) throws {
+        guard let target, let placement else { return }
+        for entry in manifest.entries where entry.type == .hardlink && entry.storedIn != nil {
+            guard plan.selection.matches(entry.path, isDirectory: false) else { continue }
+            let components: [[UInt8]]
+            switch plan.placement(of: entry.path) {
+            case .success(let parts)?: components = parts
+            case .failure(let refusal)?:
+                result.refuse(entry.path, refusal.reason)
+                continue
+            case nil: continue
+            }
+            let header = ArchiveEntryHeader(path: entry.path, type: .hardlink, linkTarget: entry.linkTarget)
+            do {
+                let parentFD = try target.directory(components.dropLast(), create: true)
+                var replaces = false
+                if let existing = RestoreTarget.existing(components[components.count - 1], in: parentFD) {
+                    if plan.keepsExistingForRecordedLinks {
+                        result.skippedExisting += 1
+                        if !existingCheck.isLink(existing, to: entry.linkTarget, rootFD: target.rootFD) {
+                            result.keptDifferent.append(entry.displayPath)
+                        }
+                        continue
+                    }
+                    replaces = true
+                }
+                try placement.queueHardLink(header, components: components, path: entry.path, parentFD: parentFD,
+                                            deferred: false, replaces: replaces, result: &result)
+            } catch let failure as RestorePlacement.TargetFailure {
+                throw failure
+            } catch {
+                result.warnings.append(PathWarning(kind: .unwritable, path: entry.displayPath, reason: "\(error)"))
+            }
+        }
+        try finishWrites()
+    }
+
+    // MARK: Entries
+
+    private func restoreEntry(_ archived: ArchiveEntryHeader, reader: ArchiveReader, holder: BackupID?,
+                              expected: ManifestIndex?, seen: inout [Bool]) throws {
+        let step: RestorePlan.Step
+        switch plan.decide(archived, holder: holder, expected: expected, seen: &seen) {
+        case .restore(let decided):
+            step = decided
+        case .skip:
+            return try reader.skipContent()
+        case .refuse(let path, let reason):
+            result.refuse(path, reason)
+            return try reader.skipContent()
+        case .damaged(let path, let reason):
+            result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path), reason: reason))
+            return try reader.skipContent()
+        }
+        let header = step.header
+        let components = step.components
+        let path = step.path
+        reportProgress(path)
+        guard let target, let placement, let pending else { return try dryRunEntry(step, reader: reader) }
+
+        let parentFD: Int32
+        do {
+            parentFD = try target.directory(components.dropLast(), create: true)
+        } catch let refusal as RestoreTarget.Refusal {
+            result.refuse(path, refusal.reason)
+            try reader.skipContent()
+            return
+        } catch let failure as RestoreTarget.Unwritable {
+            try placement.targetProblem(path, failure.code, result: &result)
+            try reader.skipContent()
+            return
+        }
+        let name = components[components.count - 1]
+        // Whether an existing entry is replaced (counted once the new one is in place).
+        var replaces = false
+        if plan.mayMeetExisting(header.type, targetStartedEmpty: target.startedEmpty),
+           let existing = RestoreTarget.existing(name, in: parentFD) {
+            switch plan.meeting(existing, for: header) {
+            case .notAFolderInTheWay:
+                result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path),
+                                                   reason: "something that is not a folder is in the way"))
+                return
+            case .folderThere(let takesMetadata):
+                if takesMetadata { fixes.add(components, header: header) }
+                // Counted only when this restore made it (on the way to an earlier entry):
+                // a folder that was there before is not restored by being met.
+                if target.startedEmpty { result.directories += 1 } else { result.existingDirectories += 1 }
+                return
+            case .keep:
+                return try keepExisting(step, reader: reader, existing: existing, parentFD: parentFD, rootFD: target.rootFD)
+            case .folderInTheWay:
+                result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path),
+                                                   reason: "a folder is in the way; it was left alone"))
+                return try reader.skipContent()
+            case .replace:
+                replaces = true
+            }
+        }
+
+        // Before the archive's own manifest is read, what is placed is checked against it at the end.
+        let waitsForManifest = expected == nil
+        switch header.type {
+        case .directory:
+            guard try placement.makeDirectory(name, in: parentFD, path: path, result: &result) else { return }
+            fixes.add(components, header: header)
+            result.directories += 1
+            if waitsForManifest { pending.notePlaced(components, path: path, header: header) }
+        case .file:
+            let check: RestoreFileWriter.Check = waitsForManifest ? .wait(hashed: expectsOwnManifest)
+                : .verify(sha256: step.entry?.sha256)
+            try placement.queueFile(header, reader: reader, components: components, path: path, parentFD: parentFD,
+                                    check: check, replaces: replaces, result: &result)
+        case .hardlink:
+            try placement.queueHardLink(header, components: components, path: path, parentFD: parentFD,
+                                        deferred: waitsForManifest, replaces: replaces, result: &result)
+        case .symlink, .fifo, .characterDevice, .blockDevice:
+            guard header.type == .symlink || header.type == .fifo || request.restoreSpecialFiles else {
+                result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(path),
+                                                   reason: "device files are restored only with --same-owner, as root"))
+                return
+            }
+            guard try placement.makeNode(header, name: name, in: parentFD, path: path, result: &result) else { return }
+            if header.type == .symlink { result.symlinks += 1 } else { result.other += 1 }
+            if replaces { result.replaced += 1 }
+            if waitsForManifest { pending.notePlaced(components, path: path, header: header) }
+        case .socket:
+            try reader.skipContent()
+        }
+    }
+
+    /// A dry run's entry: what would be written (listed in `planned`), replaced, or kept,
+    /// looking at the target when it exists.
+    private func dryRunEntry(_ step: RestorePlan.Step, reader: ArchiveReader) throws {
+        let header = step.header
+        let name = step.components[step.components.count - 1]
+        if let lookup, let parentFD = try? lookup.directory(step.components.dropLast(), create: false),
+           let existing = RestoreTarget.existing(name, in: parentFD) {
+            switch plan.meeting(existing, for: header) {
+            case .notAFolderInTheWay:
+                // A folder already there is not written; something else in the way stops it.
+                result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(step.path),
+                                                   reason: "something that is not a folder is in the way"))
+                return
+            case .folderThere:
+                result.existingDirectories += 1
+                return
+            case .keep:
+                return try keepExisting(step, reader: reader, existing: existing, parentFD: parentFD, rootFD: lookup.rootFD)
+            case .folderInTheWay:
+                result.warnings.append(PathWarning(kind: .skipped, path: PathBytes.display(step.path),
+                                                   reason: "a folder is in the way; it would be left alone"))
+                return try reader.skipContent()
+            case .replace:
+                result.replaced += 1
+            }
+        }
+        result.planned.append(PathBytes.display(step.path))
+        count(header)
+        try reader.skipContent()
+    }
+
+    /// Counts an existing entry the policy keeps (reading past its content), and names it
+    /// in `keptDifferent` when it is not what the backup holds there (see
+    /// `ExistingEntryCheck`).
+    private func keepExisting(_ step: RestorePlan.Step, reader: ArchiveReader, existing: stat, parentFD: Int32,
+                              rootFD: Int32) throws {
+        result.skippedExisting += 1
+        let same = try existingCheck.matches(step.header, reader: reader, existing: existing,
+                                             name: step.components[step.components.count - 1], parentFD: parentFD,
+                                             entry: step.entry, rootFD: rootFD)
+        try reader.skipContent()
+        if !same { result.keptDifferent.append(PathBytes.display(step.path)) }
+    }
+
+    // MARK: Ending
+
+    /// Waits for the writer, and takes in what it did; throws when the target failed.
+    private func finishWrites() throws {
+        try placement?.finishWrites(result: &result)
+        // A stop makes the writer drop what was queued: nothing after this may count as done.
+        try cancellation.check()
+    }
+
+    /// Removes every temporary file still waiting (after a fatal error).
+    private func discardPendings() {
+        guard let placement, let pending else { return }
+        _ = placement.takeWriterOutcome(result: &result)
+        pending.discard(placement.takePendings())
+    }
+
+    private func applyFolderFixes() {
+        guard let target else { return }
+        fixes.apply(in: target, request: request, warnings: &result.warnings)
+    }
+
+    // MARK: Counting
+
+    private func count(_ header: ArchiveEntryHeader) {
+        switch header.type {
+        case .file: result.files += 1; result.bytes += header.size
+        case .directory: result.directories += 1
+        case .symlink: result.symlinks += 1
+        case .hardlink: result.hardlinks += 1
+        case .socket: break
+        default: result.other += 1
+        }
+    }
+
+    private func reportProgress(_ path: [UInt8]) {
+        guard let events else { return }
+        let now = Date()
+        guard now.timeIntervalSince(lastProgress) >= 0.1 else { return }
+        lastProgress = now
+        let written = placement?.progress ?? (files: 0, bytes: 0)
+        events.handle(.progress(ProgressSnapshot(entriesDone: result.entryCount + written.files,
+                                                 filesDone: result.files + written.files,
+                                                 bytesDone: result.bytes + written.bytes, totalBytes: nil,
+                                                 currentPath: PathBytes.display(path))))
+    }
+}
