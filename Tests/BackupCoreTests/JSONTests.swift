@@ -496,4 +496,29 @@ final class JSONTests: KeepsakeTestCase {
         // Informational only: no timing assertion.
         print("parsed \(lineCount) manifest lines (\(bytes.count) bytes) in \(String(format: "%.2f", elapsed)) s")
     }
+
+    // MARK: Streamed objects
+
+    func testAStreamedObjectIsTheTextOfTheWholeObject() {
+        let elements: [JSONValue] = [
+            .object(JSONObject([("path", "a/b"), ("size", 3), ("tags", .array(["x", "[]"]))])),
+            .object(JSONObject()),
+            .array([]),
+            "plain [] text",
+            .object(JSONObject([("nested", .object(JSONObject([("deep", .array([1, 2]))])))])),
+        ]
+        let leading = JSONObject([("backup", .object(JSONObject([("id", "20261129T023000Z-3f9a1c2e"), ("list", .array([]))]))),
+                                  ("count", 5)])
+        for count in [0, 1, 2, elements.count] {
+            for pretty in [false, true] {
+                var text = ""
+                var document = StreamedJSONObject(leading: leading, arrayKey: "entries", pretty: pretty) { text += $0 }
+                for element in elements.prefix(count) { document.append(element) }
+                document.finish()
+                var whole = leading
+                whole["entries"] = .array(Array(elements.prefix(count)))
+                XCTAssertEqual(text, JSONValue.object(whole).serialized(pretty: pretty), "\(count) elements, pretty \(pretty)")
+            }
+        }
+    }
 }

@@ -99,10 +99,12 @@ public enum JSONValue: Sendable, Equatable {
 
     /// The value as JSON text. Compact by default; `pretty` indents by two spaces and puts
     /// one member or element per line. Object keys keep their insertion order.
-    public func serialized(pretty: Bool = false) -> String {
+    /// `indent` (pretty only) is the depth the value sits at, for text placed inside an
+    /// enclosing document (see `StreamedJSONObject`).
+    public func serialized(pretty: Bool = false, indent: Int = 0) -> String {
         var bytes: [UInt8] = []
         if pretty {
-            appendPretty(to: &bytes, indent: 0)
+            appendPretty(to: &bytes, indent: indent)
         } else {
             var writer = JSONWriter()
             writer.value(self)

@@ -47,9 +47,12 @@ struct DiffCommand: KeepsakeCommand {
     func run(context: CommandContext) throws -> ExitCode {
         let from = try Side(try context.locate(fromReference, destinationOption: destinationOption, hosts: hosts, source: source),
                             context: context)
-        let to = try Side(try context.locate(toReference, destinationOption: destinationOption, hosts: hosts, source: source),
-                          context: context)
-        let diff = ManifestDiff(before: from.entries, after: to.entries)
+        // The newer side is read front to back against the older one, never held whole.
+        let newer = try context.locate(toReference, destinationOption: destinationOption, hosts: hosts, source: source)
+        var builder = ManifestDiff.Builder(before: from.entries)
+        let newerSummary = try newer.forEachEntry(cancellation: context.cancellation) { builder.add($0) }
+        let to = Side(newer, summary: newerSummary, context: context)
+        let diff = builder.finish()
         if context.json {
             var object = JSONObject([("from", .string(from.label)), ("to", .string(to.label))])
             for status in ManifestDiff.Status.allCases {
@@ -73,16 +76,23 @@ struct DiffCommand: KeepsakeCommand {
     private struct Side {
         /// The backup id, or the archive file's path when it has no manifest.
         let label: String
+        /// The entries, when held (the older side).
         let entries: ManifestEntries
 
+        /// The older side, its entries held.
         init(_ backup: LocatedBackup, context: CommandContext) throws {
             let contents = try backup.contents(cancellation: context.cancellation)
-            if contents.manifest == nil {
+            self.init(backup, summary: contents.manifest?.summary, context: context, entries: contents.entries)
+        }
+
+        /// A side whose entries were read without being held; `summary` nil for a plain archive.
+        init(_ backup: LocatedBackup, summary: BackupSummary?, context: CommandContext, entries: ManifestEntries = []) {
+            if summary == nil {
                 context.note("\(backup.label) has no Keepsake manifest: a plain tar archive, compared from its headers "
                     + "(no SHA-256, so content counts as changed when its size or modification time did).")
             }
-            label = contents.manifest?.summary.id.rawValue ?? backup.label
-            entries = contents.entries
+            label = summary?.id.rawValue ?? backup.label
+            self.entries = entries
         }
     }
 

@@ -58,6 +58,11 @@ struct ListCommand: KeepsakeCommand {
         guard let argument = reference else { return try listBackups(try context.destination(destinationOption), context: context) }
         let backup = try context.locate(argument, destinationOption: destinationOption, hosts: host.map { .only($0) } ?? .all,
                                         source: source)
+        if !long, !backup.isArchiveFile, let summary = backup.item?.summary {
+            // Printed as the manifest is read: a listing of any size in little memory.
+            try streamEntries(of: backup, summary: summary, context: context)
+            return .success
+        }
         let contents = try backup.contents(cancellation: context.cancellation)
         if contents.manifest == nil && !context.json {
             context.note("\(backup.label) has no Keepsake manifest: a plain tar archive, listed from its headers.")
@@ -142,6 +147,28 @@ struct ListCommand: KeepsakeCommand {
         guard let encryption = summary.encryption else { return Table.Cell(sources) }
         if summary.sourcesHidden { return Table.Cell("encrypted (\(encryption.label))", role: .muted) }
         return Table.Cell(sources + " (encrypted)")
+    }
+
+    /// Paths (or JSON) written as the manifest beside the archive is read, a block at a time.
+    private func streamEntries(of backup: LocatedBackup, summary: BackupSummary, context: CommandContext) throws {
+        var text = ""
+        func write(_ piece: String) {
+            text += piece
+            if text.utf8.count > 1 << 16 {
+                _ = ConsoleWriter.standardOutput.write(text)
+                text = ""
+            }
+        }
+        if context.json {
+            var document = StreamedJSONObject(leading: JSONObject([("backup", summary.json)]), arrayKey: "entries",
+                                              pretty: context.capabilities.stdoutIsTTY, write: write)
+            _ = try backup.forEachEntry(cancellation: context.cancellation) { document.append(EntryFormatting.json($0)) }
+            document.finish()
+            write("\n")
+        } else {
+            _ = try backup.forEachEntry(cancellation: context.cancellation) { write($0.displayPath + "\n") }
+        }
+        _ = ConsoleWriter.standardOutput.write(text)
     }
 
     private func showEntries(_ entries: ManifestEntries, summary: BackupSummary?, context: CommandContext) {
