@@ -6,6 +6,7 @@
 #include <sys/types.h>
 #include <sys/xattr.h>
 #include <sys/stat.h>
+#include <malloc.h>
 
 // Values from the Linux UAPI headers (the same on x86_64 and aarch64).
 static const int KS_O_NOATIME = 01000000;
@@ -22,6 +23,9 @@ extern int sync_file_range(int fd, long long offset, long long nbytes, unsigned 
 static const unsigned int KS_SYNC_FILE_RANGE_WRITE = 2;
 
 static inline int ks_syncfs(int fd) { return syncfs(fd); }
+/// Makes malloc map blocks of `threshold` bytes and more on their own, given back when freed
+/// (glibc otherwise raises the threshold as such blocks are freed, and keeps them in the heap).
+static inline int ks_map_large_blocks(size_t threshold) { return mallopt(M_MMAP_THRESHOLD, (int)threshold); }
 /// Starts writing back a range of a file without waiting for it.
 static inline int ks_start_writeback(int fd, long long offset, long long length) {
     return sync_file_range(fd, offset, length, KS_SYNC_FILE_RANGE_WRITE);

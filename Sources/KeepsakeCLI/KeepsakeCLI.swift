@@ -16,7 +16,8 @@ public enum KeepsakeCLI {
     /// Runs `keepsake` with the process's own arguments, read as bytes from `argv` (so a
     /// path that is not UTF-8 arrives intact), and returns the exit code.
     public static func main() -> Int32 {
-        main(CommandLineArgument.processArguments())
+        ProcessMemory.mapLargeBlocks()
+        return main(CommandLineArgument.processArguments())
     }
 
     /// Runs `keepsake` with `arguments` (without the program name) and returns the exit code.

@@ -141,6 +141,12 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
         }
     }
 
+    /// Gives back the room that growing left unused (the buffers double as they grow).
+    public mutating func trim() {
+        if bytes.capacity > bytes.count + bytes.count / 8 { bytes = [UInt8](bytes[...]) }
+        if records.capacity > records.count + records.count / 8 { records = [Record](records[...]) }
+    }
+
     /// Reserves room for `count` entries.
     public mutating func reserveCapacity(_ count: Int) {
         records.reserveCapacity(count)

@@ -11,17 +11,30 @@ public struct ManifestIndex: Sendable, Sequence {
     private let slots: [UInt32]
     /// How many distinct paths there are.
     public let count: Int
+    /// The positions indexed, when not all of them.
+    private let subset: [Int]?
 
     // MARK: Life cycle
 
     /// Indexes `entries`.
     public init(_ entries: ManifestEntries) {
+        self.init(entries, subset: nil)
+    }
+
+    /// Indexes the entries of `entries` at `positions` only (the files one earlier backup
+    /// holds, say), sharing `entries` rather than copying those entries out.
+    public init(_ entries: ManifestEntries, positions: [Int]) {
+        self.init(entries, subset: positions)
+    }
+
+    private init(_ entries: ManifestEntries, subset: [Int]?) {
         self.entries = entries
+        self.subset = subset
         var capacity = 16
-        while capacity < entries.count * 2 { capacity <<= 1 }
+        while capacity < (subset?.count ?? entries.count) * 2 { capacity <<= 1 }
         var slots = [UInt32](repeating: 0, count: capacity)
         var distinct = 0
-        for position in entries.indices {
+        for position in subset ?? Array(entries.indices) {
             let path = entries.path(at: position)
             var slot = ManifestIndex.hash(path) & (capacity - 1)
             while true {
@@ -77,9 +90,14 @@ public struct ManifestIndex: Sendable, Sequence {
         position(of: path[...]) != nil
     }
 
+    /// The positions indexed, in manifest order: all of them, or the subset asked for.
+    public var indexedPositions: [Int] {
+        subset ?? Array(entries.indices)
+    }
+
     /// The position of each distinct path's entry (the last of its duplicates), in manifest order.
     public var distinctPositions: [Int] {
-        entries.indices.filter { position(of: entries.path(at: $0)) == $0 }
+        indexedPositions.filter { position(of: entries.path(at: $0)) == $0 }
     }
 
     // MARK: Sequence

@@ -82,6 +82,7 @@ struct ManifestParser {
             try line.withUnsafeBufferPointer { try take($0) }
         }
         guard let summary else { throw ManifestError.notAManifest(reason: "it is empty") }
+        entries.trim()
         return Manifest(summary: summary, entries: entries)
     }
 

@@ -124,8 +124,9 @@ final class RestoreFileWriter: @unchecked Sendable {
     static let batchSize = 1 << 20
     /// Batches queued at most besides the one being filled.
     private static let queuedBatches = 4
-    /// Operations per batch at most (empty files carry no bytes to fill a batch).
-    private static let maximumOperations = 4096
+    /// Operations per batch at most (empty files carry no bytes to fill a batch); an
+    /// operation with its file's header takes a few hundred bytes.
+    private static let maximumOperations = 1024
     /// New folder handles per batch at most: a tree of one small file per folder must not
     /// hold thousands of descriptors while its batches wait.
     static let maximumDirectoriesPerBatch = 16

@@ -70,7 +70,10 @@ final class RestoreRun {
             // Phase 1: this backup's own archive.
             // Which manifest positions the archive was seen to hold (a byte each, not a path).
             var seen = [Bool](repeating: false, count: expected?.entries.count ?? 0)
-            let ownEntries = plan.wanted.map { ManifestEntries($0.lazy.filter { $0.storedIn == nil }) }
+            // With a selection, only the frames of the selected entries this archive holds are read.
+            let ownEntries = plan.wanted == nil ? nil : expected.map { index in
+                ManifestIndex(index.entries, positions: index.entries.indices.filter { index.entries.storedIn(at: $0) == nil })
+            }
             let inner = try readArchive(archive, name: archiveName, holder: nil, expected: expected, seen: &seen,
                                         onlyEntries: ownEntries)
             var final = manifest
@@ -131,7 +134,7 @@ final class RestoreRun {
     /// With `onlyEntries`, only the frames holding those entries are read when the archive
     /// allows it (see `narrowed`).
     private func readArchive(_ source: RandomAccessSource, name: String, holder: BackupID?, expected: ManifestIndex?,
-                             seen: inout [Bool], onlyEntries: ManifestEntries? = nil) throws -> [UInt8]? {
+                             seen: inout [Bool], onlyEntries: ManifestIndex? = nil) throws -> [UInt8]? {
         var innerManifest: [UInt8]?
         var sawMarker = false
         var sawManifest = false
@@ -194,10 +197,11 @@ final class RestoreRun {
     /// Only the parts of `source` that hold `entries`, when that is possible: the archive
     /// has a seek table, and the manifest knows where every entry lies. Nil otherwise (the
     /// whole archive is read, which is always correct).
-    private func narrowed(_ source: RandomAccessSource, name: String, entries: ManifestEntries) -> RangedZstdSource? {
+    private func narrowed(_ source: RandomAccessSource, name: String, entries: ManifestIndex) -> RangedZstdSource? {
         var ranges: [Range<Int64>] = []
-        ranges.reserveCapacity(entries.count)
-        for entry in entries {
+        let positions = entries.indexedPositions
+        ranges.reserveCapacity(positions.count)
+        for entry in positions.lazy.map({ entries.entries[$0] }) {
             guard let offset = entry.archiveOffset, let length = entry.archiveLength,
                   offset <= Int64.max - length else { return nil }
             ranges.append(offset..<(offset + length))
@@ -213,14 +217,18 @@ final class RestoreRun {
     /// Restores the selected files whose content lives in earlier archives, reading each
     /// of those archives once.
     private func restoreFromEarlierArchives(_ manifest: Manifest, locateArchive: Restorer.ArchiveLocator?) throws {
-        var groups: [BackupID: ManifestEntries] = [:]
-        for entry in manifest.entries where entry.type == .file {
-            guard let holder = entry.storedIn, plan.selection.matches(entry.path, isDirectory: false) else { continue }
-            groups[holder, default: ManifestEntries()].append(entry)
+        // Positions in the manifest, not copies of its entries.
+        var groups: [BackupID: [Int]] = [:]
+        let entries = manifest.entries
+        for position in entries.indices where entries.type(at: position) == .file {
+            guard let holder = entries.storedIn(at: position),
+                  plan.selection.isEverything || plan.selection.matches(Array(entries.path(at: position)), isDirectory: false)
+            else { continue }
+            groups[holder, default: []].append(position)
         }
         for holder in groups.keys.sorted() {
             guard let group = groups.removeValue(forKey: holder) else { continue }
-            let files = ManifestIndex(group)
+            let files = ManifestIndex(entries, positions: group)
             let located: (source: RandomAccessSource, name: String)?
             do {
                 located = try locateArchive?(holder)
@@ -238,7 +246,7 @@ final class RestoreRun {
             defer { located.source.close() }
             var seen = [Bool](repeating: false, count: files.entries.count)
             _ = try readArchive(located.source, name: located.name, holder: holder, expected: files, seen: &seen,
-                                onlyEntries: plan.selection.isEverything ? nil : files.entries)
+                                onlyEntries: plan.selection.isEverything ? nil : files)
             for position in files.distinctPositions where !seen[position] {
                 result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(Array(files.entries.path(at: position))),
                                                   reason: "missing from the archive of backup \(holder)"))
