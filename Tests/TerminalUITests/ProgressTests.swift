@@ -1,4 +1,5 @@
 import XCTest
+import KeepsakeTestSupport
 @testable import TerminalUI
 
 final class ProgressTests: KeepsakeTestCase {
@@ -155,9 +156,9 @@ final class ProgressTests: KeepsakeTestCase {
 
     func testCapabilitiesInitializerAnimatesOnlyOnCapableStderr() {
         let tty = TerminalCapabilities(environment: ["TERM": "xterm"], stdinIsTTY: false, stdoutIsTTY: false, stderrIsTTY: true)
-        XCTAssertTrue(ProgressRenderer(capabilities: tty, writer: { _ in }).isTTY)
-        XCTAssertTrue(ProgressRenderer(capabilities: tty, writer: { _ in }).context.colorEnabled)
+        XCTAssertTrue(ProgressRenderer(capabilities: tty, output: CapturedOutput()).isTTY)
+        XCTAssertTrue(ProgressRenderer(capabilities: tty, output: CapturedOutput()).context.colorEnabled)
         let dumb = TerminalCapabilities(environment: ["TERM": "dumb"], stdinIsTTY: false, stdoutIsTTY: false, stderrIsTTY: true)
-        XCTAssertFalse(ProgressRenderer(capabilities: dumb, writer: { _ in }).isTTY)
+        XCTAssertFalse(ProgressRenderer(capabilities: dumb, output: CapturedOutput()).isTTY)
     }
 }

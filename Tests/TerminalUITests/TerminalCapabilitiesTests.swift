@@ -102,4 +102,19 @@ final class TerminalCapabilitiesTests: KeepsakeTestCase {
         XCTAssertTrue(TerminalCapabilities.detect(colorMode: .always, environment: ["COLUMNS": "33"]).stdoutColor)
         XCTAssertEqual(TerminalCapabilities.detect(environment: ["COLUMNS": "33"]).width, 33)
     }
+
+    /// A command's `--color` decides again on the terminal detected once: NO_COLOR still
+    /// takes the colours away under `auto`, `always` brings them back, `never` drops styling.
+    func testDecidingAgainForAnotherColorMode() {
+        let detected = TerminalCapabilities(environment: ["NO_COLOR": "1", "COLUMNS": "50"], stdinIsTTY: true,
+                                            stdoutIsTTY: true, stderrIsTTY: false)
+        XCTAssertTrue(detected.stdoutColor)
+        XCTAssertFalse(detected.colorsAllowed)
+        let never = detected.with(colorMode: .never)
+        XCTAssertFalse(never.stdoutColor || never.stderrColor)
+        XCTAssertEqual(never.width, 50)
+        let always = detected.with(colorMode: .always)
+        XCTAssertTrue(always.stdoutColor && always.stderrColor && always.colorsAllowed)
+        XCTAssertEqual(always.with(colorMode: .auto), detected, "back to auto is the detected terminal")
+    }
 }

@@ -66,7 +66,7 @@ struct CopyCommand: KeepsakeCommand {
         let result = try copier.copy(ids, lockWait: lockWait)
         presenter.finish()
         for problem in result.damaged where !context.json {
-            _ = ConsoleWriter.standardError.writeLine(context.err.apply(.danger, to: "damaged:") + " \(problem)")
+            context.damaged("\(problem)")
         }
         let code: ExitCode = result.damaged.isEmpty ? .success : .integrity
         if context.json {

@@ -88,7 +88,7 @@ struct FindCommand: KeepsakeCommand {
             message = "No path matching '\(search.pattern)' in the \(result.searchedCount) backup\(result.searchedCount == 1 ? "" : "s") in \(location)."
         }
         let label = context.err.apply(.danger, to: "Error:")
-        _ = ConsoleWriter.standardError.writeLine("\(label) \(message)")
+        context.messageLine("\(label) \(message)")
         guard !context.json && !context.quiet && result.searchedCount > 0, let hint = Self.broaderPattern(search.pattern) else {
             return
         }

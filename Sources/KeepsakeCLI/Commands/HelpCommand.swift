@@ -55,7 +55,7 @@ struct HelpCommand: KeepsakeCommand {
         if let topic, let command = CommandRegistry.command(named: topic) {
             HelpCommand.printHelp(for: command.spec, context: context)
         } else {
-            HelpCommand.printTopLevel(environment: context.environment)
+            HelpCommand.printTopLevel(context: context)
         }
         return .success
     }
@@ -69,12 +69,10 @@ struct HelpCommand: KeepsakeCommand {
         context.printLine(text)
     }
 
-    /// `keepsake --help`.
     /// What `keepsake` alone prints: what it is, three commands to start with, and where
     /// the rest is (the whole list is `keepsake help`).
-    static func printShortUsage(environment: [String: String]) {
-        let capabilities = TerminalCapabilities.detect(colorMode: .auto, environment: environment)
-        let out = capabilities.renderContext(for: .standardOutput)
+    static func printShortUsage(context: CommandContext) {
+        let out = context.out
         let examples = [
             ("keepsake backup ~/Documents", "back up a folder"),
             ("keepsake list", "show the backups"),
@@ -87,25 +85,25 @@ struct HelpCommand: KeepsakeCommand {
             lines.append("  " + out.apply(.accent, to: command) + padding + out.apply(.muted, to: explanation))
         }
         lines += ["", "Every command and exit code: keepsake help. One command: keepsake help COMMAND."]
-        for line in lines { _ = ConsoleWriter.standardOutput.writeLine(line) }
+        for line in lines { context.printLine(line) }
     }
 
-    static func printTopLevel(environment: [String: String]) {
-        let capabilities = TerminalCapabilities.detect(colorMode: .auto, environment: environment)
-        let out = capabilities.renderContext(for: .standardOutput)
-        if capabilities.stdoutIsTTY {
-            _ = ConsoleWriter.standardOutput.write(Header(title: "Keepsake \(KeepsakeCLI.version)",
-                                                          subtitle: "Backups you can trust, in formats that outlive the tool."),
-                                                   in: out)
-            _ = ConsoleWriter.standardOutput.writeLine("")
+    /// `keepsake --help`: a header on a terminal, then every command, the global options
+    /// and the exit codes.
+    static func printTopLevel(context: CommandContext) {
+        let out = context.out
+        if context.capabilities.stdoutIsTTY {
+            context.print(Header(title: "Keepsake \(KeepsakeCLI.version)",
+                                 subtitle: "Backups you can trust, in formats that outlive the tool."))
+            context.printLine("")
         }
         let text = HelpRenderer.renderTopLevel(
             abstract: KeepsakeCLI.abstract,
             commands: CommandRegistry.all.map { ($0.spec.name, $0.spec.abstract) },
             globalOptions: CommonOptions.global + [OptionSpec(long: "version", help: "Print the version and exit.")],
             exitCodes: ExitCode.allCases.map { ($0.rawValue, $0.meaning) },
-            width: capabilities.width,
+            width: context.capabilities.width,
             heading: { out.apply(.heading, to: $0) })
-        _ = ConsoleWriter.standardOutput.writeLine(text)
+        context.printLine(text)
     }
 }

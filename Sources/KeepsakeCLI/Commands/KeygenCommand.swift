@@ -47,8 +47,8 @@ struct KeygenCommand: KeepsakeCommand {
         let text = AgeKeyFile.render(identity, created: Date())
         guard let output else {
             // As age-keygen: the file on stdout, the public key on stderr.
-            _ = ConsoleWriter.standardOutput.write(text)
-            if !context.quiet { _ = ConsoleWriter.standardError.writeLine("Public key: \(identity.recipient.encoded)") }
+            context.printText(text)
+            if !context.quiet { context.messageLine("Public key: \(identity.recipient.encoded)") }
             return .success
         }
         let fd = open(output, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)

@@ -171,10 +171,10 @@ struct ListCommand: KeepsakeCommand {
                 text += entry.displayPath + "\n"
             }
             if text.utf8.count > 1 << 16 {
-                _ = ConsoleWriter.standardOutput.write(text)
+                context.printText(text)
                 text = ""
             }
         }
-        _ = ConsoleWriter.standardOutput.write(text)
+        context.printText(text)
     }
 }

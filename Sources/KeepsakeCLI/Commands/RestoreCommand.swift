@@ -185,7 +185,7 @@ struct RestoreCommand: KeepsakeCommand {
                 + summary.sources.joined(separator: ", ")
         }
         do {
-            let index = try Picker(title: "Backup", items: labels).choose(using: TerminalPromptIO(), context: context.err,
+            let index = try Picker(title: "Backup", items: labels).choose(using: context.console.prompts(), context: context.err,
                                                                           noInput: context.noInput)
             return items[index].id.rawValue
         } catch PromptError.cancelled {
@@ -197,7 +197,7 @@ struct RestoreCommand: KeepsakeCommand {
 
     private func show(_ result: RestoreResult, outcome: Outcome, source: String, context: CommandContext) {
         for problem in result.damaged {
-            _ = ConsoleWriter.standardError.writeLine(context.err.apply(.danger, to: "damaged:") + " \(problem.path): \(problem.reason)")
+            context.damaged("\(problem.path): \(problem.reason)")
         }
         for warning in result.warnings {
             context.warn("\(warning.path): \(warning.reason)")
@@ -208,8 +208,7 @@ struct RestoreCommand: KeepsakeCommand {
         for missing in result.missingArchives {
             let count = Units.count(missing.paths.count, "file")
             if outcome.missingIsDamage {
-                _ = ConsoleWriter.standardError.writeLine(context.err.apply(.danger, to: "damaged:")
-                    + " the archive of backup \(missing.backupID.rawValue), which holds \(count) of this backup unchanged, "
+                context.damaged("the archive of backup \(missing.backupID.rawValue), which holds \(count) of this backup unchanged, "
                     + "is missing from the destination; they were not restored (run 'keepsake verify')")
             } else {
                 context.warn("\(source) needs \(missing.stem)'s archive (\(missing.fileName)) next to this file: "
@@ -218,7 +217,7 @@ struct RestoreCommand: KeepsakeCommand {
             }
         }
         if let problem = result.archiveProblem {
-            _ = ConsoleWriter.standardError.writeLine(context.err.apply(.danger, to: "damaged:") + " \(problem)")
+            context.damaged("\(problem)")
         }
         if request.dryRun && !context.quiet {
             for path in result.planned { context.printLine(path) }

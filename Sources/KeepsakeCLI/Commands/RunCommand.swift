@@ -302,7 +302,7 @@ private struct RunState {
         raise(candidate)
         errors.append(message)
         let label = context.err.apply(.danger, to: "Error:")
-        _ = ConsoleWriter.standardError.writeLine("\(label) \(message)")
+        context.messageLine("\(label) \(message)")
     }
 
     /// 130 over 5 over 4 over 6 over 1 over 3 over 0.

@@ -161,7 +161,7 @@ struct ScheduleCommand: KeepsakeCommand {
             return .success
         } catch {
             let label = context.err.apply(.danger, to: "Error:")
-            _ = ConsoleWriter.standardError.writeLine("\(label) \(error.description).")
+            context.messageLine("\(label) \(error.description).")
             return .failure
         }
     }

@@ -68,7 +68,10 @@ enum KeyOptions {
         }
         if arguments?.flag("no-encryption") == true { return nil }
         if let passphraseFile { return .passphrase(try readPassphrase(passphraseFile, context: context), workFactor: 18) }
-        if asks { return .passphrase(try askPassphrase(confirm: true, render: context.err, noInput: context.noInput), workFactor: 18) }
+        if asks {
+            return .passphrase(try askPassphrase(confirm: true, render: context.err, noInput: context.noInput,
+                                                 io: context.console.prompts()), workFactor: 18)
+        }
         return nil
     }
 
@@ -103,7 +106,10 @@ enum KeyOptions {
         let canAsk = !noInput && context.capabilities.stderrIsTTY
         guard canAsk else { return AgeKeyring(identities: identities) }
         let render = context.err
-        return AgeKeyring(identities: identities, asks: true) { try askPassphrase(confirm: false, render: render, noInput: noInput) }
+        let prompts = context.console.prompts
+        return AgeKeyring(identities: identities, asks: true) {
+            try askPassphrase(confirm: false, render: render, noInput: noInput, io: prompts())
+        }
     }
 
     // MARK: Reading secrets
@@ -140,11 +146,7 @@ enum KeyOptions {
     }
 
     /// A passphrase typed on the terminal (twice when `confirm`), without echo.
-    private static func askPassphrase(confirm: Bool, render: RenderContext, noInput: Bool) throws -> [UInt8] {
-        // The terminal itself, so a backup of standard input can still ask.
-        let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
-        defer { if tty >= 0 { close(tty) } }
-        let io = TerminalPromptIO(inputDescriptor: tty >= 0 ? tty : 0)
+    private static func askPassphrase(confirm: Bool, render: RenderContext, noInput: Bool, io: any PromptIO) throws -> [UInt8] {
         let field = Field.secret("Passphrase", confirm: confirm) { $0.isEmpty ? "The passphrase cannot be empty." : nil }
         do {
             return Array(try field.ask(using: io, context: render, noInput: noInput).utf8)

@@ -54,7 +54,7 @@ enum ProfileLoader {
         let lines = error.description.split(separator: "\n", omittingEmptySubsequences: false)
         for (index, line) in lines.enumerated() {
             let isProblem = error.kind == .fileMissing ? index == 0 : !line.isEmpty
-            _ = ConsoleWriter.standardError.writeLine(isProblem ? "\(label) \(line)" : String(line))
+            context.messageLine(isProblem ? "\(label) \(line)" : String(line))
         }
         if context.json {
             context.printJSON(.object(JSONObject([
