@@ -2,8 +2,8 @@ import BackupCore
 import Foundation
 import TerminalUI
 
-/// The `keepsake` command line: parses, dispatches to a command, maps every outcome to a
-/// documented exit code.
+/// The `keepsake` command line: parses, dispatches to a command, and reports every failure
+/// (`ErrorReport`) with its documented exit code.
 public enum KeepsakeCLI {
     // MARK: Constants
 
@@ -56,8 +56,7 @@ public enum KeepsakeCLI {
             let error = ArgumentParser.looksLikeOption(first)
                 ? UsageError(.unknownOption(first, suggestion: nil), command: nil)
                 : UsageError.unknownCommand(first, known: CommandRegistry.all.map { $0.spec.name })
-            printUsageError(error, context: bare, json: wantsJSON(arguments))
-            return .usage
+            return bare.report(ErrorReport(error), json: wantsJSON(arguments))
         }
         return run(command, arguments: Array(arguments.dropFirst()), environment: environment, console: console, bare: bare)
     }
@@ -70,8 +69,7 @@ public enum KeepsakeCLI {
         do {
             parsed = try ArgumentParser.parse(arguments, for: command.spec)
         } catch {
-            printUsageError(error, context: bare, json: wantsJSON(arguments))
-            return .usage
+            return bare.report(ErrorReport(error), json: wantsJSON(arguments))
         }
         let context = CommandContext(arguments: parsed, environment: environment, console: console,
                                      cancellation: SignalHandling.cancellation)
@@ -82,79 +80,14 @@ public enum KeepsakeCLI {
         do {
             let instance = try command.init(arguments: parsed, context: context)
             return try instance.run(context: context)
-        } catch let error as UsageError {
-            printUsageError(error, context: context, json: context.json)
-            return .usage
         } catch {
-            return report(error, context: context)
+            return context.report(ErrorReport(error))
         }
-    }
-
-    /// Prints a failure and picks its exit code.
-    static func report(_ error: Error, context: CommandContext) -> ExitCode {
-        let code: ExitCode
-        var message = "\(error)"
-        switch error {
-        case EngineError.interrupted:
-            code = .interrupted
-        case is LockError:
-            code = .locked
-        case is EncryptionError:
-            code = .key
-        case EngineError.archiveMissing, EngineError.manifestUnreadable, ArchiveError.damaged:
-            // A backup found damaged (its archive gone, its manifest unreadable or hostile).
-            code = .integrity
-        case let failure as ExcludePatternError:
-            code = .usage
-            message = failure.description
-        case let failure as DestinationAddressError:
-            // The value of --dest (or KEEPSAKE_DEST, or a profile's destination) is wrong.
-            code = .usage
-            message = failure.description
-        default:
-            code = .failure
-        }
-        if !message.hasSuffix(".") { message += "." }
-        let label = context.err.apply(.danger, to: "Error:")
-        for line in errorLines(message, label: label, capabilities: context.capabilities) {
-            context.console.errors.writeLine(line)
-        }
-        if context.json {
-            context.printJSON(.object(JSONObject([
-                ("error", .string(message)),
-                ("exit_code", .int(Int64(code.rawValue))),
-            ])))
-        }
-        return code
     }
 
     /// Whether `--json` is among `arguments` (read as they are: a usage error means they
     /// could not be parsed, and a script asking for JSON still gets it).
     private static func wantsJSON(_ arguments: [CommandLineArgument]) -> Bool {
         arguments.prefix { $0.text != "--" }.contains { $0.text == "--json" }
-    }
-
-    /// A usage error on stderr; with `json`, also `{"error":…,"exit_code":2}` on stdout.
-    /// "Error: message" on a terminal wrapped at word boundaries to its width, the later
-    /// lines under the message; one line when stderr is not a terminal (a log keeps each
-    /// error on one line, for grep).
-    static func errorLines(_ message: String, label: String, capabilities: TerminalCapabilities) -> [String] {
-        guard capabilities.stderrIsTTY else { return ["\(label) \(message)"] }
-        let indent = "Error: ".count
-        let lines = DisplayWidth.wrap(message, width: max(20, capabilities.width - indent))
-        return lines.enumerated().map { index, line in index == 0 ? "\(label) \(line)" : String(repeating: " ", count: indent) + line }
-    }
-
-    private static func printUsageError(_ error: UsageError, context: CommandContext, json: Bool) {
-        var lines = error.lines()
-        let message = lines.first.map { $0.hasPrefix("Error: ") ? String($0.dropFirst(7)) : $0 } ?? "usage error"
-        if let first = lines.first, first.hasPrefix("Error: ") {
-            lines[0] = context.err.apply(.danger, to: "Error:") + first.dropFirst(6)
-        }
-        for line in lines { context.console.errors.writeLine(line) }
-        if json {
-            context.printJSON(.object(JSONObject([("error", .string(message)),
-                                                  ("exit_code", .int(Int64(ExitCode.usage.rawValue)))])), pretty: false)
-        }
     }
 }

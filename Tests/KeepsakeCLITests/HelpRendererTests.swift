@@ -1,5 +1,6 @@
 @testable import KeepsakeCLI
 import Foundation
+import TerminalUI
 import XCTest
 
 /// Help screens compared with literals, layout rules, and word wrapping.
@@ -302,26 +303,12 @@ final class HelpRendererTests: KeepsakeTestCase {
         XCTAssertEqual(HelpRenderer.render(backup, width: 3), HelpRenderer.render(backup, width: HelpRenderer.minimumWidth))
     }
 
-    // MARK: Word wrapping
+    // MARK: Annotations
 
-    func testWrapBreaksAtSpacesWithHangingIndent() {
-        XCTAssertEqual(
-            WordWrapper.wrap("one two three four five", width: 12, firstPrefix: "> ", restPrefix: "  "),
-            ["> one two", "  three four", "  five"]
-        )
-    }
-
-    func testWrapCutsWordsLongerThanTheLine() {
-        XCTAssertEqual(WordWrapper.wrap("ab abcdefghij", width: 4), ["ab", "abcd", "efgh", "ij"])
-    }
-
-    func testWrapKeepsParagraphsAndCollapsesSpaces() {
-        XCTAssertEqual(WordWrapper.wrap("a  b\n\nc", width: 10), ["a b", "", "c"])
-        XCTAssertEqual(WordWrapper.wrap("", width: 10, firstPrefix: "X: "), ["X:"])
-    }
-
-    func testWrapKeepsNoBreakSpaceTogether() {
-        let glued = "see (env:" + String(WordWrapper.noBreakSpace) + "HOME)"
-        XCTAssertEqual(WordWrapper.wrap(glued, width: 12), ["see", "(env: HOME)"])
+    /// An annotation stays whole on one line and is printed with a plain space (for grep).
+    func testAnnotationsAreGluedButPrintedWithPlainSpaces() {
+        let text = HelpRenderer.render(backup, width: 44)
+        XCTAssertFalse(text.contains(DisplayWidth.noBreakSpace))
+        XCTAssertFalse(text.split(separator: "\n").contains { $0.hasSuffix("(env:") || $0.hasSuffix("(default:") }, text)
     }
 }

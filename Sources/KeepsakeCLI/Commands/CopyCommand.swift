@@ -70,16 +70,9 @@ struct CopyCommand: KeepsakeCommand {
         }
         let code: ExitCode = result.damaged.isEmpty ? .success : .integrity
         if context.json {
-            context.printJSON(.object(JSONObject([
-                ("from", .string(source.location)),
-                ("to", .string(target.location)),
-                ("copied", .array(result.copied.map { .string($0.rawValue) })),
-                ("skipped", .array(result.skipped.map { .string($0.rawValue) })),
-                ("damaged", .array(result.damaged.map { .string($0.description) })),
-                ("bytes", .int(result.bytes)),
-                ("elapsed_seconds", .double((result.elapsed * 1000).rounded() / 1000)),
-                ("exit_code", .int(Int64(code.rawValue))),
-            ])))
+            var object = CopyResultJSON.encode(result, after: [("from", .string(source.location)), ("to", .string(target.location))])
+            object["exit_code"] = .int(Int64(code.rawValue))
+            context.printJSON(.object(object))
         } else if !context.quiet {
             context.print(KeyValueList(items: [
                 .init("From", source.location),

@@ -87,8 +87,8 @@ struct FindCommand: KeepsakeCommand {
         } else {
             message = "No path matching '\(search.pattern)' in the \(result.searchedCount) backup\(result.searchedCount == 1 ? "" : "s") in \(location)."
         }
-        let label = context.err.apply(.danger, to: "Error:")
-        context.messageLine("\(label) \(message)")
+        // With --json the search's own document (exit_code 1) is the answer.
+        context.report(ErrorReport(message, code: .failure), json: false)
         guard !context.json && !context.quiet && result.searchedCount > 0, let hint = Self.broaderPattern(search.pattern) else {
             return
         }

@@ -94,9 +94,7 @@ struct ScheduleCommand: KeepsakeCommand {
     // MARK: Running
 
     func run(context: CommandContext) throws -> ExitCode {
-        guard let (config, profile) = ProfileLoader.load(profileName, configOption: configOption, context: context) else {
-            return .failure
-        }
+        let (config, profile) = try ProfileLoader.load(profileName, configOption: configOption, context: context)
         let binary = Self.executablePath()
         let runArguments = [binary, "run", profile.name, "--config", config.path, "--quiet"]
         let marker = "# keepsake:\(profile.name)"
@@ -160,9 +158,8 @@ struct ScheduleCommand: KeepsakeCommand {
                                       : "Installed in your crontab: \(cronLine)")
             return .success
         } catch {
-            let label = context.err.apply(.danger, to: "Error:")
-            context.messageLine("\(label) \(error.description).")
-            return .failure
+            // The lines are printed (and with --json, their document): the error is told alone.
+            return context.report(ErrorReport(error), json: false)
         }
     }
 

@@ -120,6 +120,17 @@ final class CommandContext {
         console.errors.writeLine(err.apply(.muted, to: text))
     }
 
+    /// Tells a failure on standard error and, with `--json` (or `json`), as
+    /// `{"error": …, "exit_code": N}` on standard output; returns its exit code.
+    @discardableResult
+    func report(_ report: ErrorReport, json: Bool? = nil) -> ExitCode {
+        for line in report.lines(in: err, wraps: capabilities.stderrIsTTY) {
+            console.errors.writeLine(line)
+        }
+        if json ?? self.json { printJSON(report.json) }
+        return report.code
+    }
+
     /// `label text` on standard error, the label styled.
     private func labelled(_ label: String, role: Theme.Role, _ text: String) {
         console.errors.writeLine("\(err.apply(role, to: label)) \(text)")
