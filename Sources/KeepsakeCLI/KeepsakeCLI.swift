@@ -73,7 +73,7 @@ public enum KeepsakeCLI {
         }
         let context = CommandContext(arguments: parsed, environment: environment, console: console,
                                      cancellation: SignalHandling.cancellation)
-        if parsed.flag("help") {
+        if parsed.flag(.help) {
             HelpCommand.printHelp(for: command.spec, context: context)
             return .success
         }

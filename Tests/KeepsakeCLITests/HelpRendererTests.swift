@@ -14,15 +14,15 @@ final class HelpRendererTests: KeepsakeTestCase {
         discussion: "Each run writes one archive and its manifest to the destination. Nothing is visible until the backup is complete.",
         arguments: [ArgumentSpec(name: "PATH", help: "Files or directories to back up; '-' reads stdin.", repeating: true)],
         options: [
-            OptionSpec(long: "dest", short: "d", kind: .value(valueName: "dir"), environment: "KEEPSAKE_DEST", help: "Where backups are kept."),
+            OptionSpec(.dest, short: "d", kind: .value(valueName: "dir"), environment: "KEEPSAKE_DEST", help: "Where backups are kept."),
             OptionSpec(
-                long: "compression", short: "c", kind: .value(valueName: "codec"),
+                .compression, short: "c", kind: .value(valueName: "codec"),
                 allowedValues: ["zstd", "gzip", "xz", "lz4", "none"], defaultDescription: "zstd",
                 help: "The compression codec."
             ),
-            OptionSpec(long: "exclude", kind: .value(valueName: "pattern"), repeatable: true, help: "Skip paths matching the glob pattern."),
-            OptionSpec(long: "quiet", short: "q", help: "Print nothing but errors."),
-            OptionSpec(long: "debug-scan", help: "Internal.", hidden: true),
+            OptionSpec(.exclude, kind: .value(valueName: "pattern"), repeatable: true, help: "Skip paths matching the glob pattern."),
+            OptionSpec(.quiet, short: "q", help: "Print nothing but errors."),
+            OptionSpec(OptionKey("debug-scan"), help: "Internal.", hidden: true),
             .help,
         ],
         examples: [
@@ -48,7 +48,7 @@ final class HelpRendererTests: KeepsakeTestCase {
 
     private let globalOptions = [
         OptionSpec(
-            long: "color", kind: .value(valueName: "when"), allowedValues: ["auto", "always", "never"],
+            .color, kind: .value(valueName: "when"), allowedValues: ["auto", "always", "never"],
             defaultDescription: "auto", help: "When to use colour."
         ),
         OptionSpec.help,
@@ -271,7 +271,7 @@ final class HelpRendererTests: KeepsakeTestCase {
         let hiddenOnly = CommandSpec(
             name: "gc", abstract: "Collect.",
             arguments: [ArgumentSpec(name: "ID", help: "", optional: true, repeating: true)],
-            options: [OptionSpec(long: "secret", help: "", hidden: true)]
+            options: [OptionSpec(OptionKey("secret"), help: "", hidden: true)]
         )
         XCTAssertEqual(hiddenOnly.usage(), "keepsake gc [ID...]")
     }

@@ -13,9 +13,9 @@ struct CopyCommand: KeepsakeCommand {
         arguments: [ArgumentSpec(name: "BACKUP", help: "Backup ids, unique prefixes or 'latest' (this host's newest); every backup when none.",
                                  optional: true, repeating: true)],
         options: [
-            OptionSpec(long: "from", kind: .value(valueName: "where"), defaultDescription: "the default destination",
+            OptionSpec(.from, kind: .value(valueName: "where"), defaultDescription: "the default destination",
                        environment: "KEEPSAKE_DEST", help: "Where the backups are: a folder, s3://BUCKET/PREFIX, or rclone:REMOTE:PATH."),
-            OptionSpec(long: "to", kind: .value(valueName: "where"), help: "Where to copy them (required)."),
+            OptionSpec(.to, kind: .value(valueName: "where"), help: "Where to copy them (required)."),
             CommonOptions.s3Endpoint,
             CommonOptions.lockWait,
             CommonOptions.progress,
@@ -37,13 +37,13 @@ struct CopyCommand: KeepsakeCommand {
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         references = arguments.positionals
-        fromOption = arguments.value("from")
-        guard let to = arguments.value("to"), !to.isEmpty else {
+        fromOption = arguments.value(.from)
+        guard let to = arguments.value(.to), !to.isEmpty else {
             throw UsageError.custom("Give the destination to copy to with '--to <where>' (a folder, s3://BUCKET/PREFIX, or rclone:REMOTE:PATH).",
                                     command: Self.spec)
         }
         toOption = to
-        progress = arguments.flag("progress")
+        progress = arguments.flag(.progress)
         lockWait = try CommonOptions.lockWaitSeconds(arguments, command: Self.spec)
     }
 
@@ -88,4 +88,11 @@ struct CopyCommand: KeepsakeCommand {
         }
         return code
     }
+}
+
+// MARK: - Option keys
+
+extension OptionKey {
+    static let from = OptionKey("from")
+    static let to = OptionKey("to")
 }

@@ -37,9 +37,9 @@ struct DiffCommand: KeepsakeCommand {
         }
         fromReference = from
         toReference = to
-        destinationOption = arguments.value("dest")
-        hosts = arguments.value("host").map { .only($0) } ?? .all
-        source = arguments.value("source").map(DestinationResolver.absolute)
+        destinationOption = arguments.value(.dest)
+        hosts = arguments.value(.host).map { .only($0) } ?? .all
+        source = arguments.value(.source).map(DestinationResolver.absolute)
     }
 
     // MARK: Running

@@ -31,9 +31,9 @@ struct FindCommand: KeepsakeCommand {
         } catch {
             throw UsageError.custom("Invalid pattern '\(pattern)': \(error.reason).", command: Self.spec)
         }
-        destinationOption = arguments.value("dest")
-        host = arguments.value("host")
-        source = arguments.value("source").map(DestinationResolver.absolute)
+        destinationOption = arguments.value(.dest)
+        host = arguments.value(.host)
+        source = arguments.value(.source).map(DestinationResolver.absolute)
     }
 
     /// `--host` and `--source`: which backups are searched.

@@ -9,7 +9,7 @@ struct HelpCommand: KeepsakeCommand {
         name: "help",
         abstract: "Show help for keepsake or for one command.",
         arguments: [ArgumentSpec(name: "COMMAND", help: "The command to explain.", optional: true)],
-        options: [OptionSpec(long: "man", help: "Print the keepsake(1) manual page (roff), for 'man -l -' or to install.")]
+        options: [OptionSpec(.man, help: "Print the keepsake(1) manual page (roff), for 'man -l -' or to install.")]
             + CommonOptions.global,
         examples: [.init(command: "keepsake help restore", explanation: "Explain the restore command."),
                    .init(command: "keepsake help --man | man -l -", explanation: "Read the whole manual page.")]
@@ -33,7 +33,7 @@ struct HelpCommand: KeepsakeCommand {
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         topic = arguments.positionals.first
-        manPage = arguments.flag("man")
+        manPage = arguments.flag(.man)
         if let topic, CommandRegistry.command(named: topic) == nil {
             throw UsageError.unknownCommand(topic, known: CommandRegistry.all.map { $0.spec.name })
         }
@@ -100,10 +100,17 @@ struct HelpCommand: KeepsakeCommand {
         let text = HelpRenderer.renderTopLevel(
             abstract: KeepsakeCLI.abstract,
             commands: CommandRegistry.all.map { ($0.spec.name, $0.spec.abstract) },
-            globalOptions: CommonOptions.global + [OptionSpec(long: "version", help: "Print the version and exit.")],
+            globalOptions: CommonOptions.global + [OptionSpec(.version, help: "Print the version and exit.")],
             exitCodes: ExitCode.allCases.map { ($0.rawValue, $0.meaning) },
             width: context.capabilities.width,
             heading: { out.apply(.heading, to: $0) })
         context.printLine(text)
     }
+}
+
+// MARK: - Option keys
+
+extension OptionKey {
+    static let man = OptionKey("man")
+    static let version = OptionKey("version")
 }

@@ -20,7 +20,7 @@ struct RunCommand: KeepsakeCommand {
         arguments: [ArgumentSpec(name: "PROFILE", help: "The profile's name ([profiles.NAME] in the configuration file).")],
         options: [
             ProfileLoader.configOption,
-            OptionSpec(long: "verbose", short: "v", help: "Print the summaries of the backup, the prune and the verification."),
+            OptionSpec(.verbose, short: "v", help: "Print the summaries of the backup, the prune and the verification."),
             CommonOptions.progress,
         ] + CommonOptions.global,
         examples: [
@@ -40,9 +40,9 @@ struct RunCommand: KeepsakeCommand {
     init(arguments: ParsedArguments, context: CommandContext) throws {
         var problems = UsageProblems(Self.spec)
         profileName = arguments.argument("PROFILE") ?? ""
-        configOption = arguments.value("config")
-        verbose = arguments.flag("verbose")
-        progress = arguments.flag("progress")
+        configOption = arguments.value(.config)
+        verbose = arguments.flag(.verbose)
+        progress = arguments.flag(.progress)
         if verbose && context.quiet { problems.add("Give either '--verbose' or '--quiet', not both.") }
         if verbose && context.json { problems.add("Give either '--verbose' or '--json', not both.") }
         try problems.throwIfAny()
@@ -298,4 +298,10 @@ private struct RunState {
         case .interrupted: return 6
         }
     }
+}
+
+// MARK: - Option keys
+
+extension OptionKey {
+    static let verbose = OptionKey("verbose")
 }

@@ -26,8 +26,8 @@ struct VerifyCommand: KeepsakeCommand {
     init(arguments: ParsedArguments, context: CommandContext) throws {
         context.keyring = try KeyOptions.keyring(arguments, context: context)
         references = arguments.positionals
-        destinationOption = arguments.value("dest")
-        progress = arguments.flag("progress")
+        destinationOption = arguments.value(.dest)
+        progress = arguments.flag(.progress)
     }
 
     // MARK: Running

@@ -20,14 +20,14 @@ final class CommandContext {
 
     /// Creates a context from the global options a command was given.
     init(arguments: ParsedArguments, environment: [String: String], console: Console, cancellation: CancellationFlag) {
-        let mode = arguments.value("color").flatMap(ColorMode.init(rawValue:)) ?? .auto
+        let mode = arguments.value(.color).flatMap(ColorMode.init(rawValue:)) ?? .auto
         self.console = console
         capabilities = console.terminal.with(colorMode: mode)
         self.environment = environment
-        json = arguments.flag("json")
-        quiet = arguments.flag("quiet")
-        noInput = arguments.flag("no-input")
-        s3Endpoint = arguments.value("s3-endpoint")
+        json = arguments.flag(.json)
+        quiet = arguments.flag(.quiet)
+        noInput = arguments.flag(.noInput)
+        s3Endpoint = arguments.value(.s3Endpoint)
         self.cancellation = cancellation
     }
 

@@ -8,7 +8,7 @@ enum ProfileLoader {
     // MARK: Options
 
     /// `--config FILE`, shared by the commands that read profiles.
-    static let configOption = OptionSpec(long: "config", kind: .value(valueName: "file"),
+    static let configOption = OptionSpec(.config, kind: .value(valueName: "file"),
                                          defaultDescription: "${XDG_CONFIG_HOME:-~/.config}/keepsake/config.toml",
                                          help: "The configuration file that defines the profiles.")
 
@@ -39,4 +39,10 @@ enum ProfileLoader {
         context.warn("\(profile.file) holds an S3 secret (aws-secret-access-key) and others may read it "
             + "(mode \(String(info.st_mode & 0o777, radix: 8))); run 'chmod 600 \(profile.file)'")
     }
+}
+
+// MARK: - Option keys
+
+extension OptionKey {
+    static let config = OptionKey("config")
 }
