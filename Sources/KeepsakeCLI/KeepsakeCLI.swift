@@ -31,9 +31,9 @@ public enum KeepsakeCLI {
     }
 
     static func run(_ arguments: [CommandLineArgument], environment: [String: String], console: Console) -> ExitCode {
-        // Before a command is known, the defaults: colour when the terminal allows it.
-        let bare = CommandContext(arguments: ParsedArguments(), environment: environment, console: console,
-                                  cancellation: SignalHandling.cancellation)
+        // Before the arguments are parsed, only `--color` is read from them, as typed.
+        let bare = CommandContext(arguments: ParsedArguments(optionValues: colorChoice(arguments)), environment: environment,
+                                  console: console, cancellation: SignalHandling.cancellation)
         guard let first = arguments.first?.text else {
             HelpCommand.printShortUsage(context: bare)
             return .success
@@ -83,6 +83,16 @@ public enum KeepsakeCLI {
         } catch {
             return context.report(ErrorReport(error))
         }
+    }
+
+    /// `--color WHEN` or `--color=WHEN` among `arguments` as typed, so a usage error obeys it too.
+    private static func colorChoice(_ arguments: [CommandLineArgument]) -> [String: [String]] {
+        let words = arguments.prefix { $0.text != "--" }.map(\.text)
+        for (index, word) in words.enumerated().reversed() {
+            if word.hasPrefix("--color=") { return [OptionKey.color.name: [String(word.dropFirst(8))]] }
+            if word == "--color", index + 1 < words.count { return [OptionKey.color.name: [words[index + 1]]] }
+        }
+        return [:]
     }
 
     /// Whether `--json` is among `arguments` (read as they are: a usage error means they

@@ -114,28 +114,25 @@ final class HelpRendererTests: KeepsakeTestCase {
             USAGE: keepsake backup [options] PATH...
 
             ARGUMENTS:
-              PATH...           Files or directories
-                                to back up; '-'
-                                reads stdin.
+              PATH...
+                  Files or directories to back up;
+                  '-' reads stdin.
 
             OPTIONS:
-              -d, --dest <dir>  Where backups are
-                                kept.
-                                (env: KEEPSAKE_DEST)
+              -d, --dest <dir>
+                  Where backups are kept.
+                  (env: KEEPSAKE_DEST)
               -c, --compression <codec>
-                                The compression
-                                codec.
-                                (default: zstd)
-                                (values: zstd, gzip,
-                                xz, lz4, none)
+                  The compression codec.
+                  (default: zstd) (values: zstd,
+                  gzip, xz, lz4, none)
               --exclude <pattern>
-                                Skip paths matching
-                                the glob pattern.
-                                (repeatable)
-              -q, --quiet       Print nothing but
-                                errors.
-              -h, --help        Show help
-                                information.
+                  Skip paths matching the glob
+                  pattern. (repeatable)
+              -q, --quiet
+                  Print nothing but errors.
+              -h, --help
+                  Show help information.
 
             EXAMPLES:
               keepsake backup ~/Documents --dest
@@ -197,28 +194,33 @@ final class HelpRendererTests: KeepsakeTestCase {
             USAGE: keepsake <command> [options]
 
             COMMANDS:
-              backup          Back up files or
-                              stdin.
-              list            List the backups in a
-                              destination.
-              restore         Restore all or part of
-                              a backup.
+              backup
+                  Back up files or stdin.
+              list
+                  List the backups in a destination.
+              restore
+                  Restore all or part of a backup.
 
             OPTIONS:
-              --color <when>  When to use colour.
-                              (default: auto)
-                              (values: auto, always,
-                              never)
-              -h, --help      Show help information.
+              --color <when>
+                  When to use colour.
+                  (default: auto) (values: auto,
+                  always, never)
+              -h, --help
+                  Show help information.
 
             EXIT CODES:
-              0               Success.
-              1               Failure.
-              2               Usage error.
-              3               Finished, but some
-                              files could not be
-                              read.
-              130             Interrupted.
+              0
+                  Success.
+              1
+                  Failure.
+              2
+                  Usage error.
+              3
+                  Finished, but some files could not
+                  be read.
+              130
+                  Interrupted.
 
             See 'keepsake <command> --help' for help
             on a command.

@@ -153,4 +153,12 @@ final class DisplayWidthTests: KeepsakeTestCase {
         let glued = "see (env:" + String(DisplayWidth.noBreakSpace) + "HOME)"
         XCTAssertEqual(DisplayWidth.wrap(glued, width: 12), ["see", "(env:\u{00A0}HOME)"])
     }
+
+    /// A path too long for a line breaks after a slash; glued words too long for any line
+    /// come apart at their no-break space.
+    func testWrapBreaksLongPathsAtSlashesAndUngluesWhatCannotFit() {
+        XCTAssertEqual(DisplayWidth.wrap("/home/ana/projects/keepsake", width: 20), ["/home/ana/projects/", "keepsake"])
+        let glued = "(default:" + String(DisplayWidth.noBreakSpace) + "/a/long/default/path)"
+        XCTAssertEqual(DisplayWidth.wrap(glued, width: 24), ["(default:", "/a/long/default/path)"])
+    }
 }

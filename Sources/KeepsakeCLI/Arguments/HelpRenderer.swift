@@ -31,6 +31,10 @@ enum HelpRenderer {
     /// The widest the label column gets (swift-argument-parser's 26); longer labels sit on
     /// their own line with the help text below.
     static let maximumLabelColumn = 26
+    /// The narrowest right column of a two-column table; narrower, texts go under labels.
+    static let minimumTextColumn = 30
+    /// Where a text under its label starts (as under an example).
+    static let stackedIndent = 6
 
     // MARK: Command help
 
@@ -138,12 +142,17 @@ enum HelpRenderer {
         }
     }
 
-    /// A heading line followed by two-column rows.
+    /// A heading line followed by two-column rows; when the right column would be narrower
+    /// than `minimumTextColumn`, each label on its own line with its text under it.
     private static func table(_ title: String, _ rows: [Row], column: Int, width: Int, heading: (String) -> String) -> [String] {
         var lines = [heading(title)]
+        let stacked = width - column < minimumTextColumn
         for row in rows {
             let labelPrefix = spaces(indent)
-            if indent + row.label.count + gap <= column {
+            if stacked {
+                lines += wrap(row.label, width: width, firstPrefix: labelPrefix, restPrefix: spaces(indent * 2))
+                lines += wrap(row.text, width: width, firstPrefix: spaces(stackedIndent), restPrefix: spaces(stackedIndent))
+            } else if indent + row.label.count + gap <= column {
                 let first = labelPrefix + row.label + spaces(column - indent - row.label.count)
                 lines += wrap(row.text, width: width, firstPrefix: first, restPrefix: spaces(column))
             } else {

@@ -79,12 +79,20 @@ struct HelpCommand: KeepsakeCommand {
             ("keepsake restore latest --target /tmp/restore", "restore the newest one"),
         ]
         let width = examples.map { $0.0.count }.max() ?? 0
-        var lines = ["\(out.apply(.heading, to: "Usage:")) keepsake <command> [options]", "", KeepsakeCLI.abstract, ""]
+        let widest = examples.map { 2 + width + 2 + $0.1.count }.max() ?? 0
+        var lines = ["\(out.apply(.heading, to: "Usage:")) keepsake <command> [options]", ""]
+        lines += DisplayWidth.wrap(KeepsakeCLI.abstract, width: out.width) + [""]
         for (command, explanation) in examples {
-            let padding = String(repeating: " ", count: width - command.count + 2)
-            lines.append("  " + out.apply(.accent, to: command) + padding + out.apply(.muted, to: explanation))
+            // Side by side when they fit, else each explanation under its command.
+            if widest <= out.width {
+                let padding = String(repeating: " ", count: width - command.count + 2)
+                lines.append("  " + out.apply(.accent, to: command) + padding + out.apply(.muted, to: explanation))
+            } else {
+                lines += ["  " + out.apply(.accent, to: command), "      " + out.apply(.muted, to: explanation)]
+            }
         }
-        lines += ["", "Every command and exit code: keepsake help. One command: keepsake help COMMAND."]
+        lines += [""] + DisplayWidth.wrap("Every command and exit code: keepsake help. One command: keepsake help COMMAND.",
+                                          width: out.width)
         for line in lines { context.printLine(line) }
     }
 

@@ -137,7 +137,8 @@ struct PruneCommand: KeepsakeCommand {
         var columns: [Table.Column] = [
             .init("ID", minWidth: 25, priority: 10),
             .init("CREATED", minWidth: 16, priority: 4, optional: true),
-            .init("KIND", minWidth: 4, priority: 5),
+            // Kept on the backup's row while there is room; the decision and its reason come first.
+            .init("KIND", minWidth: 4, priority: 5, optional: true),
             .init("ACTION", minWidth: 6, priority: 9),
             .init("REASON", minWidth: 12, flexible: true, priority: 8),
         ]

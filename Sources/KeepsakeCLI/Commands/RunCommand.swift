@@ -186,7 +186,7 @@ struct RunCommand: KeepsakeCommand {
             items.append(.init("Contents", "\(Units.count(Int(summary.fileCount), "file")), "
                 + "\(Units.count(Int(summary.directoryCount), "folder")), \(Units.bytes(summary.originalBytes))"))
             if let archive = summary.archive {
-                items.append(.init("Stored", "\(Units.bytes(archive.size)) in \(archive.name)"))
+                items.append(.init("Stored", Units.bytes(archive.size)))
             }
             items.append(.init("Time", Units.elapsed(result.elapsed)))
             if !result.warnings.isEmpty {

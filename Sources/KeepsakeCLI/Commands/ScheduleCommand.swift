@@ -10,7 +10,7 @@ struct ScheduleCommand: KeepsakeCommand {
     static let spec = CommandSpec(
         name: "schedule",
         abstract: "Print a crontab line and systemd timer units that run a profile (or install the crontab line).",
-        discussion: "Give one of --hourly [MM], --daily HH:MM or --weekly DAY HH:MM. The lines call this keepsake binary by its absolute path with the absolute path of the configuration file, so they work from cron's bare environment. --install replaces any earlier crontab line of the profile (the one ending with '# keepsake:PROFILE') with the new one; without cron, use the systemd units.",
+        discussion: "Give one of --hourly [MM], --daily HH:MM or --weekly DAY HH:MM. The lines call this keepsake binary by its absolute path with the absolute path of the configuration file, so they work from cron's bare environment. --install replaces any earlier crontab line of the profile (the one ending with '#\u{00A0}keepsake:PROFILE') with the new one; without cron, use the systemd units.",
         arguments: [
             ArgumentSpec(name: "PROFILE", help: "The profile's name ([profiles.NAME] in the configuration file)."),
             ArgumentSpec(name: "TIME", help: "The minute for --hourly (default 0), or HH:MM for --weekly.", optional: true),

@@ -9,7 +9,7 @@ enum KeyOptions {
     // MARK: Options
 
     static let recipient = OptionSpec(.recipient, short: "r", kind: .value(valueName: "age1…"), repeatable: true,
-                                      help: "Encrypt the backup to this age public key (repeatable). Only the matching identities can read it; this host needs none.")
+                                      help: "Encrypt the backup to this age public key. Only the matching identities can read it; this host needs none.")
     static let recipientsFile = OptionSpec(.recipientsFile, short: "R", kind: .value(valueName: "file"), repeatable: true,
                                            help: "Encrypt to the age public keys in this file, one per line (# comments), as age -R reads.",
                                            takesPath: true)
@@ -22,7 +22,7 @@ enum KeyOptions {
                                          help: "Store this backup in the clear although this host's last backup there was encrypted.")
     static let identity = OptionSpec(.identity, short: "i", kind: .value(valueName: "file"), repeatable: true,
                                      environment: "KEEPSAKE_IDENTITY_FILE",
-                                     help: "Open encrypted backups with the age identities in this file (keepsake keygen, age-keygen); repeatable.",
+                                     help: "Open encrypted backups with the age identities in this file (keepsake keygen, age-keygen).",
                                      takesPath: true)
 
     /// The options of `backup`.

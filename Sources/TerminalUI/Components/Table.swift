@@ -271,8 +271,16 @@ public struct Table: Renderable {
         for row in rows {
             lines.append(line(for: row, widths: widths, in: context))
         }
-        // Last resort when even the minimum widths do not fit: cut the lines.
-        return lines.map { DisplayWidth.truncate($0, toWidth: context.width) }
+        // Last resort when even the minimum widths do not fit: cut the lines (the rule
+        // plainly: an ellipsis there would read as a cut value).
+        return lines.enumerated().map { index, line in
+            guard showsHeader && showsSeparator && index == 1, DisplayWidth.width(of: line) > context.width else {
+                return DisplayWidth.truncate(line, toWidth: context.width)
+            }
+            let rule = widths.filter { $0 > 0 }.map { String(repeating: String(separatorCharacter), count: $0) }
+                .joined(separator: DisplayWidth.spaces(columnSpacing))
+            return context.apply(context.theme.border, to: String(rule.prefix(context.width)))
+        }
     }
 
     private func line(for row: [Cell], widths: [Int], in context: RenderContext) -> String {

@@ -210,10 +210,11 @@ public enum DisplayWidth {
     /// Word-wraps `text` into lines of at most `width` cells, the first starting with
     /// `firstPrefix` and the others with `restPrefix` (a hanging indent).
     ///
-    /// Lines break at spaces only (not at a no-break space); existing line breaks are
-    /// kept (an empty line stays empty), runs of spaces between words collapse to one, and a
-    /// word longer than the room left is broken by characters, never inside a wide
-    /// character. No line ends with a space. Always returns at least one line.
+    /// Lines break at spaces; at a no-break space only when the words it glues cannot fit
+    /// on one line together. Existing line breaks are kept (an empty line stays empty), runs
+    /// of spaces between words collapse to one, and a word longer than a line is broken
+    /// after its last `/` that fits (paths stay readable) or else by characters, never
+    /// inside a wide character. No line ends with a space. Always returns at least one line.
     public static func wrap(_ text: String, width: Int, firstPrefix: String = "", restPrefix: String = "") -> [String] {
         let width = max(1, width)
         let firstRoom = max(1, width - self.width(of: firstPrefix))
@@ -231,7 +232,12 @@ public enum DisplayWidth {
 
     /// Appends the lines of one paragraph to `lines`; `room` gives the cells line N may hold.
     private static func wrapParagraph(_ paragraph: String, into lines: inout [String], room: (Int) -> Int) {
-        let words = paragraph.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        let widest = max(room(0), room(1))
+        let words = paragraph.split(separator: " ", omittingEmptySubsequences: true).flatMap { word -> [String] in
+            // Glued words too wide for any line come apart at their no-break spaces.
+            guard self.width(of: String(word)) > widest, word.contains(noBreakSpace) else { return [String(word)] }
+            return word.split(separator: noBreakSpace).map(String.init)
+        }
         guard !words.isEmpty else {
             lines.append("")
             return
@@ -253,7 +259,11 @@ public enum DisplayWidth {
             var rest = tokens(of: word)
             var restWidth = wordWidth
             while restWidth > room(lines.count) {
-                let piece = prefix(of: rest, fitting: room(lines.count))
+                var piece = prefix(of: rest, fitting: room(lines.count))
+                if let slash = piece.lastIndex(where: { if case .character("/", _) = $0 { return true } else { return false } }),
+                   slash > 0 {
+                    piece = Array(piece[...slash])
+                }
                 let taken = piece.isEmpty ? Array(rest.prefix(1)) : piece
                 lines.append(render(taken))
                 rest.removeFirst(taken.count)

@@ -41,7 +41,7 @@ class InProcessTestCase: KeepsakeTestCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        var template = Array("/tmp/keepsake-cli-XXXXXX".utf8CString)
+        var template = Array("/tmp/ks-XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { buffer in buffer.baseAddress.flatMap { mkdtemp($0) } }
         let resolved = try XCTUnwrap(made.flatMap { realpath($0, nil) }, "mkdtemp failed")
         work = String(cString: resolved)
@@ -50,7 +50,7 @@ class InProcessTestCase: KeepsakeTestCase {
     }
 
     override func tearDownWithError() throws {
-        if work.hasPrefix("/tmp/keepsake-cli-") { try? FileManager.default.removeItem(atPath: work) }
+        if work.hasPrefix("/tmp/ks-") { try? FileManager.default.removeItem(atPath: work) }
         try super.tearDownWithError()
     }
 
