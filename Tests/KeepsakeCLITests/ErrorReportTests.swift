@@ -1,7 +1,7 @@
 import BackupCore
 import Foundation
 @testable import KeepsakeCLI
-import TerminalUI
+@testable import TerminalUI
 import XCTest
 
 /// One mapping from errors to exit codes and one `Error:` renderer, for every command.

@@ -1,7 +1,7 @@
 import Foundation
 @testable import KeepsakeCLI
 import KeepsakeTestSupport
-import TerminalUI
+@testable import TerminalUI
 import XCTest
 
 /// `KeepsakeCLI.run` writes only to the console it is given: results on its output,

@@ -279,13 +279,24 @@ final class MainScreenTests: InProcessTestCase {
         assertScreen("verify-80", keepsake(verify, on: .tty(80), expecting: .success).stdout, """
             [OK] YYYYMMDDThhmmssZ-backup#1  3 files, 9.3 KiB
             [OK] YYYYMMDDThhmmssZ-backup#2  4 files, 9.3 KiB
-            Verified 2 backups: 2 intact, 0 damaged.
+            [ INTACT ]
+            ╭─ Verify ─────────────────────────────────────────────────╮
+            │ Destination: /tmp/ks-XXXXXX/dest                         │
+            │ Backups:     2 intact, 0 damaged                         │
+            │ Checked:     7 files, 18.6 KiB, each against its SHA-256 │
+            ╰──────────────────────────────────────────────────────────╯
 
             """, normalizer: normalizer)
         assertScreen("verify-50", keepsake(verify, on: .tty(50), expecting: .success).stdout, """
             [OK] YYYYMMDDThhmmssZ-backup#1  3 files, 9.3 KiB
             [OK] YYYYMMDDThhmmssZ-backup#2  4 files, 9.3 KiB
-            Verified 2 backups: 2 intact, 0 damaged.
+            [ INTACT ]
+            ╭─ Verify ─────────────────────────────────────╮
+            │ Destination: /tmp/ks-XXXXXX/dest             │
+            │ Backups:     2 intact, 0 damaged             │
+            │ Checked:     7 files, 18.6 KiB, each against │
+            │              its SHA-256                     │
+            ╰──────────────────────────────────────────────╯
 
             """, normalizer: normalizer)
         let prune = ["prune", "--keep-last", "1", "--dry-run", "--dest", path("dest")]

@@ -104,18 +104,6 @@ final class ProgressTests: KeepsakeTestCase {
             + "done\n")
     }
 
-    func testClearErasesAndNextUpdateDrawsImmediately() {
-        let (renderer, recorder, _) = makeRenderer(tty: true)
-        renderer.update(ProgressBar(fraction: 0.5))
-        renderer.clear()
-        renderer.update(ProgressBar(fraction: 0.6))
-        XCTAssertEqual(recorder.all.count, 3)
-        XCTAssertEqual(recorder.all[1], ProgressRenderer.eraseLine)
-        renderer.clear()
-        renderer.clear()  // nothing visible: writes nothing
-        XCTAssertEqual(recorder.all.count, 4)
-    }
-
     // MARK: ProgressRenderer without a TTY
 
     func testSilentWithoutTTY() {

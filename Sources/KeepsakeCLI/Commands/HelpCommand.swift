@@ -102,8 +102,7 @@ struct HelpCommand: KeepsakeCommand {
         let out = context.out
         if context.capabilities.stdoutIsTTY {
             context.print(Header(title: "Keepsake \(KeepsakeCLI.version)",
-                                 subtitle: "Backups you can trust, in formats that outlive the tool."))
-            context.printLine("")
+                                 subtitle: "Backups you can trust, in formats that outlive the tool.").padding(bottom: 1))
         }
         let text = HelpRenderer.renderTopLevel(
             abstract: KeepsakeCLI.abstract,

@@ -43,7 +43,7 @@ final class CommandContext {
     /// `${XDG_CACHE_HOME:-~/.cache}/keepsake`.
     var cacheRoot: String {
         if let cache = environment["XDG_CACHE_HOME"], cache.hasPrefix("/") { return cache + "/keepsake" }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        let home = DestinationResolver.homeFolder(environment: environment) ?? NSHomeDirectory()
         return home + "/.cache/keepsake"
     }
 

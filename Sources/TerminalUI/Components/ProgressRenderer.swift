@@ -124,14 +124,6 @@ public final class ProgressRenderer: @unchecked Sendable {
         }
     }
 
-    /// Erases the bar now; the next `update` draws it again immediately.
-    public func clear() {
-        lock.lock()
-        defer { lock.unlock() }
-        eraseLocked()
-        state.lastDraw = nil
-    }
-
     /// Erases the bar, optionally writes a final message line, and stops drawing.
     public func finish(message: String? = nil) {
         lock.lock()

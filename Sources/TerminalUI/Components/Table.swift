@@ -178,7 +178,7 @@ public struct Table: Renderable {
     /// The columns shown at `width`: all of them, less the optional ones (lowest
     /// priority first) while the minimum widths do not fit; a column that prefers to stay
     /// whole counts with its whole width.
-    public func visibleColumns(for width: Int) -> [Int] {
+    func visibleColumns(for width: Int) -> [Int] {
         var visible = Array(columns.indices)
         func minimumTotal() -> Int {
             visible.map { minimumWidth(of: $0) }.reduce(0, +) + columnSpacing * max(0, visible.count - 1)
@@ -204,7 +204,7 @@ public struct Table: Renderable {
 
     /// The width of every column when the table may use `width` cells (0 for a column
     /// left out).
-    public func columnWidths(for width: Int) -> [Int] {
+    func columnWidths(for width: Int) -> [Int] {
         guard !columns.isEmpty else { return [] }
         let visible = Set(visibleColumns(for: width))
         var widths = columns.indices.map { visible.contains($0) ? naturalWidth(of: $0) : 0 }

@@ -96,7 +96,7 @@ public enum DisplayWidth {
 
     /// Removes ANSI escape sequences (CSI such as colours and cursor moves, OSC such as
     /// hyperlinks and titles, and two-byte escapes), leaving the visible text.
-    public static func stripANSI(_ text: String) -> String {
+    static func stripANSI(_ text: String) -> String {
         // Fast path: most text has no ESC at all.
         guard text.unicodeScalars.contains(where: { $0.value == 0x1B || $0.value == 0x9B }) else {
             return text
@@ -108,11 +108,6 @@ public enum DisplayWidth {
         return result
     }
 
-    /// Whether `text` contains an escape byte (ESC or C1 CSI).
-    public static func containsEscape(_ text: String) -> Bool {
-        text.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x9B }
-    }
-
     // MARK: Truncating and padding
 
     /// Shortens `text` to at most `width` cells, replacing the removed part with "…".
@@ -121,7 +116,7 @@ public enum DisplayWidth {
     /// the result may be one cell narrower than `width`; `pad` fills it up. Escape
     /// sequences inside the kept part are kept, and a reset is appended when styled text
     /// was cut so the style cannot leak.
-    public static func truncate(
+    static func truncate(
         _ text: String,
         toWidth width: Int,
         position: TruncationPosition = .end
@@ -169,7 +164,7 @@ public enum DisplayWidth {
     }
 
     /// Truncates then pads, giving exactly `width` cells.
-    public static func fit(
+    static func fit(
         _ text: String,
         toWidth width: Int,
         alignment: Alignment = .left,
@@ -186,7 +181,7 @@ public enum DisplayWidth {
     /// `text` made safe for a single line: line breaks and tabs become spaces, other
     /// control characters (which would move the cursor and break layouts) become "?".
     /// Escape sequences are not kept; use it on data such as file names.
-    public static func singleLine(_ text: String) -> String {
+    static func singleLine(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
             return text
         }

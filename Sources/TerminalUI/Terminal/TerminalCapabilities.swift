@@ -19,15 +19,6 @@ public enum TerminalStream: Sendable, Hashable, CaseIterable {
     case standardOutput
     /// File descriptor 2: messages, progress and prompts.
     case standardError
-
-    /// The stream's file descriptor.
-    public var fileDescriptor: Int32 {
-        switch self {
-        case .standardInput: return 0
-        case .standardOutput: return 1
-        case .standardError: return 2
-        }
-    }
 }
 
 /// What the terminal around the process can do, decided once at start-up.
@@ -137,7 +128,7 @@ public struct TerminalCapabilities: Sendable, Hashable {
 
     /// The window width in columns from `TIOCGWINSZ` on the first of stdout, stderr and
     /// stdin that is a terminal, or `nil`.
-    public static func measureWindowWidth() -> Int? {
+    static func measureWindowWidth() -> Int? {
         for fd: Int32 in [1, 2, 0] where isatty(fd) == 1 {
             var size = winsize()
             if ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 {
@@ -169,15 +160,6 @@ public struct TerminalCapabilities: Sendable, Hashable {
     }
 
     // MARK: Per stream
-
-    /// Whether `stream` is a terminal.
-    public func isTTY(_ stream: TerminalStream) -> Bool {
-        switch stream {
-        case .standardInput: return stdinIsTTY
-        case .standardOutput: return stdoutIsTTY
-        case .standardError: return stderrIsTTY
-        }
-    }
 
     /// Whether to colour text written to `stream` (always `false` for standard input).
     public func colorEnabled(for stream: TerminalStream) -> Bool {
