@@ -57,7 +57,7 @@ let package = Package(
 
         // MARK: Tests
         // The base class of every test case (a skip under CI=true must be allow-listed).
-        .target(name: "KeepsakeTestSupport", dependencies: ["BackupCore"], path: "Tests/KeepsakeTestSupport"),
+        .target(name: "KeepsakeTestSupport", dependencies: ["BackupCore", "TerminalUI"], path: "Tests/KeepsakeTestSupport"),
         .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore", "KeepsakeTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "KeepsakeConfigTests", dependencies: ["KeepsakeConfig", "KeepsakeTestSupport"]),
         .testTarget(name: "TerminalUITests", dependencies: ["TerminalUI", "KeepsakeTestSupport"]),
