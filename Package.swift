@@ -61,7 +61,7 @@ let package = Package(
         .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore", "KeepsakeTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "KeepsakeConfigTests", dependencies: ["KeepsakeConfig", "KeepsakeTestSupport"]),
         .testTarget(name: "TerminalUITests", dependencies: ["TerminalUI", "KeepsakeTestSupport"]),
-        .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "TerminalUI", "KeepsakeTestSupport"]),
+        .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "KeepsakeConfig", "TerminalUI", "KeepsakeTestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["keepsake", "KeepsakeTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

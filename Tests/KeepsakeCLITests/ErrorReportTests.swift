@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import KeepsakeConfig
 @testable import KeepsakeCLI
 @testable import TerminalUI
 import XCTest

@@ -1,4 +1,5 @@
 import BackupCore
+import KeepsakeConfig
 import TerminalUI
 
 /// A failure as the user is told it: one `Error:` line per problem, lines shown under them
