@@ -1,3 +1,5 @@
+import BackupCore
+
 /// The documented exit codes; scripts and cron rely on them.
 public enum ExitCode: Int32, Sendable, CaseIterable {
     /// Everything worked.
@@ -31,6 +33,30 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .locked: return "the destination is locked by another run"
         case .key: return "an encrypted backup needs an identity or passphrase that was not given, or the one given does not open it"
         case .interrupted: return "interrupted (Ctrl-C or SIGTERM); nothing half-done is left"
+        }
+    }
+
+    // MARK: Errors
+
+    /// The exit code a command ends with when it fails with `error`: the one place that
+    /// decides it.
+    init(for error: Error) {
+        switch error {
+        case is UsageError, is ExcludePatternError, is DestinationAddressError, is MissingHomeError:
+            // The command line (or the value of KEEPSAKE_DEST, or a profile's destination) is
+            // wrong, or this environment needs a --dest it lacks.
+            self = .usage
+        case EngineError.interrupted:
+            self = .interrupted
+        case is LockError:
+            self = .locked
+        case is EncryptionError:
+            self = .key
+        case EngineError.archiveMissing, EngineError.manifestUnreadable, ArchiveError.damaged, is CopyError:
+            // A backup found damaged: its archive gone, its manifest unreadable or hostile.
+            self = .integrity
+        default:
+            self = .failure
         }
     }
 }

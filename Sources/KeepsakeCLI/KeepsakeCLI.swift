@@ -2,8 +2,8 @@ import BackupCore
 import Foundation
 import TerminalUI
 
-/// The `keepsake` command line: parses, dispatches to a command, maps every outcome to a
-/// documented exit code.
+/// The `keepsake` command line: parses, dispatches to a command, and reports every failure
+/// (`ErrorReport`) with its documented exit code.
 public enum KeepsakeCLI {
     // MARK: Constants
 
@@ -11,40 +11,45 @@ public enum KeepsakeCLI {
     public static let version = "0.2.0"
     static let abstract = "Back up and restore directories as compressed, self-describing tar archives."
 
-    // MARK: Entry point
+    // MARK: Entry points
 
-    /// Runs `keepsake` with the process's own arguments, read as bytes from `argv` (so a
-    /// path that is not UTF-8 arrives intact), and returns the exit code.
+    /// Runs `keepsake` as the process: its arguments read as bytes from `argv` (so a path
+    /// that is not UTF-8 arrives intact), its environment, descriptors 1 and 2 and its
+    /// terminal; returns the exit code.
     public static func main() -> Int32 {
         ProcessMemory.mapLargeBlocks()
-        return main(CommandLineArgument.processArguments())
-    }
-
-    /// Runs `keepsake` with `arguments` (without the program name) and returns the exit code.
-    public static func main(_ arguments: [String]) -> Int32 {
-        main(arguments.map { CommandLineArgument($0) })
-    }
-
-    static func main(_ arguments: [CommandLineArgument]) -> Int32 {
         setlocale(LC_ALL, "C.UTF-8")
         SignalHandling.install()
         let environment = ProcessInfo.processInfo.environment
+        return run(CommandLineArgument.processArguments(), environment: environment,
+                   console: .standard(environment: environment)).rawValue
+    }
+
+    /// Runs `keepsake` in process with `arguments` (without the program name), reading only
+    /// `environment` and writing only to `console`; returns the exit code.
+    public static func run(arguments: [String], environment: [String: String], console: Console) -> ExitCode {
+        run(arguments.map { CommandLineArgument($0) }, environment: environment, console: console)
+    }
+
+    static func run(_ arguments: [CommandLineArgument], environment: [String: String], console: Console) -> ExitCode {
+        // Before the arguments are parsed, only `--color` is read from them, as typed.
+        let bare = CommandContext(arguments: ParsedArguments(optionValues: colorChoice(arguments)), environment: environment,
+                                  console: console, cancellation: SignalHandling.cancellation)
         guard let first = arguments.first?.text else {
-            HelpCommand.printShortUsage(environment: environment)
-            return ExitCode.success.rawValue
+            HelpCommand.printShortUsage(context: bare)
+            return .success
         }
         switch first {
         case "--version", "-V", "version":
             if arguments.dropFirst().contains(where: { $0.text == "--json" }) {
-                let object = JSONValue.object(JSONObject([("name", .string("keepsake")), ("version", .string(version))]))
-                _ = ConsoleWriter.standardOutput.writeLine(object.serialized())
+                bare.printJSON(.object(JSONObject([("name", .string("keepsake")), ("version", .string(version))])), pretty: false)
             } else {
-                _ = ConsoleWriter.standardOutput.writeLine("keepsake \(version)")
+                bare.printLine("keepsake \(version)")
             }
-            return ExitCode.success.rawValue
+            return .success
         case "--help", "-h":
-            HelpCommand.printTopLevel(environment: environment)
-            return ExitCode.success.rawValue
+            HelpCommand.printTopLevel(context: bare)
+            return .success
         default:
             break
         }
@@ -52,108 +57,48 @@ public enum KeepsakeCLI {
             let error = ArgumentParser.looksLikeOption(first)
                 ? UsageError(.unknownOption(first, suggestion: nil), command: nil)
                 : UsageError.unknownCommand(first, known: CommandRegistry.all.map { $0.spec.name })
-            printUsageError(error, environment: environment, json: wantsJSON(arguments))
-            return ExitCode.usage.rawValue
+            return bare.report(ErrorReport(error), json: wantsJSON(arguments))
         }
-        return run(command, arguments: Array(arguments.dropFirst()), environment: environment).rawValue
+        return run(command, arguments: Array(arguments.dropFirst()), environment: environment, console: console, bare: bare)
     }
 
     // MARK: Running a command
 
     private static func run(_ command: any KeepsakeCommand.Type, arguments: [CommandLineArgument],
-                            environment: [String: String]) -> ExitCode {
+                            environment: [String: String], console: Console, bare: CommandContext) -> ExitCode {
         let parsed: ParsedArguments
         do {
             parsed = try ArgumentParser.parse(arguments, for: command.spec)
         } catch {
-            printUsageError(error, environment: environment, json: wantsJSON(arguments))
-            return .usage
+            return bare.report(ErrorReport(error), json: wantsJSON(arguments))
         }
-        let context = CommandContext(arguments: parsed, environment: environment,
+        let context = CommandContext(arguments: parsed, environment: environment, console: console,
                                      cancellation: SignalHandling.cancellation)
-        if parsed.flag("help") {
+        if parsed.flag(.help) {
             HelpCommand.printHelp(for: command.spec, context: context)
             return .success
         }
         do {
             let instance = try command.init(arguments: parsed, context: context)
             return try instance.run(context: context)
-        } catch let error as UsageError {
-            printUsageError(error, environment: environment, json: context.json)
-            return .usage
         } catch {
-            return report(error, context: context)
+            return context.report(ErrorReport(error))
         }
     }
 
-    /// Prints a failure and picks its exit code.
-    static func report(_ error: Error, context: CommandContext) -> ExitCode {
-        let code: ExitCode
-        var message = "\(error)"
-        switch error {
-        case EngineError.interrupted:
-            code = .interrupted
-        case is LockError:
-            code = .locked
-        case is EncryptionError:
-            code = .key
-        case EngineError.archiveMissing, EngineError.manifestUnreadable, ArchiveError.damaged:
-            // A backup found damaged (its archive gone, its manifest unreadable or hostile).
-            code = .integrity
-        case let failure as ExcludePatternError:
-            code = .usage
-            message = failure.description
-        case let failure as DestinationAddressError:
-            // The value of --dest (or KEEPSAKE_DEST, or a profile's destination) is wrong.
-            code = .usage
-            message = failure.description
-        default:
-            code = .failure
+    /// `--color WHEN` or `--color=WHEN` among `arguments` as typed, so a usage error obeys it too.
+    private static func colorChoice(_ arguments: [CommandLineArgument]) -> [String: [String]] {
+        let words = arguments.prefix { $0.text != "--" }.map(\.text)
+        for (index, word) in words.enumerated().reversed() {
+            if word.hasPrefix("--color=") { return [OptionKey.color.name: [String(word.dropFirst(8))]] }
+            if word == "--color", index + 1 < words.count { return [OptionKey.color.name: [words[index + 1]]] }
         }
-        if !message.hasSuffix(".") { message += "." }
-        let label = context.err.apply(.danger, to: "Error:")
-        for line in errorLines(message, label: label, capabilities: context.capabilities) {
-            _ = ConsoleWriter.standardError.writeLine(line)
-        }
-        if context.json {
-            context.printJSON(.object(JSONObject([
-                ("error", .string(message)),
-                ("exit_code", .int(Int64(code.rawValue))),
-            ])))
-        }
-        return code
+        return [:]
     }
 
     /// Whether `--json` is among `arguments` (read as they are: a usage error means they
     /// could not be parsed, and a script asking for JSON still gets it).
     private static func wantsJSON(_ arguments: [CommandLineArgument]) -> Bool {
         arguments.prefix { $0.text != "--" }.contains { $0.text == "--json" }
-    }
-
-    /// A usage error on stderr; with `json`, also `{"error":…,"exit_code":2}` on stdout.
-    /// "Error: message" on a terminal wrapped at word boundaries to its width, the later
-    /// lines under the message; one line when stderr is not a terminal (a log keeps each
-    /// error on one line, for grep).
-    static func errorLines(_ message: String, label: String, capabilities: TerminalCapabilities) -> [String] {
-        guard capabilities.stderrIsTTY else { return ["\(label) \(message)"] }
-        let indent = "Error: ".count
-        let lines = DisplayWidth.wrap(message, width: max(20, capabilities.width - indent))
-        return lines.enumerated().map { index, line in index == 0 ? "\(label) \(line)" : String(repeating: " ", count: indent) + line }
-    }
-
-    private static func printUsageError(_ error: UsageError, environment: [String: String], json: Bool = false) {
-        let capabilities = TerminalCapabilities.detect(colorMode: .auto, environment: environment)
-        let context = capabilities.renderContext(for: .standardError)
-        var lines = error.lines()
-        let message = lines.first.map { $0.hasPrefix("Error: ") ? String($0.dropFirst(7)) : $0 } ?? "usage error"
-        if let first = lines.first, first.hasPrefix("Error: ") {
-            lines[0] = context.apply(.danger, to: "Error:") + first.dropFirst(6)
-        }
-        for line in lines { _ = ConsoleWriter.standardError.writeLine(line) }
-        if json {
-            let object = JSONValue.object(JSONObject([("error", .string(message)),
-                                                      ("exit_code", .int(Int64(ExitCode.usage.rawValue)))]))
-            _ = ConsoleWriter.standardOutput.writeLine(object.serialized())
-        }
     }
 }

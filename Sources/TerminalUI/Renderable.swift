@@ -47,20 +47,4 @@ extension Renderable {
     public func padding(_ amount: Int) -> PaddingModifier<Self> {
         padding(top: amount, leading: amount, bottom: amount, trailing: amount)
     }
-
-    /// Lays the content out in exactly `width` cells (or the context width if smaller),
-    /// padding each line according to `alignment`, for example to centre a block.
-    public func frame(width: Int, alignment: DisplayWidth.Alignment = .left) -> FrameModifier<Self> {
-        FrameModifier(content: self, width: width, alignment: alignment)
-    }
-
-    /// Applies `style` to every line of the content (only when colour is on).
-    public func styled(_ style: Style) -> StyleModifier<Self> {
-        StyleModifier(content: self, look: .style(style))
-    }
-
-    /// Applies the theme's style for `role` to every line of the content.
-    public func styled(_ role: Theme.Role) -> StyleModifier<Self> {
-        StyleModifier(content: self, look: .role(role))
-    }
 }

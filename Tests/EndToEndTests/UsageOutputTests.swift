@@ -6,21 +6,13 @@ import XCTest
 final class UsageOutputTests: EndToEndTestCase {
     // MARK: Tests
 
+    /// The screen itself is pinned in process (MainScreenTests); here, the real process:
+    /// exit 0, and no escape sequences without a terminal.
     func testNoArgumentsPrintsAShortUsageWithThreeExamples() throws {
         let outcome = try run([], environment: ["COLUMNS": "80"])
         assertExit(outcome, 0)
-        XCTAssertEqual(outcome.stdoutText, """
-            Usage: keepsake <command> [options]
-
-            Back up and restore directories as compressed, self-describing tar archives.
-
-              keepsake backup ~/Documents                    back up a folder
-              keepsake list                                  show the backups
-              keepsake restore latest --target /tmp/restore  restore the newest one
-
-            Every command and exit code: keepsake help. One command: keepsake help COMMAND.
-
-            """)
+        XCTAssertTrue(outcome.stdoutText.hasPrefix("Usage: keepsake <command> [options]\n"), outcome.stdoutText)
+        XCTAssertEqual(outcome.stdoutText.components(separatedBy: "\n  keepsake ").count, 4, "three examples:\n\(outcome)")
         XCTAssertFalse(outcome.stdoutText.contains("\u{1B}"), "no escape sequences without a terminal")
     }
 

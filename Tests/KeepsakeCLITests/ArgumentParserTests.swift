@@ -14,13 +14,13 @@ final class ArgumentParserTests: KeepsakeTestCase {
         abstract: "Back up files or stdin.",
         arguments: [ArgumentSpec(name: "PATH", help: "What to back up.", repeating: true)],
         options: [
-            OptionSpec(long: "dest", short: "d", kind: .value(valueName: "dir"), environment: "KEEPSAKE_DEST", help: "Where backups are kept."),
-            OptionSpec(long: "compression", short: "c", kind: .value(valueName: "codec"), allowedValues: codecs, defaultDescription: "zstd", help: "Codec."),
-            OptionSpec(long: "exclude", kind: .value(valueName: "pattern"), repeatable: true, help: "Skip matches."),
-            OptionSpec(long: "keep-last", kind: .value(valueName: "n"), help: "How many to keep."),
-            OptionSpec(long: "quiet", short: "q", help: "Print nothing but errors."),
-            OptionSpec(long: "verbose", short: "v", help: "Say more."),
-            OptionSpec(long: "debug-scan", help: "Internal.", hidden: true),
+            OptionSpec(.dest, short: "d", kind: .value(valueName: "dir"), environment: "KEEPSAKE_DEST", help: "Where backups are kept."),
+            OptionSpec(.compression, short: "c", kind: .value(valueName: "codec"), allowedValues: codecs, defaultDescription: "zstd", help: "Codec."),
+            OptionSpec(.exclude, kind: .value(valueName: "pattern"), repeatable: true, help: "Skip matches."),
+            OptionSpec(.keepLast, kind: .value(valueName: "n"), help: "How many to keep."),
+            OptionSpec(.quiet, short: "q", help: "Print nothing but errors."),
+            OptionSpec(.verbose, short: "v", help: "Say more."),
+            OptionSpec(OptionKey("debug-scan"), help: "Internal.", hidden: true),
             .help,
         ]
     )
@@ -67,57 +67,57 @@ final class ArgumentParserTests: KeepsakeTestCase {
 
     func testLongAndShortFlags() {
         let long = parse(["--quiet", "a"])
-        XCTAssertTrue(long.flag("quiet"))
-        XCTAssertFalse(long.flag("verbose"))
-        XCTAssertTrue(parse(["-q", "a"]).flag("quiet"))
+        XCTAssertTrue(long.flag(.quiet))
+        XCTAssertFalse(long.flag(.verbose))
+        XCTAssertTrue(parse(["-q", "a"]).flag(.quiet))
     }
 
     func testValueFormsAllAgree() {
         for arguments in [["--dest", "/mnt"], ["--dest=/mnt"], ["-d", "/mnt"]] {
             let parsed = parse(arguments + ["a"])
-            XCTAssertEqual(parsed.value("dest"), "/mnt", "\(arguments)")
+            XCTAssertEqual(parsed.value(.dest), "/mnt", "\(arguments)")
             XCTAssertEqual(parsed.positionals, ["a"])
         }
     }
 
     func testEqualsFormKeepsLaterEqualsAndEmptyValue() {
-        XCTAssertEqual(parse(["--dest=a=b", "x"]).value("dest"), "a=b")
-        XCTAssertEqual(parse(["--dest=", "x"]).value("dest"), "")
+        XCTAssertEqual(parse(["--dest=a=b", "x"]).value(.dest), "a=b")
+        XCTAssertEqual(parse(["--dest=", "x"]).value(.dest), "")
     }
 
     func testEqualsFormAcceptsDashValue() {
-        XCTAssertEqual(parse(["--dest=--quiet", "x"]).value("dest"), "--quiet")
+        XCTAssertEqual(parse(["--dest=--quiet", "x"]).value(.dest), "--quiet")
     }
 
     func testNegativeNumberIsAValueAndAPositional() {
         let parsed = parse(["--keep-last", "-5", "-3"])
-        XCTAssertEqual(parsed.value("keep-last"), "-5")
+        XCTAssertEqual(parsed.value(.keepLast), "-5")
         XCTAssertEqual(parsed.positionals, ["-3"])
     }
 
     func testUndeclaredNamesReadAsNotGiven() {
         let parsed = parse(["a"])
-        XCTAssertFalse(parsed.flag("nope"))
-        XCTAssertNil(parsed.value("nope"))
-        XCTAssertEqual(parsed.values("nope"), [])
+        XCTAssertFalse(parsed.flag(OptionKey("nope")))
+        XCTAssertNil(parsed.value(OptionKey("nope")))
+        XCTAssertEqual(parsed.values(OptionKey("nope")), [])
     }
 
     // MARK: Clusters
 
     func testClusteredFlags() {
         let parsed = parse(["-qv", "a"])
-        XCTAssertTrue(parsed.flag("quiet"))
-        XCTAssertTrue(parsed.flag("verbose"))
+        XCTAssertTrue(parsed.flag(.quiet))
+        XCTAssertTrue(parsed.flag(.verbose))
     }
 
     func testRepeatedFlagCounts() {
-        XCTAssertEqual(parse(["-vv", "-v", "a"]).flagCount("verbose"), 3)
+        XCTAssertEqual(parse(["-vv", "-v", "a"]).flagCount(.verbose), 3)
     }
 
     func testClusterEndingInValueOptionTakesNextArgument() {
         let parsed = parse(["-qd", "/mnt", "a"])
-        XCTAssertTrue(parsed.flag("quiet"))
-        XCTAssertEqual(parsed.value("dest"), "/mnt")
+        XCTAssertTrue(parsed.flag(.quiet))
+        XCTAssertEqual(parsed.value(.dest), "/mnt")
         XCTAssertEqual(parsed.positionals, ["a"])
     }
 
@@ -130,7 +130,7 @@ final class ArgumentParserTests: KeepsakeTestCase {
     func testDoubleDashEndsOptions() {
         let parsed = parse(["-q", "--", "--weird", "-v", "--"])
         XCTAssertEqual(parsed.positionals, ["--weird", "-v", "--"])
-        XCTAssertFalse(parsed.flag("verbose"))
+        XCTAssertFalse(parsed.flag(.verbose))
         XCTAssertEqual(parsed.arguments("PATH"), ["--weird", "-v", "--"])
     }
 
@@ -141,21 +141,21 @@ final class ArgumentParserTests: KeepsakeTestCase {
     func testOptionsAnywhereAmongPositionals() {
         let parsed = parse(["--quiet", "a", "-d", "/mnt", "b", "--exclude", "*.tmp", "c", "-v"])
         XCTAssertEqual(parsed.positionals, ["a", "b", "c"])
-        XCTAssertEqual(parsed.value("dest"), "/mnt")
-        XCTAssertEqual(parsed.values("exclude"), ["*.tmp"])
-        XCTAssertTrue(parsed.flag("quiet"))
-        XCTAssertTrue(parsed.flag("verbose"))
+        XCTAssertEqual(parsed.value(.dest), "/mnt")
+        XCTAssertEqual(parsed.values(.exclude), ["*.tmp"])
+        XCTAssertTrue(parsed.flag(.quiet))
+        XCTAssertTrue(parsed.flag(.verbose))
     }
 
     func testRepeatedValueOptionLastWinsAndAllAreKept() {
         let parsed = parse(["--dest", "/one", "a", "--dest=/two"])
-        XCTAssertEqual(parsed.value("dest"), "/two")
-        XCTAssertEqual(parsed.values("dest"), ["/one", "/two"])
+        XCTAssertEqual(parsed.value(.dest), "/two")
+        XCTAssertEqual(parsed.values(.dest), ["/one", "/two"])
     }
 
     func testRepeatableOptionKeepsOrder() {
         let parsed = parse(["--exclude", "*.o", "a", "--exclude=.git", "--exclude", "node_modules"])
-        XCTAssertEqual(parsed.values("exclude"), ["*.o", ".git", "node_modules"])
+        XCTAssertEqual(parsed.values(.exclude), ["*.o", ".git", "node_modules"])
     }
 
     func testOptionalAndRequiredArguments() {
@@ -179,13 +179,13 @@ final class ArgumentParserTests: KeepsakeTestCase {
 
     func testHelpWinsOverOtherProblems() throws {
         let parsed = try ArgumentParser.parse(["--destt", "--dest", "--help"], for: backup)
-        XCTAssertTrue(parsed.flag("help"))
-        XCTAssertTrue(try ArgumentParser.parse(["-h"], for: backup).flag("help"))
+        XCTAssertTrue(parsed.flag(.help))
+        XCTAssertTrue(try ArgumentParser.parse(["-h"], for: backup).flag(.help))
     }
 
     func testHelpAfterDoubleDashIsPositional() {
         let parsed = parse(["--", "--help"])
-        XCTAssertFalse(parsed.flag("help"))
+        XCTAssertFalse(parsed.flag(.help))
         XCTAssertEqual(parsed.positionals, ["--help"])
     }
 
@@ -203,7 +203,7 @@ final class ArgumentParserTests: KeepsakeTestCase {
             message(["-c", "zz", "a"]),
             "The value 'zz' is invalid for '-c <codec>'. Use one of: zstd, gzip, xz, lz4, none."
         )
-        XCTAssertEqual(parse(["-c", "xz", "a"]).value("compression"), "xz")
+        XCTAssertEqual(parse(["-c", "xz", "a"]).value(.compression), "xz")
     }
 
     func testUnknownOptionWithSuggestion() {
@@ -221,7 +221,7 @@ final class ArgumentParserTests: KeepsakeTestCase {
     }
 
     func testHiddenOptionParsesButIsNeverSuggested() {
-        XCTAssertTrue(parse(["--debug-scan", "a"]).flag("debug-scan"))
+        XCTAssertTrue(parse(["--debug-scan", "a"]).flag(OptionKey("debug-scan")))
         XCTAssertEqual(message(["--debug-scn", "a"]), "Unknown option '--debug-scn'.")
     }
 
@@ -246,7 +246,7 @@ final class ArgumentParserTests: KeepsakeTestCase {
     }
 
     func testLoneDashIsAValue() {
-        XCTAssertEqual(parse(["--dest", "-", "a"]).value("dest"), "-")
+        XCTAssertEqual(parse(["--dest", "-", "a"]).value(.dest), "-")
     }
 
     func testFlagGivenAValue() {
@@ -355,5 +355,21 @@ final class ArgumentParserTests: KeepsakeTestCase {
         XCTAssertEqual(Suggestion.distance("", "abc", limit: 3), 3)
         XCTAssertNil(Suggestion.distance("a", "abcd", limit: 2))
         XCTAssertEqual(Suggestion.distance("same", "same", limit: 0), 0)
+    }
+
+    // MARK: Keys
+
+    /// Options are declared by key: each command has each key and short name once, and the
+    /// key is what the user types after the dashes.
+    func testEveryCommandDeclaresEachOptionOnceByItsKey() {
+        XCTAssertEqual(OptionKey.dryRun.name, "dry-run")
+        XCTAssertEqual(OptionKey.s3Endpoint.description, "--s3-endpoint")
+        for command in CommandRegistry.all {
+            let options = command.spec.options
+            XCTAssertEqual(Set(options.map(\.key)).count, options.count, "a key twice in \(command.spec.name)")
+            let shorts = options.compactMap(\.short)
+            XCTAssertEqual(Set(shorts).count, shorts.count, "a short name twice in \(command.spec.name)")
+            XCTAssertTrue(options.contains { $0.key == .json } && options.contains { $0.key == .help }, command.spec.name)
+        }
     }
 }

@@ -1,5 +1,6 @@
 @testable import KeepsakeCLI
 import Foundation
+import TerminalUI
 import XCTest
 
 /// Help screens compared with literals, layout rules, and word wrapping.
@@ -13,15 +14,15 @@ final class HelpRendererTests: KeepsakeTestCase {
         discussion: "Each run writes one archive and its manifest to the destination. Nothing is visible until the backup is complete.",
         arguments: [ArgumentSpec(name: "PATH", help: "Files or directories to back up; '-' reads stdin.", repeating: true)],
         options: [
-            OptionSpec(long: "dest", short: "d", kind: .value(valueName: "dir"), environment: "KEEPSAKE_DEST", help: "Where backups are kept."),
+            OptionSpec(.dest, short: "d", kind: .value(valueName: "dir"), environment: "KEEPSAKE_DEST", help: "Where backups are kept."),
             OptionSpec(
-                long: "compression", short: "c", kind: .value(valueName: "codec"),
+                .compression, short: "c", kind: .value(valueName: "codec"),
                 allowedValues: ["zstd", "gzip", "xz", "lz4", "none"], defaultDescription: "zstd",
                 help: "The compression codec."
             ),
-            OptionSpec(long: "exclude", kind: .value(valueName: "pattern"), repeatable: true, help: "Skip paths matching the glob pattern."),
-            OptionSpec(long: "quiet", short: "q", help: "Print nothing but errors."),
-            OptionSpec(long: "debug-scan", help: "Internal.", hidden: true),
+            OptionSpec(.exclude, kind: .value(valueName: "pattern"), repeatable: true, help: "Skip paths matching the glob pattern."),
+            OptionSpec(.quiet, short: "q", help: "Print nothing but errors."),
+            OptionSpec(OptionKey("debug-scan"), help: "Internal.", hidden: true),
             .help,
         ],
         examples: [
@@ -47,7 +48,7 @@ final class HelpRendererTests: KeepsakeTestCase {
 
     private let globalOptions = [
         OptionSpec(
-            long: "color", kind: .value(valueName: "when"), allowedValues: ["auto", "always", "never"],
+            .color, kind: .value(valueName: "when"), allowedValues: ["auto", "always", "never"],
             defaultDescription: "auto", help: "When to use colour."
         ),
         OptionSpec.help,
@@ -113,28 +114,25 @@ final class HelpRendererTests: KeepsakeTestCase {
             USAGE: keepsake backup [options] PATH...
 
             ARGUMENTS:
-              PATH...           Files or directories
-                                to back up; '-'
-                                reads stdin.
+              PATH...
+                  Files or directories to back up;
+                  '-' reads stdin.
 
             OPTIONS:
-              -d, --dest <dir>  Where backups are
-                                kept.
-                                (env: KEEPSAKE_DEST)
+              -d, --dest <dir>
+                  Where backups are kept.
+                  (env: KEEPSAKE_DEST)
               -c, --compression <codec>
-                                The compression
-                                codec.
-                                (default: zstd)
-                                (values: zstd, gzip,
-                                xz, lz4, none)
+                  The compression codec.
+                  (default: zstd) (values: zstd,
+                  gzip, xz, lz4, none)
               --exclude <pattern>
-                                Skip paths matching
-                                the glob pattern.
-                                (repeatable)
-              -q, --quiet       Print nothing but
-                                errors.
-              -h, --help        Show help
-                                information.
+                  Skip paths matching the glob
+                  pattern. (repeatable)
+              -q, --quiet
+                  Print nothing but errors.
+              -h, --help
+                  Show help information.
 
             EXAMPLES:
               keepsake backup ~/Documents --dest
@@ -196,28 +194,33 @@ final class HelpRendererTests: KeepsakeTestCase {
             USAGE: keepsake <command> [options]
 
             COMMANDS:
-              backup          Back up files or
-                              stdin.
-              list            List the backups in a
-                              destination.
-              restore         Restore all or part of
-                              a backup.
+              backup
+                  Back up files or stdin.
+              list
+                  List the backups in a destination.
+              restore
+                  Restore all or part of a backup.
 
             OPTIONS:
-              --color <when>  When to use colour.
-                              (default: auto)
-                              (values: auto, always,
-                              never)
-              -h, --help      Show help information.
+              --color <when>
+                  When to use colour.
+                  (default: auto) (values: auto,
+                  always, never)
+              -h, --help
+                  Show help information.
 
             EXIT CODES:
-              0               Success.
-              1               Failure.
-              2               Usage error.
-              3               Finished, but some
-                              files could not be
-                              read.
-              130             Interrupted.
+              0
+                  Success.
+              1
+                  Failure.
+              2
+                  Usage error.
+              3
+                  Finished, but some files could not
+                  be read.
+              130
+                  Interrupted.
 
             See 'keepsake <command> --help' for help
             on a command.
@@ -270,7 +273,7 @@ final class HelpRendererTests: KeepsakeTestCase {
         let hiddenOnly = CommandSpec(
             name: "gc", abstract: "Collect.",
             arguments: [ArgumentSpec(name: "ID", help: "", optional: true, repeating: true)],
-            options: [OptionSpec(long: "secret", help: "", hidden: true)]
+            options: [OptionSpec(OptionKey("secret"), help: "", hidden: true)]
         )
         XCTAssertEqual(hiddenOnly.usage(), "keepsake gc [ID...]")
     }
@@ -302,26 +305,12 @@ final class HelpRendererTests: KeepsakeTestCase {
         XCTAssertEqual(HelpRenderer.render(backup, width: 3), HelpRenderer.render(backup, width: HelpRenderer.minimumWidth))
     }
 
-    // MARK: Word wrapping
+    // MARK: Annotations
 
-    func testWrapBreaksAtSpacesWithHangingIndent() {
-        XCTAssertEqual(
-            WordWrapper.wrap("one two three four five", width: 12, firstPrefix: "> ", restPrefix: "  "),
-            ["> one two", "  three four", "  five"]
-        )
-    }
-
-    func testWrapCutsWordsLongerThanTheLine() {
-        XCTAssertEqual(WordWrapper.wrap("ab abcdefghij", width: 4), ["ab", "abcd", "efgh", "ij"])
-    }
-
-    func testWrapKeepsParagraphsAndCollapsesSpaces() {
-        XCTAssertEqual(WordWrapper.wrap("a  b\n\nc", width: 10), ["a b", "", "c"])
-        XCTAssertEqual(WordWrapper.wrap("", width: 10, firstPrefix: "X: "), ["X:"])
-    }
-
-    func testWrapKeepsNoBreakSpaceTogether() {
-        let glued = "see (env:" + String(WordWrapper.noBreakSpace) + "HOME)"
-        XCTAssertEqual(WordWrapper.wrap(glued, width: 12), ["see", "(env: HOME)"])
+    /// An annotation stays whole on one line and is printed with a plain space (for grep).
+    func testAnnotationsAreGluedButPrintedWithPlainSpaces() {
+        let text = HelpRenderer.render(backup, width: 44)
+        XCTAssertFalse(text.contains(DisplayWidth.noBreakSpace))
+        XCTAssertFalse(text.split(separator: "\n").contains { $0.hasSuffix("(env:") || $0.hasSuffix("(default:") }, text)
     }
 }

@@ -191,4 +191,21 @@ final class ComponentTests: KeepsakeTestCase {
         XCTAssertEqual(KeyValueList(items: []).render(in: .plain()), [])
         assertRenderingRules(summary)
     }
+
+    /// A value holding a word too long for the value column (a file name) goes under its
+    /// label, whole; the other rows keep their column.
+    func testKeyValueListPutsALongWordUnderItsLabel() {
+        let list = KeyValueList([("Kind", "full"), ("Archive", "vm_20261129T151522Z-a981a63d.tar.zst")])
+        XCTAssertEqual(plain(list, width: 40), """
+            Kind:    full
+            Archive:
+              vm_20261129T151522Z-a981a63d.tar.zst
+
+            """)
+        XCTAssertEqual(plain(list, width: 80), """
+            Kind:    full
+            Archive: vm_20261129T151522Z-a981a63d.tar.zst
+
+            """)
+    }
 }

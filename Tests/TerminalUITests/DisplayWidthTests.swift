@@ -132,4 +132,33 @@ final class DisplayWidthTests: KeepsakeTestCase {
         XCTAssertEqual(DisplayWidth.singleLine("\u{1B}[31mx"), "?[31mx")
         XCTAssertEqual(DisplayWidth.singleLine("사진"), "사진")
     }
+
+    func testWrapHangsLaterLinesUnderAPrefix() {
+        XCTAssertEqual(DisplayWidth.wrap("one two three four five", width: 12, firstPrefix: "> ", restPrefix: "  "),
+                       ["> one two", "  three four", "  five"])
+        XCTAssertEqual(DisplayWidth.wrap("a  b\n\nc", width: 10, firstPrefix: "X: ", restPrefix: "   "), ["X: a b", "", "   c"],
+                       "an empty line keeps no prefix spaces")
+        XCTAssertEqual(DisplayWidth.wrap("", width: 10, firstPrefix: "X: "), ["X:"])
+    }
+
+    /// The room left by each line's own prefix decides where a long word is cut, in cells.
+    func testWrapCutsLongWordsToTheRoomOfEachLine() {
+        XCTAssertEqual(DisplayWidth.wrap("ab abcdefghij", width: 4), ["ab", "abcd", "efgh", "ij"])
+        XCTAssertEqual(DisplayWidth.wrap("abcdefgh", width: 6, firstPrefix: "Err: ", restPrefix: "  "),
+                       ["Err: a", "  bcde", "  fgh"])
+        XCTAssertEqual(DisplayWidth.wrap("사진가족", width: 7, firstPrefix: "> ", restPrefix: "> "), ["> 사진", "> 가족"])
+    }
+
+    func testWrapNeverBreaksAtANoBreakSpace() {
+        let glued = "see (env:" + String(DisplayWidth.noBreakSpace) + "HOME)"
+        XCTAssertEqual(DisplayWidth.wrap(glued, width: 12), ["see", "(env:\u{00A0}HOME)"])
+    }
+
+    /// A path too long for a line breaks after a slash; glued words too long for any line
+    /// come apart at their no-break space.
+    func testWrapBreaksLongPathsAtSlashesAndUngluesWhatCannotFit() {
+        XCTAssertEqual(DisplayWidth.wrap("/home/ana/projects/keepsake", width: 20), ["/home/ana/projects/", "keepsake"])
+        let glued = "(default:" + String(DisplayWidth.noBreakSpace) + "/a/long/default/path)"
+        XCTAssertEqual(DisplayWidth.wrap(glued, width: 24), ["(default:", "/a/long/default/path)"])
+    }
 }

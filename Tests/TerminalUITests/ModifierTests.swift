@@ -34,27 +34,13 @@ final class ModifierTests: KeepsakeTestCase {
         XCTAssertEqual(lines, ["aaaa ", "bbbb░", " ░░░░"])
     }
 
-    // MARK: Padding, frame, style
+    // MARK: Padding
 
     func testPadding() {
         XCTAssertEqual(plain(Text("padded text").padding(top: 1, leading: 4, bottom: 1), width: 40), "\n    padded text\n\n")
         XCTAssertEqual(plain(Text("one two three").padding(leading: 2, trailing: 4), width: 13), "  one two\n  three\n")
         XCTAssertEqual(plain(Text("x").padding(1), width: 40), "\n x\n\n")
         assertRenderingRules(Box("pad").padding(leading: 3), expectsColour: true)
-    }
-
-    func testFrameAlignsInFixedWidth() {
-        XCTAssertEqual(Text("centred").frame(width: 11, alignment: .center).render(in: .plain()), ["  centred  "])
-        XCTAssertEqual(Text("right").frame(width: 8, alignment: .right).render(in: .plain()), ["   right"])
-        XCTAssertEqual(Text("사진").frame(width: 6).render(in: .plain()), ["사진  "])
-        XCTAssertEqual(Text("too long for it").frame(width: 50).render(in: .plain(width: 6)), ["too   ", "long  ", "for it"])
-    }
-
-    func testStyledModifier() {
-        let context = RenderContext(width: 40, colorEnabled: true)
-        XCTAssertEqual(Text("a\nb").styled(Style(bold: true)).render(in: context), ["\u{1B}[1ma\u{1B}[0m", "\u{1B}[1mb\u{1B}[0m"])
-        XCTAssertEqual(Text("a").styled(.danger).render(in: context), ["\u{1B}[31ma\u{1B}[0m"])
-        XCTAssertEqual(Text("a").styled(.danger).render(in: .plain()), ["a"])
     }
 
     func testModifiersComposeOnAnyComponent() {

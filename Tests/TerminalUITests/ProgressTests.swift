@@ -1,4 +1,5 @@
 import XCTest
+import KeepsakeTestSupport
 @testable import TerminalUI
 
 final class ProgressTests: KeepsakeTestCase {
@@ -103,18 +104,6 @@ final class ProgressTests: KeepsakeTestCase {
             + "done\n")
     }
 
-    func testClearErasesAndNextUpdateDrawsImmediately() {
-        let (renderer, recorder, _) = makeRenderer(tty: true)
-        renderer.update(ProgressBar(fraction: 0.5))
-        renderer.clear()
-        renderer.update(ProgressBar(fraction: 0.6))
-        XCTAssertEqual(recorder.all.count, 3)
-        XCTAssertEqual(recorder.all[1], ProgressRenderer.eraseLine)
-        renderer.clear()
-        renderer.clear()  // nothing visible: writes nothing
-        XCTAssertEqual(recorder.all.count, 4)
-    }
-
     // MARK: ProgressRenderer without a TTY
 
     func testSilentWithoutTTY() {
@@ -155,9 +144,9 @@ final class ProgressTests: KeepsakeTestCase {
 
     func testCapabilitiesInitializerAnimatesOnlyOnCapableStderr() {
         let tty = TerminalCapabilities(environment: ["TERM": "xterm"], stdinIsTTY: false, stdoutIsTTY: false, stderrIsTTY: true)
-        XCTAssertTrue(ProgressRenderer(capabilities: tty, writer: { _ in }).isTTY)
-        XCTAssertTrue(ProgressRenderer(capabilities: tty, writer: { _ in }).context.colorEnabled)
+        XCTAssertTrue(ProgressRenderer(capabilities: tty, output: CapturedOutput()).isTTY)
+        XCTAssertTrue(ProgressRenderer(capabilities: tty, output: CapturedOutput()).context.colorEnabled)
         let dumb = TerminalCapabilities(environment: ["TERM": "dumb"], stdinIsTTY: false, stdoutIsTTY: false, stderrIsTTY: true)
-        XCTAssertFalse(ProgressRenderer(capabilities: dumb, writer: { _ in }).isTTY)
+        XCTAssertFalse(ProgressRenderer(capabilities: dumb, output: CapturedOutput()).isTTY)
     }
 }

@@ -42,9 +42,6 @@ final class StyleThemeTests: KeepsakeTestCase {
         XCTAssertEqual(theme.style(for: .plain), .plain)
         XCTAssertEqual(theme.fill(for: .success), Style(foreground: .black, background: .green, bold: true))
         XCTAssertEqual(theme.fill(for: .heading), Style(bold: true, reverse: true))
-        for role in Theme.Role.allCases {
-            XCTAssertEqual(Theme.monochrome.style(for: role), .plain)
-        }
     }
 
     func testRenderContextHelpers() {

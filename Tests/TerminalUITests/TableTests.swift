@@ -191,4 +191,14 @@ final class TableTests: KeepsakeTestCase {
         XCTAssertEqual(Table(columns: [], rows: []).render(in: .plain()), [])
         XCTAssertEqual(plain(Table(columns: [.init("ONLY")], rows: []), width: 40), "ONLY\n────\n")
     }
+
+    /// When even the minimum widths do not fit, rows are cut with an ellipsis but the rule
+    /// under the header is only shortened: an ellipsis there would read as a cut value.
+    func testTheRuleIsCutWithoutAnEllipsis() {
+        let table = Table(columns: [.init("ID", minWidth: 10), .init("REASON", minWidth: 12)],
+                          cells: [[Table.Cell("0123456789"), Table.Cell("last snapshot #1")]])
+        let lines = table.render(in: .plain(width: 20))
+        XCTAssertEqual(lines[1], String(repeating: "─", count: 10) + "  " + String(repeating: "─", count: 8))
+        XCTAssertTrue(lines[2].hasSuffix("…"), lines[2])
+    }
 }

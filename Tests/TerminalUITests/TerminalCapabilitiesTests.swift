@@ -89,8 +89,6 @@ final class TerminalCapabilitiesTests: KeepsakeTestCase {
         XCTAssertTrue(caps().canPrompt)
         let piped = TerminalCapabilities(environment: [:], stdinIsTTY: false, stdoutIsTTY: true, stderrIsTTY: true)
         XCTAssertFalse(piped.canPrompt)
-        XCTAssertFalse(piped.isTTY(.standardInput))
-        XCTAssertTrue(piped.isTTY(.standardError))
     }
 
     func testPlainAndDetect() {
@@ -101,5 +99,20 @@ final class TerminalCapabilitiesTests: KeepsakeTestCase {
         XCTAssertFalse(TerminalCapabilities.detect(colorMode: .never, environment: [:]).stdoutColor)
         XCTAssertTrue(TerminalCapabilities.detect(colorMode: .always, environment: ["COLUMNS": "33"]).stdoutColor)
         XCTAssertEqual(TerminalCapabilities.detect(environment: ["COLUMNS": "33"]).width, 33)
+    }
+
+    /// A command's `--color` decides again on the terminal detected once: NO_COLOR still
+    /// takes the colours away under `auto`, `always` brings them back, `never` drops styling.
+    func testDecidingAgainForAnotherColorMode() {
+        let detected = TerminalCapabilities(environment: ["NO_COLOR": "1", "COLUMNS": "50"], stdinIsTTY: true,
+                                            stdoutIsTTY: true, stderrIsTTY: false)
+        XCTAssertTrue(detected.stdoutColor)
+        XCTAssertFalse(detected.colorsAllowed)
+        let never = detected.with(colorMode: .never)
+        XCTAssertFalse(never.stdoutColor || never.stderrColor)
+        XCTAssertEqual(never.width, 50)
+        let always = detected.with(colorMode: .always)
+        XCTAssertTrue(always.stdoutColor && always.stderrColor && always.colorsAllowed)
+        XCTAssertEqual(always.with(colorMode: .auto), detected, "back to auto is the detected terminal")
     }
 }

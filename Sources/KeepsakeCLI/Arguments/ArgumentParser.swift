@@ -44,7 +44,7 @@ enum ArgumentParser {
     // MARK: Help shortcut
 
     private static func helpRequest(in arguments: [CommandLineArgument], for spec: CommandSpec) -> ParsedArguments? {
-        guard let help = spec.option(long: "help"), help.isFlag else { return nil }
+        guard let help = spec.option(long: OptionKey.help.name), help.isFlag else { return nil }
         let tokens = Set([help.longFlag, help.shortFlag].compactMap { $0 })
         for argument in arguments {
             if argument.text == "--" { return nil }

@@ -1,3 +1,5 @@
+import TerminalUI
+
 // MARK: - HelpRenderer
 
 /// Renders `--help` screens in swift-argument-parser's layout:
@@ -29,6 +31,10 @@ enum HelpRenderer {
     /// The widest the label column gets (swift-argument-parser's 26); longer labels sit on
     /// their own line with the help text below.
     static let maximumLabelColumn = 26
+    /// The narrowest right column of a two-column table; narrower, texts go under labels.
+    static let minimumTextColumn = 30
+    /// Where a text under its label starts (as under an example).
+    static let stackedIndent = 6
 
     // MARK: Command help
 
@@ -47,7 +53,7 @@ enum HelpRenderer {
         var sections: [[String]] = []
         sections.append(headed("OVERVIEW:", spec.abstract, width: width, heading: heading))
         if !spec.discussion.isEmpty {
-            sections.append(WordWrapper.wrap(spec.discussion, width: width))
+            sections.append(wrap(spec.discussion, width: width))
         }
         sections.append(headed("USAGE:", spec.usage(programName: programName), width: width, heading: heading))
         if !arguments.isEmpty {
@@ -93,7 +99,7 @@ enum HelpRenderer {
         if !codeRows.isEmpty {
             sections.append(table("EXIT CODES:", codeRows, column: column, width: width, heading: heading))
         }
-        sections.append(WordWrapper.wrap("See '\(programName) <command> --help' for help on a command.", width: width))
+        sections.append(wrap("See '\(programName) <command> --help' for help on a command.", width: width))
         return join(sections)
     }
 
@@ -111,7 +117,7 @@ enum HelpRenderer {
         let notes = option.helpAnnotations.map { note in
             var note = note
             if let space = note.firstIndex(of: " ") {
-                note.replaceSubrange(space...space, with: String(WordWrapper.noBreakSpace))
+                note.replaceSubrange(space...space, with: String(DisplayWidth.noBreakSpace))
             }
             return note
         }
@@ -129,26 +135,31 @@ enum HelpRenderer {
     /// `HEADING: text`, the text wrapped and hanging under itself.
     private static func headed(_ title: String, _ text: String, width: Int, heading: (String) -> String) -> [String] {
         let prefix = title + " "
-        let lines = WordWrapper.wrap(text, width: width, firstPrefix: prefix, restPrefix: spaces(prefix.count))
+        let lines = wrap(text, width: width, firstPrefix: prefix, restPrefix: spaces(prefix.count))
         // Style only the title, after the layout is fixed on plain text.
         return lines.enumerated().map { number, line in
             number == 0 ? heading(title) + line.dropFirst(title.count) : line
         }
     }
 
-    /// A heading line followed by two-column rows.
+    /// A heading line followed by two-column rows; when the right column would be narrower
+    /// than `minimumTextColumn`, each label on its own line with its text under it.
     private static func table(_ title: String, _ rows: [Row], column: Int, width: Int, heading: (String) -> String) -> [String] {
         var lines = [heading(title)]
+        let stacked = width - column < minimumTextColumn
         for row in rows {
             let labelPrefix = spaces(indent)
-            if indent + row.label.count + gap <= column {
+            if stacked {
+                lines += wrap(row.label, width: width, firstPrefix: labelPrefix, restPrefix: spaces(indent * 2))
+                lines += wrap(row.text, width: width, firstPrefix: spaces(stackedIndent), restPrefix: spaces(stackedIndent))
+            } else if indent + row.label.count + gap <= column {
                 let first = labelPrefix + row.label + spaces(column - indent - row.label.count)
-                lines += WordWrapper.wrap(row.text, width: width, firstPrefix: first, restPrefix: spaces(column))
+                lines += wrap(row.text, width: width, firstPrefix: first, restPrefix: spaces(column))
             } else {
                 // Too long for the column: the label gets its own line(s), the text goes below.
-                lines += WordWrapper.wrap(row.label, width: width, firstPrefix: labelPrefix, restPrefix: spaces(indent * 2))
+                lines += wrap(row.label, width: width, firstPrefix: labelPrefix, restPrefix: spaces(indent * 2))
                 if !row.text.isEmpty {
-                    lines += WordWrapper.wrap(row.text, width: width, firstPrefix: spaces(column), restPrefix: spaces(column))
+                    lines += wrap(row.text, width: width, firstPrefix: spaces(column), restPrefix: spaces(column))
                 }
             }
         }
@@ -160,8 +171,8 @@ enum HelpRenderer {
         var lines = [heading("EXAMPLES:")]
         for (number, example) in examples.enumerated() {
             if number > 0 { lines.append("") }
-            lines += WordWrapper.wrap(example.command, width: width, firstPrefix: spaces(2), restPrefix: spaces(4))
-            lines += WordWrapper.wrap(example.explanation, width: width, firstPrefix: spaces(6), restPrefix: spaces(6))
+            lines += wrap(example.command, width: width, firstPrefix: spaces(2), restPrefix: spaces(4))
+            lines += wrap(example.explanation, width: width, firstPrefix: spaces(6), restPrefix: spaces(6))
         }
         return lines
     }
@@ -170,6 +181,17 @@ enum HelpRenderer {
 
     private static func join(_ sections: [[String]]) -> String {
         sections.map { $0.joined(separator: "\n") }.joined(separator: "\n\n")
+    }
+
+    /// `DisplayWidth.wrap`, with the no-break spaces that glue annotations printed as plain
+    /// spaces (so `grep 'default: zstd'` finds them).
+    private static func wrap(_ text: String, width: Int, firstPrefix: String = "", restPrefix: String = "") -> [String] {
+        DisplayWidth.wrap(text, width: width, firstPrefix: firstPrefix, restPrefix: restPrefix).map { line in
+            // A glued annotation longer than a whole line is cut at its no-break space: no trailing space then.
+            var plain = Substring(String(line.map { $0 == DisplayWidth.noBreakSpace ? " " : $0 }))
+            while plain.last == " " { plain = plain.dropLast() }
+            return String(plain)
+        }
     }
 
     private static func spaces(_ count: Int) -> String {

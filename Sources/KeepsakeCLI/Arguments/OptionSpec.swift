@@ -19,8 +19,10 @@ struct OptionSpec: Sendable, Hashable {
 
     // MARK: Properties
 
+    /// The key commands look the option up by.
+    var key: OptionKey
     /// The long name without dashes, e.g. `"dest"` for `--dest`.
-    var long: String
+    var long: String { key.name }
     /// The one-letter short name without the dash, e.g. `"d"` for `-d`.
     var short: Character?
     /// Flag or value option.
@@ -45,9 +47,9 @@ struct OptionSpec: Sendable, Hashable {
 
     // MARK: Init
 
-    /// Creates an option spec; only `long`, `help` and (for value options) `kind` are usually needed.
+    /// Creates an option spec; only `key`, `help` and (for value options) `kind` are usually needed.
     init(
-        long: String,
+        _ key: OptionKey,
         short: Character? = nil,
         kind: Kind = .flag,
         repeatable: Bool = false,
@@ -58,7 +60,7 @@ struct OptionSpec: Sendable, Hashable {
         hidden: Bool = false,
         takesPath: Bool = false
     ) {
-        self.long = long
+        self.key = key
         self.short = short
         self.kind = kind
         self.repeatable = repeatable
@@ -72,7 +74,7 @@ struct OptionSpec: Sendable, Hashable {
 
     /// The conventional `-h, --help` flag. The parser gives it priority over every other
     /// problem on the line, so `keepsake backup --destt --help` still shows help.
-    static let help = OptionSpec(long: "help", short: "h", help: "Show help information.")
+    static let help = OptionSpec(.help, short: "h", help: "Show help information.")
 
     // MARK: Display
 
@@ -124,4 +126,10 @@ struct OptionSpec: Sendable, Hashable {
     var annotatedHelp: String {
         ([help].filter { !$0.isEmpty } + helpAnnotations).joined(separator: " ")
     }
+}
+
+// MARK: - Option keys
+
+extension OptionKey {
+    static let help = OptionKey("help")
 }

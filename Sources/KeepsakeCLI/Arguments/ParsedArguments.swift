@@ -2,9 +2,9 @@
 
 /// The result of parsing one command line against a `CommandSpec`.
 ///
-/// Options are looked up by their long name without dashes (`"dest"`), whichever form the
-/// user typed (`--dest`, `--dest=…`, `-d`). Asking for an option the spec does not declare
-/// simply answers "not given".
+/// Options are looked up by their key (`.dest`), whichever form the user typed (`--dest`,
+/// `--dest=…`, `-d`). Asking for an option the spec does not declare simply answers "not
+/// given".
 ///
 /// Values keep their bytes (see `CommandLineArgument`): `value(_:)` and `argument(_:)` give
 /// the text, `path(_:)` and `argumentPaths(_:)` the bytes for options and positionals that
@@ -39,36 +39,36 @@ struct ParsedArguments: Sendable, Hashable {
 
     // MARK: Options
 
-    /// Whether the flag `--long` was given at least once.
-    func flag(_ long: String) -> Bool {
-        flagCount(long) > 0
+    /// Whether the flag was given at least once.
+    func flag(_ key: OptionKey) -> Bool {
+        flagCount(key) > 0
     }
 
     /// How many times the flag was given (`-vv` counts 2).
-    func flagCount(_ long: String) -> Int {
-        flagCounts[long] ?? 0
+    func flagCount(_ key: OptionKey) -> Int {
+        flagCounts[key.name] ?? 0
     }
 
-    /// The value of `--long`, or `nil` when not given. When given several times the last
-    /// one wins, as in most command-line tools, so a wrapper script's default can be
-    /// overridden by appending the option again.
-    func value(_ long: String) -> String? {
-        optionArguments[long]?.last?.text
+    /// The option's value, or `nil` when not given. When given several times the last one
+    /// wins, as in most command-line tools, so a wrapper script's default can be overridden
+    /// by appending the option again.
+    func value(_ key: OptionKey) -> String? {
+        optionArguments[key.name]?.last?.text
     }
 
-    /// Every value given for `--long`, in command-line order (for repeatable options).
-    func values(_ long: String) -> [String] {
-        (optionArguments[long] ?? []).map(\.text)
+    /// Every value given for the option, in command-line order (for repeatable options).
+    func values(_ key: OptionKey) -> [String] {
+        (optionArguments[key.name] ?? []).map(\.text)
     }
 
-    /// The bytes of `--long`'s last value (an option that names a file), or `nil`.
-    func path(_ long: String) -> [UInt8]? {
-        optionArguments[long]?.last?.bytes
+    /// The bytes of the option's last value (an option that names a file), or `nil`.
+    func path(_ key: OptionKey) -> [UInt8]? {
+        optionArguments[key.name]?.last?.bytes
     }
 
-    /// The bytes of every value of `--long`, in command-line order.
-    func paths(_ long: String) -> [[UInt8]] {
-        (optionArguments[long] ?? []).map(\.bytes)
+    /// The bytes of every value of the option, in command-line order.
+    func paths(_ key: OptionKey) -> [[UInt8]] {
+        (optionArguments[key.name] ?? []).map(\.bytes)
     }
 
     // MARK: Positionals

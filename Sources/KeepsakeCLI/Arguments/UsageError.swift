@@ -97,17 +97,22 @@ struct UsageError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The message alone, so `"\(error)"` reads well in logs.
     var description: String { message }
 
-    /// The block to print on stderr: the message, a blank line, the usage line and the
-    /// pointer to help. Plain text; the caller adds colour if it wants.
-    func lines(programName: String = "keepsake") -> [String] {
+    /// Each problem the message holds (a command's validation may find several), one a line.
+    var problems: [String] {
+        message.split(separator: "\n").map(String.init)
+    }
+
+    /// The usage line and the pointer to help, printed under the problems.
+    func usageLines(programName: String = "keepsake") -> [String] {
         let command = [programName, commandName].compactMap { $0 }.joined(separator: " ")
         let usage = [command, synopsis].filter { !$0.isEmpty }.joined(separator: " ")
-        return [
-            "Error: \(message)",
-            "",
-            "Usage: \(usage)",
-            "See '\(command) --help'.",
-        ]
+        return ["Usage: \(usage)", "See '\(command) --help'."]
+    }
+
+    /// The block to print on stderr: one `Error:` line per problem, a blank line, the usage
+    /// line and the pointer to help. Plain text; the caller adds colour if it wants.
+    func lines(programName: String = "keepsake") -> [String] {
+        problems.map { "Error: \($0)" } + [""] + usageLines(programName: programName)
     }
 
     // MARK: Helpers

@@ -13,36 +13,36 @@ struct BackupCommand: KeepsakeCommand {
         arguments: [ArgumentSpec(name: "PATH", help: "A file or folder to back up.", optional: true, repeating: true, takesPath: true)],
         options: [
             CommonOptions.dest, CommonOptions.s3Endpoint,
-            OptionSpec(long: "compression", short: "c", kind: .value(valueName: "codec"),
+            OptionSpec(.compression, short: "c", kind: .value(valueName: "codec"),
                        allowedValues: Compression.allCases.map(\.rawValue), defaultDescription: "zstd",
                        help: "How to compress the archive."),
-            OptionSpec(long: "level", short: "l", kind: .value(valueName: "n"),
+            OptionSpec(.level, short: "l", kind: .value(valueName: "n"),
                        help: "Compression level: zstd 1-19 (default 3), gzip 1-9 (6), xz 0-9 (6), lz4 1-9 (1)."),
-            OptionSpec(long: "exclude", short: "e", kind: .value(valueName: "pattern"), repeatable: true,
+            OptionSpec(.exclude, short: "e", kind: .value(valueName: "pattern"), repeatable: true,
                        help: "Leave out paths matching a gitignore-style pattern: *, **, ?, [..], a leading / anchors to the source, a trailing / matches only folders, ! re-includes."),
-            OptionSpec(long: "exclude-from", kind: .value(valueName: "file"), repeatable: true,
+            OptionSpec(.excludeFrom, kind: .value(valueName: "file"), repeatable: true,
                        help: "Read exclude patterns from a file, one per line (# starts a comment).", takesPath: true),
-            OptionSpec(long: "exclude-caches", help: "Leave out the contents of folders holding a valid CACHEDIR.TAG (the folder and its tag are kept)."),
-            OptionSpec(long: "exclude-if-present", kind: .value(valueName: "name"), repeatable: true,
+            OptionSpec(.excludeCaches, help: "Leave out the contents of folders holding a valid CACHEDIR.TAG (the folder and its tag are kept)."),
+            OptionSpec(.excludeIfPresent, kind: .value(valueName: "name"), repeatable: true,
                        help: "Leave out the contents of folders holding a file of this name (the folder and the file are kept)."),
-            OptionSpec(long: "one-file-system", short: "x", help: "Stay on the file system of each source; mount points are kept, empty."),
-            OptionSpec(long: "tag", short: "t", kind: .value(valueName: "tag"), repeatable: true,
+            OptionSpec(.oneFileSystem, short: "x", help: "Stay on the file system of each source; mount points are kept, empty."),
+            OptionSpec(.tag, short: "t", kind: .value(valueName: "tag"), repeatable: true,
                        help: "Label the backup (shown by list)."),
-            OptionSpec(long: "dry-run", short: "n", help: "Scan and count what would be backed up; write nothing."),
-            OptionSpec(long: "stdin", help: "Back up standard input (a database dump, say) as one file instead of paths."),
-            OptionSpec(long: "stdin-name", kind: .value(valueName: "name"), defaultDescription: "stdin",
+            OptionSpec(.dryRun, short: "n", help: "Scan and count what would be backed up; write nothing."),
+            OptionSpec(.stdin, help: "Back up standard input (a database dump, say) as one file instead of paths."),
+            OptionSpec(.stdinName, kind: .value(valueName: "name"), defaultDescription: "stdin",
                        help: "The file name standard input gets in the backup.", takesPath: true),
-            OptionSpec(long: "threads", kind: .value(valueName: "n"), defaultDescription: "number of CPUs",
+            OptionSpec(.threads, kind: .value(valueName: "n"), defaultDescription: "number of CPUs",
                        help: "Compressor threads (zstd and xz)."),
-            OptionSpec(long: "full", help: "Make a full backup, starting a new chain, even when an incremental one is possible."),
-            OptionSpec(long: "full-every", kind: .value(valueName: "n"), defaultDescription: String(ChainPolicy.defaultFullEvery),
+            OptionSpec(.full, help: "Make a full backup, starting a new chain, even when an incremental one is possible."),
+            OptionSpec(.fullEvery, kind: .value(valueName: "n"), defaultDescription: String(ChainPolicy.defaultFullEvery),
                        help: "Start a new chain once the current one holds this many backups."),
-            OptionSpec(long: "full-if-older-than", kind: .value(valueName: "duration"),
+            OptionSpec(.fullIfOlderThan, kind: .value(valueName: "duration"),
                        defaultDescription: ChainPolicy.defaultFullIfOlderThan.description,
                        help: "Start a new chain when the current chain's full backup is older than this (e.g. 7d, 2w, 1m)."),
-            OptionSpec(long: "ignore-ctime", help: "Decide a file is unchanged without looking at its ctime."),
-            OptionSpec(long: "ignore-inode", help: "Decide a file is unchanged without looking at its inode and device numbers."),
-            OptionSpec(long: "reread", help: "Read and hash every file, and compare contents instead of size and times."),
+            OptionSpec(.ignoreCtime, help: "Decide a file is unchanged without looking at its ctime."),
+            OptionSpec(.ignoreInode, help: "Decide a file is unchanged without looking at its inode and device numbers."),
+            OptionSpec(.reread, help: "Read and hash every file, and compare contents instead of size and times."),
             CommonOptions.lockWait,
             CommonOptions.progress,
         ] + KeyOptions.writing + CommonOptions.global,
@@ -66,22 +66,22 @@ struct BackupCommand: KeepsakeCommand {
     init(arguments: ParsedArguments, context: CommandContext) throws {
         var problems = UsageProblems(Self.spec)
         let paths = arguments.argumentPaths("PATH")
-        let readsStdin = arguments.flag("stdin")
+        let readsStdin = arguments.flag(.stdin)
         if readsStdin && !paths.isEmpty {
             problems.add("Give either PATHs or '--stdin', not both.")
         }
         if !readsStdin && paths.isEmpty {
             problems.add("Missing expected argument 'PATH...'. Give the files or folders to back up (or '--stdin').")
         }
-        if arguments.value("stdin-name") != nil && !readsStdin {
+        if arguments.value(.stdinName) != nil && !readsStdin {
             problems.add("The option '--stdin-name' only applies with '--stdin'.")
         }
         if readsStdin && context.capabilities.stdinIsTTY {
             problems.add("Standard input is a terminal; pipe the data in, e.g. 'pg_dump shop | keepsake backup --stdin'.")
         }
-        let compression = arguments.value("compression").flatMap(Compression.init(rawValue:)) ?? .zstd
+        let compression = arguments.value(.compression).flatMap(Compression.init(rawValue:)) ?? .zstd
         var level: Int?
-        if let text = arguments.value("level") {
+        if let text = arguments.value(.level) {
             if compression == .none {
                 problems.add("The option '--level' does not apply to '--compression none'.")
             } else if let value = Int(text), let range = compression.levelRange, range.contains(value) {
@@ -91,15 +91,15 @@ struct BackupCommand: KeepsakeCommand {
             }
         }
         var threads = ProcessInfo.processInfo.activeProcessorCount
-        if let text = arguments.value("threads") {
+        if let text = arguments.value(.threads) {
             if let value = Int(text), (1...256).contains(value) {
                 threads = value
             } else {
                 problems.add("The value '\(text)' is invalid for '--threads <n>'. Use a whole number from 1 to 256.")
             }
         }
-        var patterns = arguments.values("exclude")
-        for file in arguments.paths("exclude-from") {
+        var patterns = arguments.values(.exclude)
+        for file in arguments.paths(.excludeFrom) {
             switch Self.readExcludeFile(file) {
             case .success(let contents): patterns.append(contentsOf: ExcludeRules.patterns(fromFileContents: contents))
             case .failure(let problem): problems.add("Cannot read the exclude file '\(PathBytes.display(file))' given to '--exclude-from': \(problem.reason).")
@@ -111,27 +111,27 @@ struct BackupCommand: KeepsakeCommand {
         } catch {
             problems.add("\(error).")
         }
-        for marker in arguments.values("exclude-if-present") where marker.contains("/") || marker.isEmpty {
+        for marker in arguments.values(.excludeIfPresent) where marker.contains("/") || marker.isEmpty {
             problems.add("The value '\(marker)' is invalid for '--exclude-if-present <name>'. Give a file name, not a path.")
         }
         var tags: [String] = []
-        for tag in arguments.values("tag") {
+        for tag in arguments.values(.tag) {
             if tag.isEmpty || tag.contains(",") || tag.contains(where: { $0.isNewline }) {
                 problems.add("The value '\(tag)' is invalid for '--tag <tag>'. Tags are non-empty and hold no commas or newlines.")
             } else if !tags.contains(tag) {
                 tags.append(tag)
             }
         }
-        var chain = ChainPolicy(forceFull: arguments.flag("full"), ignoreCtime: arguments.flag("ignore-ctime"),
-                                ignoreInode: arguments.flag("ignore-inode"), reread: arguments.flag("reread"))
-        if let text = arguments.value("full-every") {
+        var chain = ChainPolicy(forceFull: arguments.flag(.full), ignoreCtime: arguments.flag(.ignoreCtime),
+                                ignoreInode: arguments.flag(.ignoreInode), reread: arguments.flag(.reread))
+        if let text = arguments.value(.fullEvery) {
             if let value = Int(text), value >= 1 {
                 chain.fullEvery = value
             } else {
                 problems.add("The value '\(text)' is invalid for '--full-every <n>'. Use a whole number of 1 or more (1 makes every backup full).")
             }
         }
-        if let text = arguments.value("full-if-older-than") {
+        if let text = arguments.value(.fullIfOlderThan) {
             do {
                 chain.fullIfOlderThan = try DurationSpec(parsing: text)
             } catch {
@@ -143,14 +143,14 @@ struct BackupCommand: KeepsakeCommand {
         request = BackupRequest(
             sources: [],
             compression: compression, level: level, threads: threads, tags: tags,
-            scan: ScanOptions(excludes: rules, excludeCaches: arguments.flag("exclude-caches"),
-                              excludeIfPresent: arguments.values("exclude-if-present"),
-                              oneFileSystem: arguments.flag("one-file-system")),
+            scan: ScanOptions(excludes: rules, excludeCaches: arguments.flag(.excludeCaches),
+                              excludeIfPresent: arguments.values(.excludeIfPresent),
+                              oneFileSystem: arguments.flag(.oneFileSystem)),
             chain: chain,
-            dryRun: arguments.flag("dry-run"), toolVersion: "keepsake \(KeepsakeCLI.version)")
+            dryRun: arguments.flag(.dryRun), toolVersion: "keepsake \(KeepsakeCLI.version)")
         // Paths go as bytes: a name need not be UTF-8.
         request.sourcePaths = paths
-        request.stdinPath = readsStdin ? (arguments.path("stdin-name") ?? Array("stdin".utf8)) : nil
+        request.stdinPath = readsStdin ? (arguments.path(.stdinName) ?? Array("stdin".utf8)) : nil
         // Fault-injection tests slow reading down to change sources mid-run (see docs/development.md).
         if let pause = context.environment["KEEPSAKE_TEST_READ_PAUSE_MS"].flatMap(Double.init), pause > 0 {
             request.readPause = pause / 1000
@@ -159,10 +159,10 @@ struct BackupCommand: KeepsakeCommand {
         if !request.dryRun {
             request.encryption = try KeyOptions.encryption(arguments, context: context)
         }
-        request.allowUnencrypted = arguments.flag("no-encryption")
+        request.allowUnencrypted = arguments.flag(.noEncryption)
         request.changeCacheRoot = context.cacheRoot
-        destinationOption = arguments.value("dest")
-        progress = arguments.flag("progress")
+        destinationOption = arguments.value(.dest)
+        progress = arguments.flag(.progress)
     }
 
     /// Why a file could not be read, for `readExcludeFile`.
@@ -276,4 +276,26 @@ struct BackupCommand: KeepsakeCommand {
         object["exit_code"] = .int(Int64(code.rawValue))
         return .object(object)
     }
+}
+
+// MARK: - Option keys
+
+extension OptionKey {
+    static let compression = OptionKey("compression")
+    static let exclude = OptionKey("exclude")
+    static let excludeCaches = OptionKey("exclude-caches")
+    static let excludeFrom = OptionKey("exclude-from")
+    static let excludeIfPresent = OptionKey("exclude-if-present")
+    static let full = OptionKey("full")
+    static let fullEvery = OptionKey("full-every")
+    static let fullIfOlderThan = OptionKey("full-if-older-than")
+    static let ignoreCtime = OptionKey("ignore-ctime")
+    static let ignoreInode = OptionKey("ignore-inode")
+    static let level = OptionKey("level")
+    static let oneFileSystem = OptionKey("one-file-system")
+    static let reread = OptionKey("reread")
+    static let stdin = OptionKey("stdin")
+    static let stdinName = OptionKey("stdin-name")
+    static let tag = OptionKey("tag")
+    static let threads = OptionKey("threads")
 }

@@ -13,9 +13,9 @@ struct CopyCommand: KeepsakeCommand {
         arguments: [ArgumentSpec(name: "BACKUP", help: "Backup ids, unique prefixes or 'latest' (this host's newest); every backup when none.",
                                  optional: true, repeating: true)],
         options: [
-            OptionSpec(long: "from", kind: .value(valueName: "where"), defaultDescription: "the default destination",
+            OptionSpec(.from, kind: .value(valueName: "where"), defaultDescription: "the default destination",
                        environment: "KEEPSAKE_DEST", help: "Where the backups are: a folder, s3://BUCKET/PREFIX, or rclone:REMOTE:PATH."),
-            OptionSpec(long: "to", kind: .value(valueName: "where"), help: "Where to copy them (required)."),
+            OptionSpec(.to, kind: .value(valueName: "where"), help: "Where to copy them (required)."),
             CommonOptions.s3Endpoint,
             CommonOptions.lockWait,
             CommonOptions.progress,
@@ -37,13 +37,13 @@ struct CopyCommand: KeepsakeCommand {
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         references = arguments.positionals
-        fromOption = arguments.value("from")
-        guard let to = arguments.value("to"), !to.isEmpty else {
+        fromOption = arguments.value(.from)
+        guard let to = arguments.value(.to), !to.isEmpty else {
             throw UsageError.custom("Give the destination to copy to with '--to <where>' (a folder, s3://BUCKET/PREFIX, or rclone:REMOTE:PATH).",
                                     command: Self.spec)
         }
         toOption = to
-        progress = arguments.flag("progress")
+        progress = arguments.flag(.progress)
         lockWait = try CommonOptions.lockWaitSeconds(arguments, command: Self.spec)
     }
 
@@ -66,20 +66,13 @@ struct CopyCommand: KeepsakeCommand {
         let result = try copier.copy(ids, lockWait: lockWait)
         presenter.finish()
         for problem in result.damaged where !context.json {
-            _ = ConsoleWriter.standardError.writeLine(context.err.apply(.danger, to: "damaged:") + " \(problem)")
+            context.damaged("\(problem)")
         }
         let code: ExitCode = result.damaged.isEmpty ? .success : .integrity
         if context.json {
-            context.printJSON(.object(JSONObject([
-                ("from", .string(source.location)),
-                ("to", .string(target.location)),
-                ("copied", .array(result.copied.map { .string($0.rawValue) })),
-                ("skipped", .array(result.skipped.map { .string($0.rawValue) })),
-                ("damaged", .array(result.damaged.map { .string($0.description) })),
-                ("bytes", .int(result.bytes)),
-                ("elapsed_seconds", .double((result.elapsed * 1000).rounded() / 1000)),
-                ("exit_code", .int(Int64(code.rawValue))),
-            ])))
+            var object = CopyResultJSON.encode(result, after: [("from", .string(source.location)), ("to", .string(target.location))])
+            object["exit_code"] = .int(Int64(code.rawValue))
+            context.printJSON(.object(object))
         } else if !context.quiet {
             context.print(KeyValueList(items: [
                 .init("From", source.location),
@@ -95,4 +88,11 @@ struct CopyCommand: KeepsakeCommand {
         }
         return code
     }
+}
+
+// MARK: - Option keys
+
+extension OptionKey {
+    static let from = OptionKey("from")
+    static let to = OptionKey("to")
 }

@@ -37,9 +37,9 @@ struct DiffCommand: KeepsakeCommand {
         }
         fromReference = from
         toReference = to
-        destinationOption = arguments.value("dest")
-        hosts = arguments.value("host").map { .only($0) } ?? .all
-        source = arguments.value("source").map(DestinationResolver.absolute)
+        destinationOption = arguments.value(.dest)
+        hosts = arguments.value(.host).map { .only($0) } ?? .all
+        source = arguments.value(.source).map(DestinationResolver.absolute)
     }
 
     // MARK: Running
@@ -65,7 +65,10 @@ struct DiffCommand: KeepsakeCommand {
             context.print(table(diff))
         }
         if !context.quiet {
-            context.printLine(summaryLine(diff, from: from.label, to: to.label, in: context.out))
+            let out = context.out
+            for line in DisplayWidth.wrap(summaryLine(diff, from: from.label, to: to.label, in: out), width: out.width) {
+                context.printLine(line)
+            }
         }
         return .success
     }
@@ -101,9 +104,10 @@ struct DiffCommand: KeepsakeCommand {
     private func table(_ diff: ManifestDiff) -> Table {
         let columns: [Table.Column] = [
             .init("STATUS", minWidth: 8, priority: 10),
-            .path("PATH"),
+            // The path is what the row is about: WHAT CHANGED goes before it is cut.
+            .path("PATH", prefersWhole: true),
             .init("SIZE", alignment: .right, minWidth: 8, priority: 6),
-            .init("WHAT CHANGED", minWidth: 12, flexible: true, priority: 1),
+            .init("WHAT CHANGED", minWidth: 12, flexible: true, priority: 1, optional: true),
         ]
         let rows: [[Table.Cell]] = diff.rows.map { row in
             [Table.Cell(row.status.rawValue, role: Self.role(row.status)), Table.Cell(row.displayPath),

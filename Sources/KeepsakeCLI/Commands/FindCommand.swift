@@ -31,9 +31,9 @@ struct FindCommand: KeepsakeCommand {
         } catch {
             throw UsageError.custom("Invalid pattern '\(pattern)': \(error.reason).", command: Self.spec)
         }
-        destinationOption = arguments.value("dest")
-        host = arguments.value("host")
-        source = arguments.value("source").map(DestinationResolver.absolute)
+        destinationOption = arguments.value(.dest)
+        host = arguments.value(.host)
+        source = arguments.value(.source).map(DestinationResolver.absolute)
     }
 
     /// `--host` and `--source`: which backups are searched.
@@ -87,8 +87,8 @@ struct FindCommand: KeepsakeCommand {
         } else {
             message = "No path matching '\(search.pattern)' in the \(result.searchedCount) backup\(result.searchedCount == 1 ? "" : "s") in \(location)."
         }
-        let label = context.err.apply(.danger, to: "Error:")
-        _ = ConsoleWriter.standardError.writeLine("\(label) \(message)")
+        // With --json the search's own document (exit_code 1) is the answer.
+        context.report(ErrorReport(message, code: .failure), json: false)
         guard !context.json && !context.quiet && result.searchedCount > 0, let hint = Self.broaderPattern(search.pattern) else {
             return
         }

@@ -9,7 +9,7 @@ struct HelpCommand: KeepsakeCommand {
         name: "help",
         abstract: "Show help for keepsake or for one command.",
         arguments: [ArgumentSpec(name: "COMMAND", help: "The command to explain.", optional: true)],
-        options: [OptionSpec(long: "man", help: "Print the keepsake(1) manual page (roff), for 'man -l -' or to install.")]
+        options: [OptionSpec(.man, help: "Print the keepsake(1) manual page (roff), for 'man -l -' or to install.")]
             + CommonOptions.global,
         examples: [.init(command: "keepsake help restore", explanation: "Explain the restore command."),
                    .init(command: "keepsake help --man | man -l -", explanation: "Read the whole manual page.")]
@@ -33,7 +33,7 @@ struct HelpCommand: KeepsakeCommand {
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         topic = arguments.positionals.first
-        manPage = arguments.flag("man")
+        manPage = arguments.flag(.man)
         if let topic, CommandRegistry.command(named: topic) == nil {
             throw UsageError.unknownCommand(topic, known: CommandRegistry.all.map { $0.spec.name })
         }
@@ -55,7 +55,7 @@ struct HelpCommand: KeepsakeCommand {
         if let topic, let command = CommandRegistry.command(named: topic) {
             HelpCommand.printHelp(for: command.spec, context: context)
         } else {
-            HelpCommand.printTopLevel(environment: context.environment)
+            HelpCommand.printTopLevel(context: context)
         }
         return .success
     }
@@ -69,43 +69,55 @@ struct HelpCommand: KeepsakeCommand {
         context.printLine(text)
     }
 
-    /// `keepsake --help`.
     /// What `keepsake` alone prints: what it is, three commands to start with, and where
     /// the rest is (the whole list is `keepsake help`).
-    static func printShortUsage(environment: [String: String]) {
-        let capabilities = TerminalCapabilities.detect(colorMode: .auto, environment: environment)
-        let out = capabilities.renderContext(for: .standardOutput)
+    static func printShortUsage(context: CommandContext) {
+        let out = context.out
         let examples = [
             ("keepsake backup ~/Documents", "back up a folder"),
             ("keepsake list", "show the backups"),
             ("keepsake restore latest --target /tmp/restore", "restore the newest one"),
         ]
         let width = examples.map { $0.0.count }.max() ?? 0
-        var lines = ["\(out.apply(.heading, to: "Usage:")) keepsake <command> [options]", "", KeepsakeCLI.abstract, ""]
+        let widest = examples.map { 2 + width + 2 + $0.1.count }.max() ?? 0
+        var lines = ["\(out.apply(.heading, to: "Usage:")) keepsake <command> [options]", ""]
+        lines += DisplayWidth.wrap(KeepsakeCLI.abstract, width: out.width) + [""]
         for (command, explanation) in examples {
-            let padding = String(repeating: " ", count: width - command.count + 2)
-            lines.append("  " + out.apply(.accent, to: command) + padding + out.apply(.muted, to: explanation))
+            // Side by side when they fit, else each explanation under its command.
+            if widest <= out.width {
+                let padding = String(repeating: " ", count: width - command.count + 2)
+                lines.append("  " + out.apply(.accent, to: command) + padding + out.apply(.muted, to: explanation))
+            } else {
+                lines += ["  " + out.apply(.accent, to: command), "      " + out.apply(.muted, to: explanation)]
+            }
         }
-        lines += ["", "Every command and exit code: keepsake help. One command: keepsake help COMMAND."]
-        for line in lines { _ = ConsoleWriter.standardOutput.writeLine(line) }
+        lines += [""] + DisplayWidth.wrap("Every command and exit code: keepsake help. One command: keepsake help COMMAND.",
+                                          width: out.width)
+        for line in lines { context.printLine(line) }
     }
 
-    static func printTopLevel(environment: [String: String]) {
-        let capabilities = TerminalCapabilities.detect(colorMode: .auto, environment: environment)
-        let out = capabilities.renderContext(for: .standardOutput)
-        if capabilities.stdoutIsTTY {
-            _ = ConsoleWriter.standardOutput.write(Header(title: "Keepsake \(KeepsakeCLI.version)",
-                                                          subtitle: "Backups you can trust, in formats that outlive the tool."),
-                                                   in: out)
-            _ = ConsoleWriter.standardOutput.writeLine("")
+    /// `keepsake --help`: a header on a terminal, then every command, the global options
+    /// and the exit codes.
+    static func printTopLevel(context: CommandContext) {
+        let out = context.out
+        if context.capabilities.stdoutIsTTY {
+            context.print(Header(title: "Keepsake \(KeepsakeCLI.version)",
+                                 subtitle: "Backups you can trust, in formats that outlive the tool.").padding(bottom: 1))
         }
         let text = HelpRenderer.renderTopLevel(
             abstract: KeepsakeCLI.abstract,
             commands: CommandRegistry.all.map { ($0.spec.name, $0.spec.abstract) },
-            globalOptions: CommonOptions.global + [OptionSpec(long: "version", help: "Print the version and exit.")],
+            globalOptions: CommonOptions.global + [OptionSpec(.version, help: "Print the version and exit.")],
             exitCodes: ExitCode.allCases.map { ($0.rawValue, $0.meaning) },
-            width: capabilities.width,
+            width: context.capabilities.width,
             heading: { out.apply(.heading, to: $0) })
-        _ = ConsoleWriter.standardOutput.writeLine(text)
+        context.printLine(text)
     }
+}
+
+// MARK: - Option keys
+
+extension OptionKey {
+    static let man = OptionKey("man")
+    static let version = OptionKey("version")
 }

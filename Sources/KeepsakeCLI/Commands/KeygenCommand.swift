@@ -13,7 +13,7 @@ struct KeygenCommand: KeepsakeCommand {
         discussion: "Backups encrypted with '--recipient age1…' can be read only with the identity that key belongs to: keep the identity file away from the hosts that make the backups (they need only the public key), and keep a copy somewhere safe — without it the backups cannot be read. The file is the same as age-keygen writes; age -d -i FILE reads the archives too.",
         arguments: [],
         options: [
-            OptionSpec(long: "output", short: "o", kind: .value(valueName: "file"),
+            OptionSpec(.output, short: "o", kind: .value(valueName: "file"),
                        help: "Write the identity to this new file (mode 0600; an existing file is never replaced) and print only the public key.",
                        takesPath: true),
         ] + CommonOptions.global,
@@ -33,7 +33,7 @@ struct KeygenCommand: KeepsakeCommand {
         if let extra = arguments.positionals.first {
             throw UsageError(.unexpectedArgument(extra), command: Self.spec)
         }
-        output = arguments.value("output")
+        output = arguments.value(.output)
         if output == nil && context.json {
             throw UsageError.custom("'--json' needs '--output FILE': the identity is a secret and is never printed as JSON.",
                                     command: Self.spec)
@@ -47,8 +47,8 @@ struct KeygenCommand: KeepsakeCommand {
         let text = AgeKeyFile.render(identity, created: Date())
         guard let output else {
             // As age-keygen: the file on stdout, the public key on stderr.
-            _ = ConsoleWriter.standardOutput.write(text)
-            if !context.quiet { _ = ConsoleWriter.standardError.writeLine("Public key: \(identity.recipient.encoded)") }
+            context.printText(text)
+            if !context.quiet { context.messageLine("Public key: \(identity.recipient.encoded)") }
             return .success
         }
         let fd = open(output, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -91,4 +91,10 @@ struct KeygenCommand: KeepsakeCommand {
         }
         return .success
     }
+}
+
+// MARK: - Option keys
+
+extension OptionKey {
+    static let output = OptionKey("output")
 }

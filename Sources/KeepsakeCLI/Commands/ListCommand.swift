@@ -13,11 +13,11 @@ struct ListCommand: KeepsakeCommand {
         arguments: [ArgumentSpec(name: "BACKUP", help: "A backup id, unique id prefix, 'latest', or an archive file.", optional: true)],
         options: [
             CommonOptions.dest, CommonOptions.s3Endpoint,
-            OptionSpec(long: "long", short: "l", help: "With BACKUP: show mode, owner, size, modification time and SHA-256."),
-            OptionSpec(long: "wide", help: "With BACKUP --long: the whole SHA-256 of each file (otherwise its first 12 hex digits)."),
-            OptionSpec(long: "ids", help: "Without BACKUP: print only the backup ids, oldest first, one per line."),
+            OptionSpec(.long, short: "l", help: "With BACKUP: show mode, owner, size, modification time and SHA-256."),
+            OptionSpec(.wide, help: "With BACKUP --long: the whole SHA-256 of each file (otherwise its first 12 hex digits)."),
+            OptionSpec(.ids, help: "Without BACKUP: print only the backup ids, oldest first, one per line."),
             CommonOptions.source,
-            OptionSpec(long: "host", kind: .value(valueName: "name"), defaultDescription: "every host",
+            OptionSpec(.host, kind: .value(valueName: "name"), defaultDescription: "every host",
                        help: "Without BACKUP: only the backups this host made; with BACKUP, whose backup 'latest' is."),
         ] + KeyOptions.reading + CommonOptions.global,
         examples: [
@@ -41,12 +41,12 @@ struct ListCommand: KeepsakeCommand {
     init(arguments: ParsedArguments, context: CommandContext) throws {
         context.keyring = try KeyOptions.keyring(arguments, context: context)
         reference = arguments.positionals.first
-        destinationOption = arguments.value("dest")
-        long = arguments.flag("long")
-        wide = arguments.flag("wide")
-        idsOnly = arguments.flag("ids")
-        host = arguments.value("host")
-        source = arguments.value("source").map(DestinationResolver.absolute)
+        destinationOption = arguments.value(.dest)
+        long = arguments.flag(.long)
+        wide = arguments.flag(.wide)
+        idsOnly = arguments.flag(.ids)
+        host = arguments.value(.host)
+        source = arguments.value(.source).map(DestinationResolver.absolute)
         if idsOnly && reference != nil {
             throw UsageError.custom("The option '--ids' lists backups; it does not take a BACKUP.", command: Self.spec)
         }
@@ -155,7 +155,7 @@ struct ListCommand: KeepsakeCommand {
         func write(_ piece: String) {
             text += piece
             if text.utf8.count > 1 << 16 {
-                _ = ConsoleWriter.standardOutput.write(text)
+                context.printText(text)
                 text = ""
             }
         }
@@ -168,7 +168,7 @@ struct ListCommand: KeepsakeCommand {
         } else {
             _ = try backup.forEachEntry(cancellation: context.cancellation) { write($0.displayPath + "\n") }
         }
-        _ = ConsoleWriter.standardOutput.write(text)
+        context.printText(text)
     }
 
     private func showEntries(_ entries: ManifestEntries, summary: BackupSummary?, context: CommandContext) {
@@ -198,10 +198,18 @@ struct ListCommand: KeepsakeCommand {
                 text += entry.displayPath + "\n"
             }
             if text.utf8.count > 1 << 16 {
-                _ = ConsoleWriter.standardOutput.write(text)
+                context.printText(text)
                 text = ""
             }
         }
-        _ = ConsoleWriter.standardOutput.write(text)
+        context.printText(text)
     }
+}
+
+// MARK: - Option keys
+
+extension OptionKey {
+    static let ids = OptionKey("ids")
+    static let long = OptionKey("long")
+    static let wide = OptionKey("wide")
 }

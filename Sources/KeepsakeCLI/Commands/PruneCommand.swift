@@ -7,14 +7,14 @@ import TerminalUI
 struct PruneCommand: KeepsakeCommand {
     // MARK: Spec
 
-    /// The counted rules: option name and the policy field it sets.
-    private static let countOptions: [(name: String, field: WritableKeyPath<RetentionPolicy, Int?> & Sendable, help: String)] = [
-        ("keep-last", \.keepLast, "Keep the N newest backups."),
-        ("keep-hourly", \.keepHourly, "Keep the newest backup of each of the N newest hours that have backups."),
-        ("keep-daily", \.keepDaily, "Keep the newest backup of each of the N newest days that have backups."),
-        ("keep-weekly", \.keepWeekly, "Keep the newest backup of each of the N newest ISO weeks (Monday-Sunday) that have backups."),
-        ("keep-monthly", \.keepMonthly, "Keep the newest backup of each of the N newest months that have backups."),
-        ("keep-yearly", \.keepYearly, "Keep the newest backup of each of the N newest years that have backups."),
+    /// The counted rules: option and the policy field it sets.
+    private static let countOptions: [(key: OptionKey, field: WritableKeyPath<RetentionPolicy, Int?> & Sendable, help: String)] = [
+        (.keepLast, \.keepLast, "Keep the N newest backups."),
+        (.keepHourly, \.keepHourly, "Keep the newest backup of each of the N newest hours that have backups."),
+        (.keepDaily, \.keepDaily, "Keep the newest backup of each of the N newest days that have backups."),
+        (.keepWeekly, \.keepWeekly, "Keep the newest backup of each of the N newest ISO weeks (Monday-Sunday) that have backups."),
+        (.keepMonthly, \.keepMonthly, "Keep the newest backup of each of the N newest months that have backups."),
+        (.keepYearly, \.keepYearly, "Keep the newest backup of each of the N newest years that have backups."),
     ]
 
     static let spec = CommandSpec(
@@ -22,13 +22,13 @@ struct PruneCommand: KeepsakeCommand {
         abstract: "Remove the backups a retention policy does not keep.",
         discussion: "The rules are restic's 'forget --keep-*' rules, applied to each group of backups of the same host and sources (this host's only, unless --host or --all-hosts): a backup is kept when any rule keeps it. Counts are whole numbers of 1 or more, or -1 (or 'unlimited') for every period. A backup that a kept incremental backup needs is always kept ('needed by ID'), and so is a backup whose manifest cannot be read. Prune refuses to run without a rule, and refuses a policy that would remove every backup of a group.\nEach backup is un-committed first (its manifest removed), then its archive, so an interruption never leaves a listed backup without its archive.",
         options: [CommonOptions.dest, CommonOptions.s3Endpoint]
-            + countOptions.map { OptionSpec(long: $0.name, kind: .value(valueName: "n"), help: $0.help) }
+            + countOptions.map { OptionSpec($0.key, kind: .value(valueName: "n"), help: $0.help) }
             + [
-                OptionSpec(long: "keep-within", kind: .value(valueName: "duration"),
+                OptionSpec(.keepWithin, kind: .value(valueName: "duration"),
                            help: "Keep every backup made less than this long before the newest backup: numbers with units y, m (months), w, d, h, e.g. 7d, 2w, 1y6m, 36h."),
-                OptionSpec(long: "keep-tag", kind: .value(valueName: "tags"), repeatable: true,
+                OptionSpec(.keepTag, kind: .value(valueName: "tags"), repeatable: true,
                            help: "Keep every backup that carries all of these comma-separated tags ('' for backups without tags)."),
-                OptionSpec(long: "dry-run", short: "n", help: "Show what would be kept and removed, and why; remove nothing."),
+                OptionSpec(.dryRun, short: "n", help: "Show what would be kept and removed, and why; remove nothing."),
                 CommonOptions.host,
                 CommonOptions.allHosts,
                 CommonOptions.lockWait,
@@ -57,21 +57,21 @@ struct PruneCommand: KeepsakeCommand {
         var problems = UsageProblems(Self.spec)
         var policy = RetentionPolicy()
         for option in Self.countOptions {
-            guard let text = arguments.value(option.name) else { continue }
+            guard let text = arguments.value(option.key) else { continue }
             if let count = PruneCommand.count(text) {
                 policy[keyPath: option.field] = count
             } else {
-                problems.add("The value '\(text)' is invalid for '--\(option.name) <n>'. Use a whole number of 1 or more, or -1 (or 'unlimited') to keep one backup of every period.")
+                problems.add("The value '\(text)' is invalid for '\(option.key) <n>'. Use a whole number of 1 or more, or -1 (or 'unlimited') to keep one backup of every period.")
             }
         }
-        if let text = arguments.value("keep-within") {
+        if let text = arguments.value(.keepWithin) {
             do {
                 policy.keepWithin = try DurationSpec(parsing: text)
             } catch {
                 problems.add("The value '\(text)' is invalid for '--keep-within <duration>': \(error.reason).")
             }
         }
-        for text in arguments.values("keep-tag") {
+        for text in arguments.values(.keepTag) {
             if text.isEmpty {
                 policy.keepTags.append([""])
                 continue
@@ -83,17 +83,18 @@ struct PruneCommand: KeepsakeCommand {
                 policy.keepTags.append(tags)
             }
         }
-        if policy.isEmpty && arguments.optionArguments.keys.allSatisfy({ !$0.hasPrefix("keep-") }) {
+        let rules = Self.countOptions.map(\.key) + [.keepWithin, .keepTag]
+        if policy.isEmpty && rules.allSatisfy({ arguments.values($0).isEmpty }) {
             problems.add("Give at least one rule of what to keep: --keep-last, --keep-hourly, --keep-daily, --keep-weekly, --keep-monthly, --keep-yearly, --keep-within or --keep-tag (prune never removes backups without a policy).")
         }
-        if arguments.value("host") != nil && arguments.flag("all-hosts") {
+        if arguments.value(.host) != nil && arguments.flag(.allHosts) {
             problems.add("Give either '--host' or '--all-hosts', not both.")
         }
         try problems.throwIfAny()
-        hosts = HostSelection.from(host: arguments.value("host"), allHosts: arguments.flag("all-hosts"))
+        hosts = HostSelection.from(host: arguments.value(.host), allHosts: arguments.flag(.allHosts))
         self.policy = policy
-        dryRun = arguments.flag("dry-run")
-        destinationOption = arguments.value("dest")
+        dryRun = arguments.flag(.dryRun)
+        destinationOption = arguments.value(.dest)
         lockWait = try CommonOptions.lockWaitSeconds(arguments, command: Self.spec)
     }
 
@@ -136,7 +137,8 @@ struct PruneCommand: KeepsakeCommand {
         var columns: [Table.Column] = [
             .init("ID", minWidth: 25, priority: 10),
             .init("CREATED", minWidth: 16, priority: 4, optional: true),
-            .init("KIND", minWidth: 4, priority: 5),
+            // Kept on the backup's row while there is room; the decision and its reason come first.
+            .init("KIND", minWidth: 4, priority: 5, optional: true),
             .init("ACTION", minWidth: 6, priority: 9),
             .init("REASON", minWidth: 12, flexible: true, priority: 8),
         ]
@@ -183,4 +185,17 @@ struct PruneCommand: KeepsakeCommand {
         object["exit_code"] = .int(Int64(ExitCode.success.rawValue))
         return .object(object)
     }
+}
+
+// MARK: - Option keys
+
+extension OptionKey {
+    static let keepDaily = OptionKey("keep-daily")
+    static let keepHourly = OptionKey("keep-hourly")
+    static let keepLast = OptionKey("keep-last")
+    static let keepMonthly = OptionKey("keep-monthly")
+    static let keepTag = OptionKey("keep-tag")
+    static let keepWeekly = OptionKey("keep-weekly")
+    static let keepWithin = OptionKey("keep-within")
+    static let keepYearly = OptionKey("keep-yearly")
 }

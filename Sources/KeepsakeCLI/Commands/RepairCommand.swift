@@ -23,7 +23,7 @@ struct RepairCommand: KeepsakeCommand {
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         references = arguments.positionals
-        destinationOption = arguments.value("dest")
+        destinationOption = arguments.value(.dest)
     }
 
     // MARK: Running

@@ -18,17 +18,17 @@ struct RestoreCommand: KeepsakeCommand {
         ],
         options: [
             CommonOptions.dest, CommonOptions.s3Endpoint,
-            OptionSpec(long: "target", short: "C", kind: .value(valueName: "dir"), defaultDescription: "the current folder",
+            OptionSpec(.target, short: "C", kind: .value(valueName: "dir"), defaultDescription: "the current folder",
                        help: "The folder to restore into; created when missing. Paths inside keep their full original path.",
                        takesPath: true),
-            OptionSpec(long: "overwrite", kind: .value(valueName: "when"),
+            OptionSpec(.overwrite, kind: .value(valueName: "when"),
                        allowedValues: OverwritePolicy.allCases.map(\.rawValue), defaultDescription: "never",
                        help: "Replace existing files: never, if-newer (the backup's copy is newer), or always."),
-            OptionSpec(long: "strip-components", kind: .value(valueName: "n"), defaultDescription: "0",
+            OptionSpec(.stripComponents, kind: .value(valueName: "n"), defaultDescription: "0",
                        help: "Drop the first N folders of every path (as tar does): 'home/ana/src/a.txt' with 3 lands as 'a.txt' in the target."),
-            OptionSpec(long: "dry-run", short: "n", help: "Read and check the archive, list what would be written and count what would be kept, write nothing."),
-            OptionSpec(long: "same-owner", help: "As root: also restore setuid/setgid bits, device files and extended attributes outside user.* (security.capability and the like; owners are restored as root anyway)."),
-            OptionSpec(long: "same-permissions", short: "p", help: "Give entries exactly their recorded permissions; without it, users other than root get them less the umask (as with tar)."),
+            OptionSpec(.dryRun, short: "n", help: "Read and check the archive, list what would be written and count what would be kept, write nothing."),
+            OptionSpec(.sameOwner, help: "As root: also restore setuid/setgid bits, device files and extended attributes outside user.* (security.capability and the like; owners are restored as root anyway)."),
+            OptionSpec(.samePermissions, short: "p", help: "Give entries exactly their recorded permissions; without it, users other than root get them less the umask (as with tar)."),
             CommonOptions.source,
             CommonOptions.host,
             CommonOptions.allHosts,
@@ -57,22 +57,22 @@ struct RestoreCommand: KeepsakeCommand {
     init(arguments: ParsedArguments, context: CommandContext) throws {
         context.keyring = try KeyOptions.keyring(arguments, context: context)
         reference = arguments.argument("BACKUP")
-        if arguments.value("host") != nil && arguments.flag("all-hosts") {
+        if arguments.value(.host) != nil && arguments.flag(.allHosts) {
             throw UsageError.custom("Give either '--host' or '--all-hosts', not both.", command: Self.spec)
         }
-        hosts = HostSelection.from(host: arguments.value("host"), allHosts: arguments.flag("all-hosts"))
-        source = arguments.value("source").map(DestinationResolver.absolute)
+        hosts = HostSelection.from(host: arguments.value(.host), allHosts: arguments.flag(.allHosts))
+        source = arguments.value(.source).map(DestinationResolver.absolute)
         if reference == nil && (!context.capabilities.canPrompt || context.noInput) {
             // Without a terminal to pick on, the backup must be named.
             throw UsageError(.missingArgument("BACKUP"), command: Self.spec)
         }
-        var request = RestoreRequest(target: "", overwrite: arguments.value("overwrite").flatMap(OverwritePolicy.init(rawValue:)) ?? .never,
-                                     dryRun: arguments.flag("dry-run"), restoreSpecialFiles: arguments.flag("same-owner"),
-                                     samePermissions: geteuid() == 0 || arguments.flag("same-permissions"))
+        var request = RestoreRequest(target: "", overwrite: arguments.value(.overwrite).flatMap(OverwritePolicy.init(rawValue:)) ?? .never,
+                                     dryRun: arguments.flag(.dryRun), restoreSpecialFiles: arguments.flag(.sameOwner),
+                                     samePermissions: geteuid() == 0 || arguments.flag(.samePermissions))
         // Paths go as bytes: a name need not be UTF-8.
-        request.targetPath = DestinationResolver.absolute(arguments.path("target") ?? Array(".".utf8))
+        request.targetPath = DestinationResolver.absolute(arguments.path(.target) ?? Array(".".utf8))
         request.selectionPaths = arguments.argumentPaths("PATH")
-        if let text = arguments.value("strip-components") {
+        if let text = arguments.value(.stripComponents) {
             guard let count = Int(text), count >= 0, count <= 4096 else {
                 throw UsageError.custom("The value '\(text)' is invalid for '--strip-components <n>'. Use a whole number of 0 or more.",
                                         command: Self.spec)
@@ -80,11 +80,11 @@ struct RestoreCommand: KeepsakeCommand {
             request.stripComponents = count
         }
         self.request = request
-        if arguments.flag("same-owner") && geteuid() != 0 {
+        if arguments.flag(.sameOwner) && geteuid() != 0 {
             throw UsageError.custom("The option '--same-owner' needs root: only root can give files to other owners or restore setuid bits and device files.", command: Self.spec)
         }
-        destinationOption = arguments.value("dest")
-        progress = arguments.flag("progress")
+        destinationOption = arguments.value(.dest)
+        progress = arguments.flag(.progress)
         let patterns = request.selectionPaths.filter { $0.contains(where: { "*?[".utf8.contains($0) }) }
         if let pattern = patterns.first(where: { PathBytes.validString($0) == nil }) {
             throw UsageError(.notUTF8(PathBytes.display(pattern), argument: "PATH..."), command: Self.spec)
@@ -185,7 +185,7 @@ struct RestoreCommand: KeepsakeCommand {
                 + summary.sources.joined(separator: ", ")
         }
         do {
-            let index = try Picker(title: "Backup", items: labels).choose(using: TerminalPromptIO(), context: context.err,
+            let index = try Picker(title: "Backup", items: labels).choose(using: context.console.prompts(), context: context.err,
                                                                           noInput: context.noInput)
             return items[index].id.rawValue
         } catch PromptError.cancelled {
@@ -197,7 +197,7 @@ struct RestoreCommand: KeepsakeCommand {
 
     private func show(_ result: RestoreResult, outcome: Outcome, source: String, context: CommandContext) {
         for problem in result.damaged {
-            _ = ConsoleWriter.standardError.writeLine(context.err.apply(.danger, to: "damaged:") + " \(problem.path): \(problem.reason)")
+            context.damaged("\(problem.path): \(problem.reason)")
         }
         for warning in result.warnings {
             context.warn("\(warning.path): \(warning.reason)")
@@ -208,8 +208,7 @@ struct RestoreCommand: KeepsakeCommand {
         for missing in result.missingArchives {
             let count = Units.count(missing.paths.count, "file")
             if outcome.missingIsDamage {
-                _ = ConsoleWriter.standardError.writeLine(context.err.apply(.danger, to: "damaged:")
-                    + " the archive of backup \(missing.backupID.rawValue), which holds \(count) of this backup unchanged, "
+                context.damaged("the archive of backup \(missing.backupID.rawValue), which holds \(count) of this backup unchanged, "
                     + "is missing from the destination; they were not restored (run 'keepsake verify')")
             } else {
                 context.warn("\(source) needs \(missing.stem)'s archive (\(missing.fileName)) next to this file: "
@@ -218,7 +217,7 @@ struct RestoreCommand: KeepsakeCommand {
             }
         }
         if let problem = result.archiveProblem {
-            _ = ConsoleWriter.standardError.writeLine(context.err.apply(.danger, to: "damaged:") + " \(problem)")
+            context.damaged("\(problem)")
         }
         if request.dryRun && !context.quiet {
             for path in result.planned { context.printLine(path) }
@@ -345,4 +344,14 @@ struct RestoreCommand: KeepsakeCommand {
         object["exit_code"] = .int(Int64(code.rawValue))
         return .object(object)
     }
+}
+
+// MARK: - Option keys
+
+extension OptionKey {
+    static let overwrite = OptionKey("overwrite")
+    static let sameOwner = OptionKey("same-owner")
+    static let samePermissions = OptionKey("same-permissions")
+    static let stripComponents = OptionKey("strip-components")
+    static let target = OptionKey("target")
 }

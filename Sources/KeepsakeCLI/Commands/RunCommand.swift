@@ -21,7 +21,7 @@ struct RunCommand: KeepsakeCommand {
         arguments: [ArgumentSpec(name: "PROFILE", help: "The profile's name ([profiles.NAME] in the configuration file).")],
         options: [
             ProfileLoader.configOption,
-            OptionSpec(long: "verbose", short: "v", help: "Print the summaries of the backup, the prune and the verification."),
+            OptionSpec(.verbose, short: "v", help: "Print the summaries of the backup, the prune and the verification."),
             CommonOptions.progress,
         ] + CommonOptions.global,
         examples: [
@@ -41,9 +41,9 @@ struct RunCommand: KeepsakeCommand {
     init(arguments: ParsedArguments, context: CommandContext) throws {
         var problems = UsageProblems(Self.spec)
         profileName = arguments.argument("PROFILE") ?? ""
-        configOption = arguments.value("config")
-        verbose = arguments.flag("verbose")
-        progress = arguments.flag("progress")
+        configOption = arguments.value(.config)
+        verbose = arguments.flag(.verbose)
+        progress = arguments.flag(.progress)
         if verbose && context.quiet { problems.add("Give either '--verbose' or '--quiet', not both.") }
         if verbose && context.json { problems.add("Give either '--verbose' or '--json', not both.") }
         try problems.throwIfAny()
@@ -52,9 +52,7 @@ struct RunCommand: KeepsakeCommand {
     // MARK: Running
 
     func run(context: CommandContext) throws -> ExitCode {
-        guard let (config, profile) = ProfileLoader.load(profileName, configOption: configOption, context: context) else {
-            return .failure
-        }
+        let (config, profile) = try ProfileLoader.load(profileName, configOption: configOption, context: context)
         var state = RunState(profile: profile, config: config)
         context.s3Overrides = profile.s3
         // The run's verify opens the new backup with the profile's identities or passphrase;
@@ -122,7 +120,7 @@ struct RunCommand: KeepsakeCommand {
         do {
             request.encryption = try KeyOptions.encryption(nil, settings: state.profile.encryption, context: context)
         } catch {
-            state.fail(.key, "\(error)", context: context)
+            state.fail(ExitCode(for: error), "\(error)", context: context)
             return
         }
         request.changeCacheRoot = context.cacheRoot
@@ -137,14 +135,14 @@ struct RunCommand: KeepsakeCommand {
         for failure in outcome.failures {
             switch failure.step {
             case .backup:
-                state.fail(Self.exitCode(for: failure.error), "The backup of profile '\(name)' failed: \(failure.error)", context: context)
+                state.fail(ExitCode(for: failure.error), "The backup of profile '\(name)' failed: \(failure.error)", context: context)
             case .prune:
-                state.fail(Self.exitCode(for: failure.error), "The prune of profile '\(name)' failed: \(failure.error)", context: context)
+                state.fail(ExitCode(for: failure.error), "The prune of profile '\(name)' failed: \(failure.error)", context: context)
             case .verify:
-                state.fail(Self.exitCode(for: failure.error), "Verifying the new backup "
+                state.fail(ExitCode(for: failure.error), "Verifying the new backup "
                     + "\(outcome.backup?.summary.id.rawValue ?? "") failed: \(failure.error)", context: context)
             case .copy:
-                state.fail(Self.exitCode(for: failure.error), "Copying the new backup to \(failure.destination ?? "?") failed: "
+                state.fail(ExitCode(for: failure.error), "Copying the new backup to \(failure.destination ?? "?") failed: "
                     + "\(failure.error)", context: context)
             }
         }
@@ -161,18 +159,6 @@ struct RunCommand: KeepsakeCommand {
             lines += report.problems.prefix(50).map { "  \($0.path): \($0.reason)" }
             if report.problems.count > 50 { lines.append("  … and \(report.problems.count - 50) more") }
             state.fail(.integrity, lines.joined(separator: "\n"), context: context)
-        }
-    }
-
-    /// The exit code an engine error stands for (as `keepsake backup` maps it).
-    private static func exitCode(for error: Error) -> ExitCode {
-        switch error {
-        case EngineError.interrupted: return .interrupted
-        case is LockError: return .locked
-        case is EncryptionError: return .key
-        case EngineError.archiveMissing: return .integrity
-        case is CopyError: return .integrity
-        default: return .failure
         }
     }
 
@@ -201,7 +187,7 @@ struct RunCommand: KeepsakeCommand {
             items.append(.init("Contents", "\(Units.count(Int(summary.fileCount), "file")), "
                 + "\(Units.count(Int(summary.directoryCount), "folder")), \(Units.bytes(summary.originalBytes))"))
             if let archive = summary.archive {
-                items.append(.init("Stored", "\(Units.bytes(archive.size)) in \(archive.name)"))
+                items.append(.init("Stored", Units.bytes(archive.size)))
             }
             items.append(.init("Time", Units.elapsed(result.elapsed)))
             if !result.warnings.isEmpty {
@@ -252,12 +238,7 @@ struct RunCommand: KeepsakeCommand {
         } ?? .null
         object["verify"] = state.verify.map(VerifyReportJSON.encode) ?? .null
         object["copies"] = .array(state.copies.map { copy in
-            .object(JSONObject([
-                ("destination", .string(copy.destination)),
-                ("copied", .array(copy.result.copied.map { .string($0.rawValue) })),
-                ("skipped", .array(copy.result.skipped.map { .string($0.rawValue) })),
-                ("bytes", .int(copy.result.bytes)),
-            ]))
+            .object(CopyResultJSON.encode(copy.result, after: [("destination", .string(copy.destination))]))
         })
         object["after"] = hook(state.profile.after, state.after)
         object["errors"] = .array(state.errors.map { .string($0) })
@@ -298,12 +279,12 @@ private struct RunState {
         if Self.severity(candidate) > Self.severity(code) { code = candidate }
     }
 
-    /// Records a failed step: its exit code, and its message on stderr.
+    /// Records a failed step: its exit code, and its message on stderr (the run's own JSON
+    /// document holds it with `--json`).
     mutating func fail(_ candidate: ExitCode, _ message: String, context: CommandContext) {
         raise(candidate)
         errors.append(message)
-        let label = context.err.apply(.danger, to: "Error:")
-        _ = ConsoleWriter.standardError.writeLine("\(label) \(message)")
+        context.report(ErrorReport(message, code: candidate), json: false)
     }
 
     /// 130 over 5 over 4 over 6 over 1 over 3 over 0.
@@ -318,4 +299,10 @@ private struct RunState {
         case .interrupted: return 6
         }
     }
+}
+
+// MARK: - Option keys
+
+extension OptionKey {
+    static let verbose = OptionKey("verbose")
 }

@@ -11,18 +11,18 @@ struct ScheduleCommand: KeepsakeCommand {
     static let spec = CommandSpec(
         name: "schedule",
         abstract: "Print a crontab line and systemd timer units that run a profile (or install the crontab line).",
-        discussion: "Give one of --hourly [MM], --daily HH:MM or --weekly DAY HH:MM. The lines call this keepsake binary by its absolute path with the absolute path of the configuration file, so they work from cron's bare environment. --install replaces any earlier crontab line of the profile (the one ending with '# keepsake:PROFILE') with the new one; without cron, use the systemd units.",
+        discussion: "Give one of --hourly [MM], --daily HH:MM or --weekly DAY HH:MM. The lines call this keepsake binary by its absolute path with the absolute path of the configuration file, so they work from cron's bare environment. --install replaces any earlier crontab line of the profile (the one ending with '#\u{00A0}keepsake:PROFILE') with the new one; without cron, use the systemd units.",
         arguments: [
             ArgumentSpec(name: "PROFILE", help: "The profile's name ([profiles.NAME] in the configuration file)."),
             ArgumentSpec(name: "TIME", help: "The minute for --hourly (default 0), or HH:MM for --weekly.", optional: true),
         ],
         options: [
-            OptionSpec(long: "hourly", help: "Every hour, at minute TIME (default 0)."),
-            OptionSpec(long: "daily", kind: .value(valueName: "HH:MM"), help: "Every day at this time."),
-            OptionSpec(long: "weekly", kind: .value(valueName: "day"),
+            OptionSpec(.hourly, help: "Every hour, at minute TIME (default 0)."),
+            OptionSpec(.daily, kind: .value(valueName: "HH:MM"), help: "Every day at this time."),
+            OptionSpec(.weekly, kind: .value(valueName: "day"),
                        help: "Every week on this day (mon, tue, …, sun) at TIME (HH:MM)."),
             ProfileLoader.configOption,
-            OptionSpec(long: "install", help: "Install the crontab line in your crontab (replacing the profile's earlier line)."),
+            OptionSpec(.install, help: "Install the crontab line in your crontab (replacing the profile's earlier line)."),
         ] + CommonOptions.global,
         examples: [
             .init(command: "keepsake schedule home --daily 02:30", explanation: "Print the lines for a run every night at 02:30."),
@@ -41,14 +41,14 @@ struct ScheduleCommand: KeepsakeCommand {
     init(arguments: ParsedArguments, context: CommandContext) throws {
         var problems = UsageProblems(Self.spec)
         profileName = arguments.argument("PROFILE") ?? ""
-        configOption = arguments.value("config")
-        install = arguments.flag("install")
+        configOption = arguments.value(.config)
+        install = arguments.flag(.install)
         var timeText = arguments.argument("TIME")
-        let forms = [arguments.flag("hourly"), arguments.value("daily") != nil, arguments.value("weekly") != nil]
+        let forms = [arguments.flag(.hourly), arguments.value(.daily) != nil, arguments.value(.weekly) != nil]
         var parsed: ScheduleTime?
         if forms.filter({ $0 }).count != 1 {
             problems.add("Give one of '--hourly [MM]', '--daily HH:MM' or '--weekly DAY HH:MM'.")
-        } else if arguments.flag("hourly") {
+        } else if arguments.flag(.hourly) {
             if let text = timeText {
                 if let minute = ScheduleTime.minute(text) {
                     parsed = .hourly(minute: minute)
@@ -58,7 +58,7 @@ struct ScheduleCommand: KeepsakeCommand {
             } else {
                 parsed = .hourly(minute: 0)
             }
-        } else if let text = arguments.value("daily") {
+        } else if let text = arguments.value(.daily) {
             if let extra = timeText {
                 problems.add("Unexpected argument '\(extra)': '--daily' takes its time as its value ('--daily 02:30').")
             } else if let clock = ScheduleTime.clock(text) {
@@ -66,7 +66,7 @@ struct ScheduleCommand: KeepsakeCommand {
             } else {
                 problems.add("The value '\(text)' is invalid for '--daily <HH:MM>'. Use a time from 00:00 to 23:59, e.g. '--daily 02:30'.")
             }
-        } else if var dayText = arguments.value("weekly") {
+        } else if var dayText = arguments.value(.weekly) {
             // `--weekly "sun 02:30"` in one value works too.
             let words = dayText.split(separator: " ")
             if words.count == 2 && timeText == nil {
@@ -95,9 +95,7 @@ struct ScheduleCommand: KeepsakeCommand {
     // MARK: Running
 
     func run(context: CommandContext) throws -> ExitCode {
-        guard let (config, profile) = ProfileLoader.load(profileName, configOption: configOption, context: context) else {
-            return .failure
-        }
+        let (config, profile) = try ProfileLoader.load(profileName, configOption: configOption, context: context)
         let binary = Self.executablePath()
         let runArguments = [binary, "run", profile.name, "--config", config.path, "--quiet"]
         let marker = "# keepsake:\(profile.name)"
@@ -161,9 +159,8 @@ struct ScheduleCommand: KeepsakeCommand {
                                       : "Installed in your crontab: \(cronLine)")
             return .success
         } catch {
-            let label = context.err.apply(.danger, to: "Error:")
-            _ = ConsoleWriter.standardError.writeLine("\(label) \(error.description).")
-            return .failure
+            // The lines are printed (and with --json, their document): the error is told alone.
+            return context.report(ErrorReport(error), json: false)
         }
     }
 
@@ -202,4 +199,13 @@ struct ScheduleCommand: KeepsakeCommand {
         guard !isPlain(word) else { return escaped }
         return "\"" + escaped.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
     }
+}
+
+// MARK: - Option keys
+
+extension OptionKey {
+    static let daily = OptionKey("daily")
+    static let hourly = OptionKey("hourly")
+    static let install = OptionKey("install")
+    static let weekly = OptionKey("weekly")
 }

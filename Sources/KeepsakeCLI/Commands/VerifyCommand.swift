@@ -26,8 +26,8 @@ struct VerifyCommand: KeepsakeCommand {
     init(arguments: ParsedArguments, context: CommandContext) throws {
         context.keyring = try KeyOptions.keyring(arguments, context: context)
         references = arguments.positionals
-        destinationOption = arguments.value("dest")
-        progress = arguments.flag("progress")
+        destinationOption = arguments.value(.dest)
+        progress = arguments.flag(.progress)
     }
 
     // MARK: Running
@@ -59,13 +59,36 @@ struct VerifyCommand: KeepsakeCommand {
                 ("exit_code", .int(Int64(code.rawValue))),
             ])))
         } else if !context.quiet && !reports.isEmpty {
-            let line = "Verified \(Units.count(reports.count, "backup")): \(reports.count - damaged.count) intact, \(damaged.count) damaged."
-            context.printLine(context.out.apply(damaged.isEmpty ? .success : .danger, to: line))
+            let inDestination = backups.contains { !$0.isArchiveFile }
+            showSummary(reports, destination: inDestination ? try? context.destination(destinationOption).location : nil,
+                        context: context)
         }
         return code
     }
 
     // MARK: Output
+
+    /// The outcome of every backup: on a terminal the shared summary card under a badge,
+    /// piped one greppable line.
+    private func showSummary(_ reports: [VerifyReport], destination: String?, context: CommandContext) {
+        let damaged = reports.filter { !$0.isIntact }.count
+        guard context.capabilities.stdoutIsTTY else {
+            let line = "Verified \(Units.count(reports.count, "backup")): \(reports.count - damaged) intact, \(damaged) damaged."
+            context.printLine(context.out.apply(damaged == 0 ? .success : .danger, to: line))
+            return
+        }
+        let files = reports.reduce(Int64(0)) { $0 + $1.filesChecked }
+        let bytes = reports.reduce(Int64(0)) { $0 + $1.bytesChecked }
+        var items: [KeyValueList.Item] = []
+        if let destination { items.append(.init("Destination", destination)) }
+        items.append(.init("Backups", "\(reports.count - damaged) intact, \(damaged) damaged",
+                           valueRole: damaged == 0 ? .success : .danger))
+        let unread = reports.contains { $0.contentsUnchecked }
+        items.append(.init("Checked", "\(Units.count(Int(files), "file")), \(Units.bytes(bytes))"
+            + (unread ? "; encrypted contents not read (give --identity)" : ", each against its SHA-256")))
+        let badge = damaged == 0 ? Badge("INTACT", role: .success) : Badge("DAMAGED", role: .danger)
+        context.print(Stack([badge, context.summaryCard(title: "Verify", content: [KeyValueList(items: items)])]))
+    }
 
     private func show(_ report: VerifyReport, context: CommandContext) {
         let name = report.id?.rawValue ?? report.name

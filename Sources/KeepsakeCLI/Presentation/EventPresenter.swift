@@ -26,11 +26,12 @@ final class EventPresenter: EngineEventSink {
             renderer = nil
         } else if context.capabilities.canAnimate || progress {
             renderer = ProgressRenderer(capabilities: context.capabilities, theme: context.theme,
-                                        periodicPlainLines: progress ? 2 : nil)
+                                        periodicPlainLines: progress ? 2 : nil, output: context.console.errors)
         } else if context.capabilities.stderrIsTTY && context.capabilities.isDumbTerminal {
             // A terminal that cannot redraw (TERM=dumb, an editor's shell): a plain line
             // every few seconds, as --progress gives, instead of a bar.
-            renderer = ProgressRenderer(capabilities: context.capabilities, theme: context.theme, periodicPlainLines: 3)
+            renderer = ProgressRenderer(capabilities: context.capabilities, theme: context.theme, periodicPlainLines: 3,
+                                        output: context.console.errors)
         } else {
             renderer = nil
         }
@@ -78,7 +79,7 @@ final class EventPresenter: EngineEventSink {
                     ("elapsed_seconds", .double((elapsed * 10).rounded() / 10)),
                     ("path", .string(snapshot.currentPath)),
                 ]))
-                _ = ConsoleWriter.standardOutput.writeLine(line.serialized())
+                context.printLine(line.serialized())
                 return
             }
             // The total may be an estimate (the last backup of the same sources): past it, the

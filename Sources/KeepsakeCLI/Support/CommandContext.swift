@@ -3,10 +3,13 @@ import Foundation
 import TerminalUI
 
 /// What every command needs from its surroundings: the terminal, the global options,
-/// the environment, and the ways to print.
+/// the environment, and the ways to print (all of them through `console`).
 final class CommandContext {
     // MARK: Settings
 
+    /// Where output goes and how prompts are asked.
+    let console: Console
+    /// The terminal, with the command's `--color` applied.
     let capabilities: TerminalCapabilities
     let environment: [String: String]
     let json: Bool
@@ -16,14 +19,15 @@ final class CommandContext {
     let theme = Theme.standard
 
     /// Creates a context from the global options a command was given.
-    init(arguments: ParsedArguments, environment: [String: String], cancellation: CancellationFlag) {
-        let mode = arguments.value("color").flatMap(ColorMode.init(rawValue:)) ?? .auto
-        capabilities = TerminalCapabilities.detect(colorMode: mode, environment: environment)
+    init(arguments: ParsedArguments, environment: [String: String], console: Console, cancellation: CancellationFlag) {
+        let mode = arguments.value(.color).flatMap(ColorMode.init(rawValue:)) ?? .auto
+        self.console = console
+        capabilities = console.terminal.with(colorMode: mode)
         self.environment = environment
-        json = arguments.flag("json")
-        quiet = arguments.flag("quiet")
-        noInput = arguments.flag("no-input")
-        s3Endpoint = arguments.value("s3-endpoint")
+        json = arguments.flag(.json)
+        quiet = arguments.flag(.quiet)
+        noInput = arguments.flag(.noInput)
+        s3Endpoint = arguments.value(.s3Endpoint)
         self.cancellation = cancellation
     }
 
@@ -39,7 +43,7 @@ final class CommandContext {
     /// `${XDG_CACHE_HOME:-~/.cache}/keepsake`.
     var cacheRoot: String {
         if let cache = environment["XDG_CACHE_HOME"], cache.hasPrefix("/") { return cache + "/keepsake" }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        let home = DestinationResolver.homeFolder(environment: environment) ?? NSHomeDirectory()
         return home + "/.cache/keepsake"
     }
 
@@ -59,7 +63,7 @@ final class CommandContext {
 
     /// Data and results: standard output.
     func print(_ component: some Renderable) {
-        _ = ConsoleWriter.standardOutput.write(component, in: out)
+        console.output.write(component, in: out)
     }
 
     /// A command's summary card: a titled box, with the seed's drop shadow when stdout is
@@ -71,35 +75,65 @@ final class CommandContext {
 
     /// A plain line on standard output.
     func printLine(_ text: String) {
-        _ = ConsoleWriter.standardOutput.writeLine(text)
+        console.output.writeLine(text)
     }
 
-    /// A JSON document on standard output.
-    func printJSON(_ value: JSONValue) {
-        _ = ConsoleWriter.standardOutput.writeLine(value.serialized(pretty: capabilities.stdoutIsTTY))
+    /// Text on standard output as it is (no newline added): a listing written in pieces.
+    func printText(_ text: String) {
+        console.output.write(text)
+    }
+
+    /// A JSON document on standard output: indented for a person on a terminal unless
+    /// `pretty` says otherwise.
+    func printJSON(_ value: JSONValue, pretty: Bool? = nil) {
+        console.output.writeLine(value.serialized(pretty: pretty ?? capabilities.stdoutIsTTY))
     }
 
     /// Messages: standard error.
     func message(_ component: some Renderable) {
-        _ = ConsoleWriter.standardError.write(component, in: err)
+        console.errors.write(component, in: err)
+    }
+
+    /// A line on standard error as it is.
+    func messageLine(_ text: String) {
+        console.errors.writeLine(text)
     }
 
     /// A warning line on standard error (shown even with `--quiet`).
     func warn(_ text: String) {
-        let label = err.apply(.warning, to: "warning:")
-        _ = ConsoleWriter.standardError.writeLine("\(label) \(text)")
+        labelled("warning:", role: .warning, text)
     }
 
     /// A hint on standard error about a choice made for the user (shown even with `--quiet`).
     func hint(_ text: String) {
-        let label = err.apply(.warning, to: "hint:")
-        _ = ConsoleWriter.standardError.writeLine("\(label) \(text)")
+        labelled("hint:", role: .warning, text)
+    }
+
+    /// A line on standard error about damaged data (shown even with `--quiet`).
+    func damaged(_ text: String) {
+        labelled("damaged:", role: .danger, text)
     }
 
     /// An informational line on standard error (hidden by `--quiet` and `--json`).
     func note(_ text: String) {
         guard !quiet, !json else { return }
-        _ = ConsoleWriter.standardError.writeLine(err.apply(.muted, to: text))
+        console.errors.writeLine(err.apply(.muted, to: text))
+    }
+
+    /// Tells a failure on standard error and, with `--json` (or `json`), as
+    /// `{"error": …, "exit_code": N}` on standard output; returns its exit code.
+    @discardableResult
+    func report(_ report: ErrorReport, json: Bool? = nil) -> ExitCode {
+        for line in report.lines(in: err, wraps: capabilities.stderrIsTTY) {
+            console.errors.writeLine(line)
+        }
+        if json ?? self.json { printJSON(report.json) }
+        return report.code
+    }
+
+    /// `label text` on standard error, the label styled.
+    private func labelled(_ label: String, role: Theme.Role, _ text: String) {
+        console.errors.writeLine("\(err.apply(role, to: label)) \(text)")
     }
 
     // MARK: Destination

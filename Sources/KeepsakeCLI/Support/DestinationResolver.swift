@@ -5,7 +5,8 @@ import Foundation
 /// `${XDG_DATA_HOME:-~/.local/share}/keepsake/backups`.
 enum DestinationResolver {
     /// The destination for an optional `--dest` value (or a profile's `destination`).
-    /// - Throws: `DestinationAddressError` for a value that is not a form Keepsake knows.
+    /// - Throws: `DestinationAddressError` for a value that is not a form Keepsake knows;
+    ///   `MissingHomeError` when the default is needed and there is no home folder.
     static func address(_ option: String?, environment: [String: String]) throws -> DestinationAddress {
         let text: String
         if let option, !option.isEmpty {
@@ -13,19 +14,41 @@ enum DestinationResolver {
         } else if let fromEnvironment = environment["KEEPSAKE_DEST"], !fromEnvironment.isEmpty {
             text = fromEnvironment
         } else {
-            return .localFolder(path: defaultDestination(environment: environment))
+            return .localFolder(path: try defaultDestination(environment: environment))
         }
         return try DestinationAddress.parse(text, workingDirectory: FileManager.default.currentDirectoryPath,
-                                            home: NSHomeDirectory())
+                                            home: homeFolder(environment: environment) ?? NSHomeDirectory())
     }
 
-    /// The XDG default.
-    static func defaultDestination(environment: [String: String]) -> String {
+    /// The XDG default: `${XDG_DATA_HOME:-~/.local/share}/keepsake/backups`.
+    /// - Throws: `MissingHomeError` when it lies in a home folder that cannot be found.
+    static func defaultDestination(environment: [String: String],
+                                   accountHome: () -> String? = accountHomeFolder) throws -> String {
         if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") {
             return data + "/keepsake/backups"
         }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        guard let home = homeFolder(environment: environment, accountHome: accountHome) else {
+            throw MissingHomeError(needed: "the default destination (~/.local/share/keepsake/backups)")
+        }
         return home + "/.local/share/keepsake/backups"
+    }
+
+    /// HOME, else (a bare cron or systemd environment) the home folder of the user's
+    /// account when it exists; nil when there is neither.
+    static func homeFolder(environment: [String: String], accountHome: () -> String? = accountHomeFolder) -> String? {
+        if let home = environment["HOME"], !home.isEmpty { return home }
+        return accountHome()
+    }
+
+    /// The home folder the password database gives the effective user, when it is a folder.
+    static func accountHomeFolder() -> String? {
+        guard let entry = getpwuid(geteuid()), let directory = entry.pointee.pw_dir else { return nil }
+        let home = String(cString: directory)
+        var isFolder: ObjCBool = false
+        guard !home.isEmpty, FileManager.default.fileExists(atPath: home, isDirectory: &isFolder), isFolder.boolValue else {
+            return nil
+        }
+        return home
     }
 
     /// A path made absolute against the working directory, `~/` expanded.

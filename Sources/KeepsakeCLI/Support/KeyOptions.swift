@@ -9,21 +9,21 @@ import TerminalUI
 enum KeyOptions {
     // MARK: Options
 
-    static let recipient = OptionSpec(long: "recipient", short: "r", kind: .value(valueName: "age1…"), repeatable: true,
-                                      help: "Encrypt the backup to this age public key (repeatable). Only the matching identities can read it; this host needs none.")
-    static let recipientsFile = OptionSpec(long: "recipients-file", short: "R", kind: .value(valueName: "file"), repeatable: true,
+    static let recipient = OptionSpec(.recipient, short: "r", kind: .value(valueName: "age1…"), repeatable: true,
+                                      help: "Encrypt the backup to this age public key. Only the matching identities can read it; this host needs none.")
+    static let recipientsFile = OptionSpec(.recipientsFile, short: "R", kind: .value(valueName: "file"), repeatable: true,
                                            help: "Encrypt to the age public keys in this file, one per line (# comments), as age -R reads.",
                                            takesPath: true)
-    static let passphrase = OptionSpec(long: "passphrase",
+    static let passphrase = OptionSpec(.passphrase,
                                        help: "Encrypt with a passphrase (age's scrypt), asked for twice on the terminal.")
-    static let passphraseFile = OptionSpec(long: "passphrase-file", kind: .value(valueName: "file"), environment: "KEEPSAKE_PASSPHRASE_FILE",
+    static let passphraseFile = OptionSpec(.passphraseFile, kind: .value(valueName: "file"), environment: "KEEPSAKE_PASSPHRASE_FILE",
                                            help: "Read the passphrase from the first line of this file (mode 0600): encrypts a backup, or opens one.",
                                            takesPath: true)
-    static let noEncryption = OptionSpec(long: "no-encryption",
+    static let noEncryption = OptionSpec(.noEncryption,
                                          help: "Store this backup in the clear although this host's last backup there was encrypted.")
-    static let identity = OptionSpec(long: "identity", short: "i", kind: .value(valueName: "file"), repeatable: true,
+    static let identity = OptionSpec(.identity, short: "i", kind: .value(valueName: "file"), repeatable: true,
                                      environment: "KEEPSAKE_IDENTITY_FILE",
-                                     help: "Open encrypted backups with the age identities in this file (keepsake keygen, age-keygen); repeatable.",
+                                     help: "Open encrypted backups with the age identities in this file (keepsake keygen, age-keygen).",
                                      takesPath: true)
 
     /// The options of `backup`.
@@ -37,14 +37,14 @@ enum KeyOptions {
     static func encryption(_ arguments: ParsedArguments?, settings: Profile.EncryptionSettings = Profile.EncryptionSettings(),
                            context: CommandContext) throws -> AgeEncryption? {
         var recipients = settings.recipients
-        for text in arguments?.values("recipient") ?? [] {
+        for text in arguments?.values(.recipient) ?? [] {
             do {
                 recipients.append(try AgeRecipient(parsing: text))
             } catch {
                 throw EncryptionError.unusableKey(AgeRecipient.misuseMessage(text, where: "'--recipient <age1…>'"))
             }
         }
-        for file in (arguments?.values("recipients-file") ?? []) + settings.recipientsFiles {
+        for file in (arguments?.values(.recipientsFile) ?? []) + settings.recipientsFiles {
             let bytes = try readKeyFile(file, what: "recipients file", secret: false, context: context)
             do {
                 recipients.append(contentsOf: try AgeKeyFile.parseRecipients(bytes, name: file))
@@ -52,14 +52,14 @@ enum KeyOptions {
                 throw EncryptionError.unusableKey("The recipients file '\(file)' is unusable: \(error)")
             }
         }
-        let passphraseFile = arguments?.value("passphrase-file") ?? settings.passphraseFile
+        let passphraseFile = arguments?.value(.passphraseFile) ?? settings.passphraseFile
             ?? context.environment["KEEPSAKE_PASSPHRASE_FILE"].flatMap { $0.isEmpty ? nil : $0 }
-        let asks = arguments?.flag("passphrase") ?? false
-        if arguments?.flag("no-encryption") == true && (!recipients.isEmpty || asks || arguments?.value("passphrase-file") != nil) {
+        let asks = arguments?.flag(.passphrase) ?? false
+        if arguments?.flag(.noEncryption) == true && (!recipients.isEmpty || asks || arguments?.value(.passphraseFile) != nil) {
             throw EncryptionError.unusableKey("'--no-encryption' cannot go with '--recipient', '--recipients-file' or a passphrase")
         }
         if !recipients.isEmpty {
-            if asks || arguments?.value("passphrase-file") != nil || settings.passphraseFile != nil {
+            if asks || arguments?.value(.passphraseFile) != nil || settings.passphraseFile != nil {
                 throw EncryptionError.unusableKey("Give public keys (--recipient, --recipients-file) or a passphrase, not both: "
                     + "an age file is opened by one or the other")
             }
@@ -67,9 +67,12 @@ enum KeyOptions {
             for recipient in recipients where !unique.contains(recipient) { unique.append(recipient) }
             return .recipients(unique)
         }
-        if arguments?.flag("no-encryption") == true { return nil }
+        if arguments?.flag(.noEncryption) == true { return nil }
         if let passphraseFile { return .passphrase(try readPassphrase(passphraseFile, context: context), workFactor: 18) }
-        if asks { return .passphrase(try askPassphrase(confirm: true, render: context.err, noInput: context.noInput), workFactor: 18) }
+        if asks {
+            return .passphrase(try askPassphrase(confirm: true, render: context.err, noInput: context.noInput,
+                                                 io: context.console.prompts()), workFactor: 18)
+        }
         return nil
     }
 
@@ -80,7 +83,7 @@ enum KeyOptions {
     /// (else `KEEPSAKE_PASSPHRASE_FILE`) or, when an archive asks for one, the terminal.
     static func keyring(_ arguments: ParsedArguments?, identityFiles extra: [String] = [], passphraseFile profileFile: String? = nil,
                         context: CommandContext) throws -> AgeKeyring {
-        var files = arguments?.values("identity") ?? []
+        var files = arguments?.values(.identity) ?? []
         if files.isEmpty, let fromEnvironment = context.environment["KEEPSAKE_IDENTITY_FILE"], !fromEnvironment.isEmpty {
             files = [fromEnvironment]
         }
@@ -94,7 +97,7 @@ enum KeyOptions {
                 throw EncryptionError.unusableKey("The identity file '\(file)' is unusable: \(error)")
             }
         }
-        let passphraseFile = arguments?.value("passphrase-file") ?? profileFile
+        let passphraseFile = arguments?.value(.passphraseFile) ?? profileFile
             ?? context.environment["KEEPSAKE_PASSPHRASE_FILE"].flatMap { $0.isEmpty ? nil : $0 }
         if let passphraseFile {
             let passphrase = try readPassphrase(passphraseFile, context: context)
@@ -104,7 +107,10 @@ enum KeyOptions {
         let canAsk = !noInput && context.capabilities.stderrIsTTY
         guard canAsk else { return AgeKeyring(identities: identities) }
         let render = context.err
-        return AgeKeyring(identities: identities, asks: true) { try askPassphrase(confirm: false, render: render, noInput: noInput) }
+        let prompts = context.console.prompts
+        return AgeKeyring(identities: identities, asks: true) {
+            try askPassphrase(confirm: false, render: render, noInput: noInput, io: prompts())
+        }
     }
 
     // MARK: Reading secrets
@@ -141,11 +147,7 @@ enum KeyOptions {
     }
 
     /// A passphrase typed on the terminal (twice when `confirm`), without echo.
-    private static func askPassphrase(confirm: Bool, render: RenderContext, noInput: Bool) throws -> [UInt8] {
-        // The terminal itself, so a backup of standard input can still ask.
-        let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
-        defer { if tty >= 0 { close(tty) } }
-        let io = TerminalPromptIO(inputDescriptor: tty >= 0 ? tty : 0)
+    private static func askPassphrase(confirm: Bool, render: RenderContext, noInput: Bool, io: any PromptIO) throws -> [UInt8] {
         let field = Field.secret("Passphrase", confirm: confirm) { $0.isEmpty ? "The passphrase cannot be empty." : nil }
         do {
             return Array(try field.ask(using: io, context: render, noInput: noInput).utf8)
@@ -154,4 +156,15 @@ enum KeyOptions {
                 + "give --passphrase-file FILE or set KEEPSAKE_PASSPHRASE_FILE")
         }
     }
+}
+
+// MARK: - Option keys
+
+extension OptionKey {
+    static let identity = OptionKey("identity")
+    static let noEncryption = OptionKey("no-encryption")
+    static let passphrase = OptionKey("passphrase")
+    static let passphraseFile = OptionKey("passphrase-file")
+    static let recipient = OptionKey("recipient")
+    static let recipientsFile = OptionKey("recipients-file")
 }

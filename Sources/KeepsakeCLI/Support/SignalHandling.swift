@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import TerminalUI
 
 /// Turns SIGINT and SIGTERM into a cancellation the engine notices between blocks, so it
 /// can remove its temporary files and exit 130. A second signal ends the process at once.
@@ -21,6 +22,6 @@ enum SignalHandling {
         sigaction(SIGINT, &action, nil)
         sigaction(SIGTERM, &action, nil)
         // A closed pipe (keepsake list | head) is not an error worth a signal death.
-        signal(SIGPIPE, SIG_IGN)
+        ConsoleWriter.ignoreBrokenPipeSignal()
     }
 }

@@ -14,9 +14,9 @@ struct UsageProblems {
         messages.append(message)
     }
 
-    /// Throws a usage error holding every problem, one `Error:` line each.
+    /// Throws a usage error holding every problem, one line (one `Error:` line) each.
     func throwIfAny() throws {
         guard !messages.isEmpty else { return }
-        throw UsageError.custom(messages.joined(separator: "\nError: "), command: spec)
+        throw UsageError.custom(messages.joined(separator: "\n"), command: spec)
     }
 }

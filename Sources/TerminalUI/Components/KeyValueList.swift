@@ -53,7 +53,9 @@ public struct KeyValueList: Renderable {
     // MARK: Rendering
 
     /// Rows with values aligned in one column; labels longer than half the width are
-    /// truncated, and values wrap with a hanging indent.
+    /// truncated, and values wrap with a hanging indent. A value holding a word too long
+    /// for the value column (a file name) goes under its label, indented by two, so the
+    /// word is cut only when it is wider than the whole line.
     public func render(in context: RenderContext) -> [String] {
         guard !items.isEmpty else { return [] }
         let separatorWidth = DisplayWidth.width(of: separator)
@@ -68,6 +70,14 @@ public struct KeyValueList: Renderable {
             let key = DisplayWidth.truncate(item.key, toWidth: keyWidth) + separator
             let label = context.apply(keyRole, to: key)
             let gap = DisplayWidth.spaces(valueColumn - DisplayWidth.width(of: key))
+            let longestWord = item.value.split(separator: " ").map { DisplayWidth.width(of: String($0)) }.max() ?? 0
+            if longestWord > valueWidth && valueWidth < context.width - 2 {
+                lines.append(label)
+                lines += DisplayWidth.wrap(item.value, width: context.width - 2).map {
+                    "  " + context.apply(item.valueRole, to: $0)
+                }
+                continue
+            }
             let valueLines = DisplayWidth.wrap(item.value, width: valueWidth)
             for (index, valueLine) in valueLines.enumerated() {
                 let value = context.apply(item.valueRole, to: valueLine)

@@ -42,7 +42,7 @@ public struct Picker: Sendable {
     }
 
     /// The starting state.
-    public func initialState() -> PickerState {
+    func initialState() -> PickerState {
         PickerState(itemCount: items.count, selection: initialSelection, pageSize: pageSize)
     }
 

@@ -7,10 +7,10 @@ import Glibc
 /// most once per `minimumInterval` (0.1 s: ten frames a second); `finish` erases the
 /// bar. When not on a TTY nothing is drawn, unless `periodicPlainLines` is set: then a
 /// plain progress line is written every that many seconds, which suits logs and cron.
-/// Output goes through an injectable writer (standard error by default).
+/// Output goes through an injected writer (standard error, as a rule).
 ///
 /// ```swift
-/// let progress = ProgressRenderer(capabilities: caps)
+/// let progress = ProgressRenderer(capabilities: caps, output: ConsoleWriter.standardError)
 /// progress.update(ProgressBar(fraction: 0.5, filesDone: 10, currentItem: path))
 /// progress.printLine("warning: cannot read /etc/shadow")   // appears above the bar
 /// progress.finish()
@@ -65,7 +65,7 @@ public final class ProgressRenderer: @unchecked Sendable {
         minimumInterval: Double = 0.1,
         periodicPlainLines: Double? = nil,
         clock: @escaping Clock = ProgressRenderer.monotonicSeconds,
-        writer: @escaping Writer = { ConsoleWriter.standardError.write($0) }
+        writer: @escaping Writer
     ) {
         self.isTTY = isTTY
         self.context = context
@@ -76,19 +76,19 @@ public final class ProgressRenderer: @unchecked Sendable {
         self.state = State(lastPlainLine: clock())
     }
 
-    /// Creates a renderer for standard error as the terminal allows: animated only when
-    /// standard error is a capable TTY, coloured as decided for standard error.
+    /// Creates a renderer for standard error (`output`) as the terminal allows: animated
+    /// only when standard error is a capable TTY, coloured as decided for standard error.
     public convenience init(
         capabilities: TerminalCapabilities,
         theme: Theme = .standard,
         periodicPlainLines: Double? = nil,
-        writer: @escaping Writer = { ConsoleWriter.standardError.write($0) }
+        output: any TextOutput
     ) {
         self.init(
             isTTY: capabilities.canAnimate,
             context: capabilities.renderContext(for: .standardError, theme: theme),
             periodicPlainLines: periodicPlainLines,
-            writer: writer
+            writer: { output.write($0) }
         )
     }
 
@@ -122,14 +122,6 @@ public final class ProgressRenderer: @unchecked Sendable {
         if wasVisible && !state.isFinished {
             drawLocked(now: clock())
         }
-    }
-
-    /// Erases the bar now; the next `update` draws it again immediately.
-    public func clear() {
-        lock.lock()
-        defer { lock.unlock() }
-        eraseLocked()
-        state.lastDraw = nil
     }
 
     /// Erases the bar, optionally writes a final message line, and stops drawing.

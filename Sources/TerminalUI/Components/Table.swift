@@ -178,7 +178,7 @@ public struct Table: Renderable {
     /// The columns shown at `width`: all of them, less the optional ones (lowest
     /// priority first) while the minimum widths do not fit; a column that prefers to stay
     /// whole counts with its whole width.
-    public func visibleColumns(for width: Int) -> [Int] {
+    func visibleColumns(for width: Int) -> [Int] {
         var visible = Array(columns.indices)
         func minimumTotal() -> Int {
             visible.map { minimumWidth(of: $0) }.reduce(0, +) + columnSpacing * max(0, visible.count - 1)
@@ -204,7 +204,7 @@ public struct Table: Renderable {
 
     /// The width of every column when the table may use `width` cells (0 for a column
     /// left out).
-    public func columnWidths(for width: Int) -> [Int] {
+    func columnWidths(for width: Int) -> [Int] {
         guard !columns.isEmpty else { return [] }
         let visible = Set(visibleColumns(for: width))
         var widths = columns.indices.map { visible.contains($0) ? naturalWidth(of: $0) : 0 }
@@ -271,8 +271,16 @@ public struct Table: Renderable {
         for row in rows {
             lines.append(line(for: row, widths: widths, in: context))
         }
-        // Last resort when even the minimum widths do not fit: cut the lines.
-        return lines.map { DisplayWidth.truncate($0, toWidth: context.width) }
+        // Last resort when even the minimum widths do not fit: cut the lines (the rule
+        // plainly: an ellipsis there would read as a cut value).
+        return lines.enumerated().map { index, line in
+            guard showsHeader && showsSeparator && index == 1, DisplayWidth.width(of: line) > context.width else {
+                return DisplayWidth.truncate(line, toWidth: context.width)
+            }
+            let rule = widths.filter { $0 > 0 }.map { String(repeating: String(separatorCharacter), count: $0) }
+                .joined(separator: DisplayWidth.spaces(columnSpacing))
+            return context.apply(context.theme.border, to: String(rule.prefix(context.width)))
+        }
     }
 
     private func line(for row: [Cell], widths: [Int], in context: RenderContext) -> String {

@@ -1,11 +1,13 @@
 import Foundation
 import Glibc
 
-/// Prompts on the real terminal: reads from standard input with `read(2)`, writes to
-/// standard error, switches modes with `TerminalMode`.
+/// Prompts on a real terminal: reads answers from a descriptor with `read(2)`, shows
+/// prompts through a `TextOutput` (standard error, as a rule), switches modes with
+/// `TerminalMode`.
 ///
 /// ```swift
-/// let name = try Field.text("Name").ask(using: TerminalPromptIO(), context: caps.renderContext(for: .standardError))
+/// let io = TerminalPromptIO.controllingTerminal(output: ConsoleWriter.standardError)
+/// let name = try Field.text("Name").ask(using: io, context: caps.renderContext(for: .standardError))
 /// ```
 public struct TerminalPromptIO: PromptIO, Sendable {
 
@@ -14,22 +16,35 @@ public struct TerminalPromptIO: PromptIO, Sendable {
     /// Where answers are read from.
     public let inputDescriptor: Int32
     /// Where prompts are shown.
-    public let output: ConsoleWriter
+    public let output: any TextOutput
 
-    /// Uses standard input and standard error by default.
-    public init(inputDescriptor: Int32 = 0, output: ConsoleWriter = .standardError) {
+    /// Reads from `inputDescriptor` and shows prompts on `output`.
+    public init(inputDescriptor: Int32, output: any TextOutput) {
         self.inputDescriptor = inputDescriptor
         self.output = output
     }
 
-    // MARK: PromptIO
-
-    /// True when both the input and the output descriptor are terminals.
-    public var isInteractive: Bool {
-        isatty(inputDescriptor) == 1 && isatty(output.fileDescriptor) == 1
+    /// Reads from the process's controlling terminal (`/dev/tty`, opened once), so a
+    /// command whose standard input is data (`backup --stdin`) can still ask; standard
+    /// input when there is no such terminal.
+    public static func controllingTerminal(output: any TextOutput) -> TerminalPromptIO {
+        TerminalPromptIO(inputDescriptor: controllingTerminalDescriptor, output: output)
     }
 
-    /// Writes to the output descriptor.
+    /// `/dev/tty`, open for the life of the process, or standard input.
+    private static let controllingTerminalDescriptor: Int32 = {
+        let descriptor = open("/dev/tty", O_RDWR | O_CLOEXEC)
+        return descriptor >= 0 ? descriptor : 0
+    }()
+
+    // MARK: PromptIO
+
+    /// True when both the input descriptor and the output are terminals.
+    public var isInteractive: Bool {
+        isatty(inputDescriptor) == 1 && output.isTerminal
+    }
+
+    /// Writes to the output.
     public func write(_ text: String) {
         output.write(text)
     }

@@ -13,7 +13,7 @@ import Glibc
 /// ConsoleWriter.standardOutput.write(table.renderString(in: context))
 /// ConsoleWriter.standardError.writeLine("warning: 3 files skipped")
 /// ```
-public struct ConsoleWriter: Sendable, Hashable {
+public struct ConsoleWriter: TextOutput, Hashable {
 
     // MARK: Destinations
 
@@ -58,17 +58,8 @@ public struct ConsoleWriter: Sendable, Hashable {
         }
     }
 
-    /// Writes `text` followed by a newline.
-    @discardableResult
-    public func writeLine(_ text: String) -> Bool {
-        write(text + "\n")
-    }
-
-    /// Renders `component` and writes its lines, each ending in a newline.
-    @discardableResult
-    public func write(_ component: some Renderable, in context: RenderContext) -> Bool {
-        write(component.renderString(in: context))
-    }
+    /// Whether the descriptor is a terminal.
+    public var isTerminal: Bool { isatty(fileDescriptor) == 1 }
 
     private func waitUntilWritable() {
         var descriptor = pollfd(fd: fileDescriptor, events: Int16(POLLOUT), revents: 0)

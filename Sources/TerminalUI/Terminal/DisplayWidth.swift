@@ -96,7 +96,7 @@ public enum DisplayWidth {
 
     /// Removes ANSI escape sequences (CSI such as colours and cursor moves, OSC such as
     /// hyperlinks and titles, and two-byte escapes), leaving the visible text.
-    public static func stripANSI(_ text: String) -> String {
+    static func stripANSI(_ text: String) -> String {
         // Fast path: most text has no ESC at all.
         guard text.unicodeScalars.contains(where: { $0.value == 0x1B || $0.value == 0x9B }) else {
             return text
@@ -108,11 +108,6 @@ public enum DisplayWidth {
         return result
     }
 
-    /// Whether `text` contains an escape byte (ESC or C1 CSI).
-    public static func containsEscape(_ text: String) -> Bool {
-        text.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x9B }
-    }
-
     // MARK: Truncating and padding
 
     /// Shortens `text` to at most `width` cells, replacing the removed part with "…".
@@ -121,7 +116,7 @@ public enum DisplayWidth {
     /// the result may be one cell narrower than `width`; `pad` fills it up. Escape
     /// sequences inside the kept part are kept, and a reset is appended when styled text
     /// was cut so the style cannot leak.
-    public static func truncate(
+    static func truncate(
         _ text: String,
         toWidth width: Int,
         position: TruncationPosition = .end
@@ -169,7 +164,7 @@ public enum DisplayWidth {
     }
 
     /// Truncates then pads, giving exactly `width` cells.
-    public static func fit(
+    static func fit(
         _ text: String,
         toWidth width: Int,
         alignment: Alignment = .left,
@@ -186,7 +181,7 @@ public enum DisplayWidth {
     /// `text` made safe for a single line: line breaks and tabs become spaces, other
     /// control characters (which would move the cursor and break layouts) become "?".
     /// Escape sequences are not kept; use it on data such as file names.
-    public static func singleLine(_ text: String) -> String {
+    static func singleLine(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
             return text
         }
@@ -203,72 +198,76 @@ public enum DisplayWidth {
 
     // MARK: Wrapping
 
-    /// Word-wraps `text` into lines of at most `width` cells.
+    /// U+00A0, the no-break space: the wrapper never breaks a line there, so it glues two
+    /// words (help writes `(env:` and `KEEPSAKE_DEST)` with one).
+    public static let noBreakSpace: Character = "\u{00A0}"
+
+    /// Word-wraps `text` into lines of at most `width` cells, the first starting with
+    /// `firstPrefix` and the others with `restPrefix` (a hanging indent).
     ///
-    /// Existing line breaks are kept (an empty line stays empty), runs of spaces between
-    /// words collapse to one, and a word longer than a line is broken by characters,
-    /// never inside a wide character. Always returns at least one line.
-    public static func wrap(_ text: String, width: Int) -> [String] {
+    /// Lines break at spaces; at a no-break space only when the words it glues cannot fit
+    /// on one line together. Existing line breaks are kept (an empty line stays empty), runs
+    /// of spaces between words collapse to one, and a word longer than a line is broken
+    /// after its last `/` that fits (paths stay readable) or else by characters, never
+    /// inside a wide character. No line ends with a space. Always returns at least one line.
+    public static func wrap(_ text: String, width: Int, firstPrefix: String = "", restPrefix: String = "") -> [String] {
         let width = max(1, width)
-        var lines: [String] = []
+        let firstRoom = max(1, width - self.width(of: firstPrefix))
+        let restRoom = max(1, width - self.width(of: restPrefix))
+        var body: [String] = []
         for paragraph in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            lines.append(contentsOf: wrapParagraph(String(paragraph), width: width))
+            wrapParagraph(String(paragraph), into: &body) { $0 == 0 ? firstRoom : restRoom }
         }
-        return lines.isEmpty ? [""] : lines
+        return body.enumerated().map { index, line in
+            var line = Substring((index == 0 ? firstPrefix : restPrefix) + line)
+            while line.last == " " { line = line.dropLast() }
+            return String(line)
+        }
     }
 
-    private static func wrapParagraph(_ paragraph: String, width: Int) -> [String] {
-        let words = paragraph.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
-        guard !words.isEmpty else { return [""] }
-
-        var lines: [String] = []
+    /// Appends the lines of one paragraph to `lines`; `room` gives the cells line N may hold.
+    private static func wrapParagraph(_ paragraph: String, into lines: inout [String], room: (Int) -> Int) {
+        let widest = max(room(0), room(1))
+        let words = paragraph.split(separator: " ", omittingEmptySubsequences: true).flatMap { word -> [String] in
+            // Glued words too wide for any line come apart at their no-break spaces.
+            guard self.width(of: String(word)) > widest, word.contains(noBreakSpace) else { return [String(word)] }
+            return word.split(separator: noBreakSpace).map(String.init)
+        }
+        guard !words.isEmpty else {
+            lines.append("")
+            return
+        }
         var current = ""
         var currentWidth = 0
         for word in words {
             let wordWidth = self.width(of: word)
-            if currentWidth > 0 && currentWidth + 1 + wordWidth <= width {
+            if currentWidth > 0 && currentWidth + 1 + wordWidth <= room(lines.count) {
                 current += " " + word
                 currentWidth += 1 + wordWidth
                 continue
             }
             if currentWidth > 0 {
                 lines.append(current)
-                current = ""
-                currentWidth = 0
             }
-            if wordWidth <= width {
-                current = word
-                currentWidth = wordWidth
-            } else {
-                // Too long for any line: hard-break it, keep the last piece open so the
-                // next word may follow it.
-                var pieces = breakWord(word, width: width)
-                let last = pieces.removeLast()
-                lines.append(contentsOf: pieces)
-                current = last
-                currentWidth = self.width(of: last)
+            // Too long for any line: hard-break it, keep the last piece open so the next
+            // word may follow it.
+            var rest = tokens(of: word)
+            var restWidth = wordWidth
+            while restWidth > room(lines.count) {
+                var piece = prefix(of: rest, fitting: room(lines.count))
+                if let slash = piece.lastIndex(where: { if case .character("/", _) = $0 { return true } else { return false } }),
+                   slash > 0 {
+                    piece = Array(piece[...slash])
+                }
+                let taken = piece.isEmpty ? Array(rest.prefix(1)) : piece
+                lines.append(render(taken))
+                rest.removeFirst(taken.count)
+                restWidth -= taken.reduce(0) { $0 + $1.width }
             }
+            current = render(rest)
+            currentWidth = restWidth
         }
-        if currentWidth > 0 || lines.isEmpty { lines.append(current) }
-        return lines
-    }
-
-    /// Splits one word into pieces of at most `width` cells; never returns an empty array.
-    private static func breakWord(_ word: String, width: Int) -> [String] {
-        var pieces: [String] = []
-        var piece: [Token] = []
-        var pieceWidth = 0
-        for token in tokens(of: word) {
-            if pieceWidth + token.width > width && pieceWidth > 0 {
-                pieces.append(render(piece))
-                piece = []
-                pieceWidth = 0
-            }
-            piece.append(token)
-            pieceWidth += token.width
-        }
-        pieces.append(render(piece))
-        return pieces
+        lines.append(current)
     }
 
     // MARK: Tokens

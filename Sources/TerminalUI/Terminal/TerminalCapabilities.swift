@@ -19,15 +19,6 @@ public enum TerminalStream: Sendable, Hashable, CaseIterable {
     case standardOutput
     /// File descriptor 2: messages, progress and prompts.
     case standardError
-
-    /// The stream's file descriptor.
-    public var fileDescriptor: Int32 {
-        switch self {
-        case .standardInput: return 0
-        case .standardOutput: return 1
-        case .standardError: return 2
-        }
-    }
 }
 
 /// What the terminal around the process can do, decided once at start-up.
@@ -39,8 +30,8 @@ public enum TerminalStream: Sendable, Hashable, CaseIterable {
 /// window, else 80.
 ///
 /// ```swift
-/// let caps = TerminalCapabilities.detect(colorMode: .auto)
-/// let context = caps.renderContext(for: .standardOutput)
+/// let caps = TerminalCapabilities.detect(environment: ProcessInfo.processInfo.environment)
+/// let context = caps.with(colorMode: .never).renderContext(for: .standardOutput)
 /// ```
 public struct TerminalCapabilities: Sendable, Hashable {
 
@@ -56,17 +47,19 @@ public struct TerminalCapabilities: Sendable, Hashable {
     /// Whether standard error is a terminal.
     public let stderrIsTTY: Bool
     /// Whether to colour what is written to standard output.
-    public let stdoutColor: Bool
+    public private(set) var stdoutColor: Bool
     /// Whether to colour what is written to standard error.
-    public let stderrColor: Bool
+    public private(set) var stderrColor: Bool
     /// Usable width in terminal cells (at least 1).
     public let width: Int
     /// Whether `TERM=dumb`: the terminal cannot move the cursor, so no redrawing.
     public let isDumbTerminal: Bool
     /// Whether styled output may hold colours (`NO_COLOR` unset, or `ColorMode.always`).
-    public let colorsAllowed: Bool
+    public private(set) var colorsAllowed: Bool
     /// The colour mode the decisions were made with.
-    public let colorMode: ColorMode
+    public private(set) var colorMode: ColorMode
+    /// Whether `NO_COLOR` asked for no colours (kept to decide again for another mode).
+    private let noColorRequested: Bool
 
     // MARK: Initializers
 
@@ -95,16 +88,10 @@ public struct TerminalCapabilities: Sendable, Hashable {
         self.isDumbTerminal = dumb
         // no-color.org: "present and not an empty string".
         let noColor = !(environment["NO_COLOR"] ?? "").isEmpty
-        func decide(isTTY: Bool) -> Bool {
-            switch colorMode {
-            case .always: return true
-            case .never: return false
-            case .auto: return isTTY && !dumb
-            }
-        }
+        self.noColorRequested = noColor
         self.colorsAllowed = colorMode == .always || !noColor
-        self.stdoutColor = decide(isTTY: stdoutIsTTY)
-        self.stderrColor = decide(isTTY: stderrIsTTY)
+        self.stdoutColor = Self.styles(colorMode, isTTY: stdoutIsTTY, dumb: dumb)
+        self.stderrColor = Self.styles(colorMode, isTTY: stderrIsTTY, dumb: dumb)
 
         if let columns = environment["COLUMNS"].flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }),
            columns > 0 {
@@ -118,10 +105,7 @@ public struct TerminalCapabilities: Sendable, Hashable {
 
     /// Reads the real process: `isatty` on fds 0–2, the window size of the first terminal
     /// among stdout, stderr and stdin, and the given environment.
-    public static func detect(
-        colorMode: ColorMode = .auto,
-        environment: [String: String] = ProcessInfo.processInfo.environment
-    ) -> TerminalCapabilities {
+    public static func detect(colorMode: ColorMode = .auto, environment: [String: String]) -> TerminalCapabilities {
         TerminalCapabilities(
             environment: environment,
             stdinIsTTY: isatty(0) == 1,
@@ -144,7 +128,7 @@ public struct TerminalCapabilities: Sendable, Hashable {
 
     /// The window width in columns from `TIOCGWINSZ` on the first of stdout, stderr and
     /// stdin that is a terminal, or `nil`.
-    public static func measureWindowWidth() -> Int? {
+    static func measureWindowWidth() -> Int? {
         for fd: Int32 in [1, 2, 0] where isatty(fd) == 1 {
             var size = winsize()
             if ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 {
@@ -154,16 +138,28 @@ public struct TerminalCapabilities: Sendable, Hashable {
         return nil
     }
 
-    // MARK: Per stream
+    // MARK: Deciding again
 
-    /// Whether `stream` is a terminal.
-    public func isTTY(_ stream: TerminalStream) -> Bool {
-        switch stream {
-        case .standardInput: return stdinIsTTY
-        case .standardOutput: return stdoutIsTTY
-        case .standardError: return stderrIsTTY
+    /// The same terminal with the user's `--color` choice: only the styling decisions change.
+    public func with(colorMode mode: ColorMode) -> TerminalCapabilities {
+        var copy = self
+        copy.colorMode = mode
+        copy.colorsAllowed = mode == .always || !noColorRequested
+        copy.stdoutColor = Self.styles(mode, isTTY: stdoutIsTTY, dumb: isDumbTerminal)
+        copy.stderrColor = Self.styles(mode, isTTY: stderrIsTTY, dumb: isDumbTerminal)
+        return copy
+    }
+
+    /// Whether a stream gets escape sequences under `mode`.
+    private static func styles(_ mode: ColorMode, isTTY: Bool, dumb: Bool) -> Bool {
+        switch mode {
+        case .always: return true
+        case .never: return false
+        case .auto: return isTTY && !dumb
         }
     }
+
+    // MARK: Per stream
 
     /// Whether to colour text written to `stream` (always `false` for standard input).
     public func colorEnabled(for stream: TerminalStream) -> Bool {

@@ -9,7 +9,7 @@ import Glibc
 /// ```swift
 /// let password = try TerminalMode.noEcho.run(on: 0) { readMyLine() }
 /// ```
-public enum TerminalMode: Sendable, Hashable {
+enum TerminalMode: Sendable, Hashable {
     /// Line editing stays on, typed characters are not shown (secrets). The final
     /// newline is still echoed.
     case noEcho
@@ -21,7 +21,7 @@ public enum TerminalMode: Sendable, Hashable {
     /// Switches `fileDescriptor` to this mode, runs `body`, and restores the previous
     /// settings. Throws `PromptError.terminalUnavailable` when the descriptor is not a
     /// terminal. Not re-entrant: one mode change at a time per process.
-    public func run<T>(on fileDescriptor: Int32 = 0, _ body: () throws -> T) throws -> T {
+    func run<T>(on fileDescriptor: Int32 = 0, _ body: () throws -> T) throws -> T {
         var original = termios()
         guard tcgetattr(fileDescriptor, &original) == 0 else {
             throw PromptError.terminalUnavailable(reason: String(cString: strerror(errno)))

@@ -86,12 +86,6 @@ public struct Theme: Sendable, Hashable {
         border: Style(dim: true)
     )
 
-    /// A theme with no styling at all (useful in tests and for monochrome output).
-    public static let monochrome = Theme(
-        accent: .plain, muted: .plain, success: .plain, warning: .plain,
-        danger: .plain, heading: .plain, emphasis: .plain, border: .plain
-    )
-
     // MARK: Lookup
 
     /// The style for `role`.
