@@ -6,11 +6,20 @@ import Foundation
 /// sources, `ChangeDetector` compares with the parent, `ManifestSpool` gathers the
 /// manifest, `StandardInputFile` takes a stream; the session puts their results into the
 /// `ArchiveWriter` in scan order, counts, and reports progress and warnings.
+///
+/// With several readers, files are opened as they are scanned and read by a `ReadAhead`
+/// pool while the scan goes on; what each scanned item needs written waits in `queue`, in
+/// scan order, and is written as soon as everything before it is (so the archive, the
+/// manifest and the warnings come out exactly as from one thread).
 final class ArchiveSession {
     // MARK: Parts
 
     private let writer: ArchiveWriter
+    /// Reads on the writing thread: every file with one reader, and a further name of a
+    /// multiply-linked file whose first name was left out.
     private let reader: SourceFileReader
+    /// Reads files ahead on threads of its own (nil with one reader).
+    private let readAhead: ReadAhead?
     private let changes: ChangeDetector
     /// The manifest's lines (and SHA256SUMS), written at the end of the archive.
     let manifest: ManifestSpool
@@ -33,20 +42,38 @@ final class ArchiveSession {
     private var newBytes: Int64 = 0
     private var lastProgress = Date.distantPast
 
+    /// Scanned items waiting to be written, in scan order (from `queueStart` on): the file
+    /// whose content is being read ahead, if any, and what writing the item takes.
+    private var queue: [(file: PrefetchedFile?, write: () throws -> Void)] = []
+    private var queueStart = 0
+    /// The most items scanned ahead of the one being written (each may hold an open file).
+    private static let scanAhead = 256
+    /// Identities of multiply-linked files met by the scan: a further name is written as a
+    /// link to the first, so its content is not read ahead.
+    private var scannedLinks = Set<FileIdentity>()
+
     // MARK: Life cycle
 
     /// A session writing into `writer`; `parent` (read in step with the scan) and `chain`
-    /// decide which files are unchanged, `readPause` is `BackupRequest.readPause`, and
-    /// problems with single items go to `warn`.
+    /// decide which files are unchanged, `readers` files are read at once, `readPause` is
+    /// `BackupRequest.readPause`, and problems with single items go to `warn`.
     init(writer: ArchiveWriter, cancellation: CancellationFlag, events: EngineEventSink?, parent: ParentCursor?,
-         chain: ChainPolicy, readPause: TimeInterval, warn: @escaping (PathWarning) -> Void) throws {
+         chain: ChainPolicy, readers: Int, readPause: TimeInterval, warn: @escaping (PathWarning) -> Void) throws {
         self.writer = writer
         self.cancellation = cancellation
         self.events = events
         self.warn = warn
         reader = SourceFileReader(cancellation: cancellation, readPause: readPause)
+        readAhead = readers > 1 ? ReadAhead(readers: readers, cancellation: cancellation, readPause: readPause) : nil
         changes = ChangeDetector(parent: parent, chain: chain, cancellation: cancellation)
         manifest = try ManifestSpool()
+    }
+
+    /// Stops the readers; call once the session is done with, however it ended.
+    func close() {
+        readAhead?.stop()
+        queue.removeAll()
+        queueStart = 0
     }
 
     /// Writes the marker folder that opens every Keepsake archive.
@@ -58,13 +85,49 @@ final class ArchiveSession {
 
     // MARK: Items
 
-    /// Adds one scanned item. Problems with the item become warnings; only archive or
-    /// destination failures throw.
+    /// Adds one scanned item: what it needs from the file system is read now (while the
+    /// scan's folder descriptor is open), its content may be read ahead, and it is written
+    /// once everything scanned before it is. Problems with the item become warnings; only
+    /// archive or destination failures throw.
     func add(_ item: ScannedItem) throws {
         try cancellation.check()
+        try enqueue(item)
+        try writeQueued(keeping: readAhead == nil ? 0 : ArchiveSession.scanAhead)
+    }
+
+    /// Writes every item still waiting; call after the last `add`.
+    func finishItems() throws {
+        try writeQueued(keeping: 0)
+    }
+
+    /// Writes waiting items in order until at most `keeping` wait: past that many, the
+    /// first waits for its content; within it, only what needs no more reading is written.
+    private func writeQueued(keeping: Int) throws {
+        while queueStart < queue.count {
+            let next = queue[queueStart]
+            if queue.count - queueStart <= keeping, let file = next.file, let readAhead, !readAhead.isComplete(file) { break }
+            queue[queueStart] = (nil, {})
+            queueStart += 1
+            try next.write()
+        }
+        if queueStart == queue.count {
+            queue.removeAll(keepingCapacity: true)
+            queueStart = 0
+        } else if queueStart > 4096 {
+            queue.removeFirst(queueStart)
+            queueStart = 0
+        }
+    }
+
+    /// Queues what writing `item` takes.
+    private func enqueue(_ item: ScannedItem) throws {
+        func later(_ file: PrefetchedFile? = nil, _ write: @escaping () throws -> Void) {
+            queue.append((file, write))
+        }
         if BackupNaming.isMetadataEntry(item.archivePath) {
-            warn(PathWarning(kind: .skipped, path: PathBytes.display(item.absolutePath),
-                             reason: "the name is reserved for Keepsake's own manifest; left out"))
+            let warning = PathWarning(kind: .skipped, path: PathBytes.display(item.absolutePath),
+                                      reason: "the name is reserved for Keepsake's own manifest; left out")
+            later { self.warn(warning) }
             return
         }
         let info = item.info
@@ -74,101 +137,144 @@ final class ArchiveSession {
                                         groupName: UserNames.shared.groupName(for: info.st_gid),
                                         mtimeSeconds: Int64(info.st_mtim.tv_sec),
                                         mtimeNanoseconds: Int32(info.st_mtim.tv_nsec))
-        var entry = manifestEntry(header, info: info)
+        let entry = manifestEntry(header, info: info)
         switch item.type {
         case .socket:
             return // tar formats cannot hold sockets; like tar, they are left out
         case .directory:
             header.xattrs = reader.folderAttributes(of: item)
-            try writeHeaderEntry(header, entry: &entry)
-            counts.directories += 1
+            later { try self.writeHeaderEntry(header, entry: entry) { $0.directories += 1 } }
         case .symlink:
             switch reader.linkTarget(of: item) {
             case .read(let target):
                 header.linkTarget = target
-                entry.linkTarget = target
+                var linked = entry
+                linked.linkTarget = target
+                later { try self.writeHeaderEntry(header, entry: linked) { $0.symlinks += 1 } }
             case .problem(let warning):
-                warn(warning)
-                return
+                later { self.warn(warning) }
             }
-            try writeHeaderEntry(header, entry: &entry)
-            counts.symlinks += 1
         case .fifo, .characterDevice, .blockDevice:
             header.rdev = UInt64(info.st_rdev)
-            entry.rdev = UInt64(info.st_rdev)
-            try writeHeaderEntry(header, entry: &entry)
-            counts.other += 1
+            var node = entry
+            node.rdev = UInt64(info.st_rdev)
+            later { try self.writeHeaderEntry(header, entry: node) { $0.other += 1 } }
         case .file, .hardlink:
             let identity = FileIdentity(info)
-            if info.st_nlink > 1, let first = linkedFiles[identity] {
-                header.type = .hardlink
-                header.linkTarget = first.path
-                entry.type = .hardlink
-                entry.linkTarget = first.path
-                entry.size = first.size
-                entry.sha256 = first.sha256
-                if let holder = first.storedIn {
-                    // The first name's content lives in an earlier archive: a tar hard link
-                    // cannot point there, so this name is recorded in the manifest only.
-                    entry.storedIn = holder
-                } else {
-                    try writeHeaderEntry(header, entry: &entry)
-                    try manifest.appendChecksum(first.sha256, path: item.archivePath)
-                }
-                counts.hardlinks += 1
+            if info.st_nlink > 1, !scannedLinks.insert(identity).inserted {
+                // A further name: a link to the first one, written once that one is. Opened
+                // now all the same, to be stored whole if the first name was left out.
+                let opened = reader.open(item, header: header)
+                later { try self.writeFurtherName(item.archivePath, identity: identity, header: header, entry: entry, opened: opened) }
             } else if let reference = try changes.unchanged(item) {
-                // Same file as in the parent backup: point at the archive that holds it.
-                entry.size = reference.size
-                entry.sha256 = reference.sha256
-                entry.storedIn = reference.storedIn
-                entry.archiveOffset = reference.archiveOffset
-                entry.archiveLength = reference.archiveLength
-                if let holder = reference.storedIn { holders.insert(holder) }
-                if info.st_nlink > 1 {
-                    linkedFiles[identity] = (item.archivePath, reference.sha256 ?? "", reference.size, reference.storedIn)
-                }
-                counts.files += 1
-                counts.bytes += reference.size
+                later { try self.writeUnchanged(item.archivePath, identity: identity, links: info.st_nlink, reference: reference, entry: entry) }
             } else {
-                guard let sha256 = try storeNewFile(item, header: header, entry: &entry) else { return }
-                if info.st_nlink > 1 { linkedFiles[identity] = (item.archivePath, sha256, entry.size, nil) }
-                try manifest.appendChecksum(sha256, path: item.archivePath)
-                counts.files += 1
-                counts.bytes += entry.size
-                newFiles += 1
-                newBytes += entry.size
+                switch reader.open(item, header: header) {
+                case .read(let file):
+                    let prefetched = readAhead?.submit(file)
+                    later(prefetched) {
+                        try self.writeNewFile(file, prefetched: prefetched, identity: identity, links: info.st_nlink, entry: entry)
+                    }
+                case .problem(let warning):
+                    later { self.warn(warning) }
+                }
             }
         }
-        try manifest.append(entry)
-        reportProgress(item.archivePath, force: false)
     }
 
-    /// Reads a regular file into the archive and fills in its entry (size, SHA-256, the
-    /// time it had when opened); returns its SHA-256, or nil (after a warning) when it
-    /// could not be opened.
-    private func storeNewFile(_ item: ScannedItem, header: ArchiveEntryHeader, entry: inout ManifestEntry) throws -> String? {
-        let file: SourceFileReader.OpenFile
-        switch reader.open(item, header: header) {
-        case .read(let opened): file = opened
-        case .problem(let warning):
-            warn(warning)
-            return nil
+    // MARK: Writing items
+
+    /// A further name of a multiply-linked file: a tar hard link to the first name, or only
+    /// a manifest line when the first name's content lives in an earlier archive; stored
+    /// whole when the first name was left out.
+    private func writeFurtherName(_ path: [UInt8], identity: FileIdentity, header: ArchiveEntryHeader, entry: ManifestEntry,
+                                  opened: SourceFileReader.Outcome<SourceFileReader.OpenFile>) throws {
+        guard let first = linkedFiles[identity] else {
+            switch opened {
+            case .read(let file):
+                try writeNewFile(file, prefetched: nil, identity: identity, links: 2, entry: entry)
+            case .problem(let warning):
+                warn(warning)
+            }
+            return
         }
+        var header = header
+        var entry = entry
+        header.type = .hardlink
+        header.linkTarget = first.path
+        entry.type = .hardlink
+        entry.linkTarget = first.path
+        entry.size = first.size
+        entry.sha256 = first.sha256
+        if let holder = first.storedIn {
+            // The first name's content lives in an earlier archive: a tar hard link
+            // cannot point there, so this name is recorded in the manifest only.
+            entry.storedIn = holder
+            try finishItem(entry) { $0.hardlinks += 1 }
+        } else {
+            try writeHeaderEntry(header, entry: entry) { $0.hardlinks += 1 }
+            try manifest.appendChecksum(first.sha256, path: path)
+        }
+    }
+
+    /// A file the parent backup already holds: a manifest line pointing at the archive
+    /// that holds it.
+    private func writeUnchanged(_ path: [UInt8], identity: FileIdentity, links: UInt, reference: ManifestEntry,
+                                entry: ManifestEntry) throws {
+        var entry = entry
+        entry.size = reference.size
+        entry.sha256 = reference.sha256
+        entry.storedIn = reference.storedIn
+        entry.archiveOffset = reference.archiveOffset
+        entry.archiveLength = reference.archiveLength
+        if let holder = reference.storedIn { holders.insert(holder) }
+        if links > 1 { linkedFiles[identity] = (path, reference.sha256 ?? "", reference.size, reference.storedIn) }
+        try finishItem(entry) { counts in
+            counts.files += 1
+            counts.bytes += reference.size
+        }
+    }
+
+    /// A regular file's content into the archive (read ahead by `prefetched`, or read now),
+    /// with its entry's size, SHA-256 and the time it had when opened.
+    private func writeNewFile(_ file: SourceFileReader.OpenFile, prefetched: PrefetchedFile?, identity: FileIdentity,
+                              links: UInt, entry: ManifestEntry) throws {
+        var entry = entry
         let start = try startEntry()
         try writer.writeHeader(file.header)
         var written: Int64 = 0
-        let content = try reader.readContent(of: file) { chunk in
-            try writer.writeData(chunk, path: file.header.path)
+        let write: (UnsafeRawBufferPointer) throws -> Void = { chunk in
+            try self.writer.writeData(chunk, path: file.header.path)
             written += Int64(chunk.count)
             // A big file reports progress every 64 MiB on its way.
-            if written & ((1 << 26) - 1) < Int64(chunk.count) { reportProgress(item.archivePath, force: false) }
+            if written & ((1 << 26) - 1) < Int64(chunk.count) { self.reportProgress(file.header.path, force: false) }
+        }
+        let content: SourceFileReader.Content
+        if let prefetched, let readAhead {
+            content = try readAhead.consume(prefetched, write)
+        } else {
+            content = try reader.readContent(of: file, into: write)
         }
         if let problem = content.problem { warn(problem) }
         try endEntry(&entry, from: start)
         entry.size = file.header.size
         entry.sha256 = content.sha256
         entry.mtimeNanoseconds = file.mtimeNanoseconds
-        return content.sha256
+        if links > 1 { linkedFiles[identity] = (file.header.path, content.sha256, entry.size, nil) }
+        try manifest.appendChecksum(content.sha256, path: file.header.path)
+        newFiles += 1
+        newBytes += entry.size
+        try finishItem(entry) { counts in
+            counts.files += 1
+            counts.bytes += entry.size
+        }
+    }
+
+    /// The item's manifest line, counts and progress, once it is in the archive.
+    private func finishItem(_ entry: ManifestEntry, counting: (inout BackupCounts) -> Void) throws {
+        counting(&counts)
+        try manifest.append(entry)
+        reportProgress(entry.path, force: false)
     }
 
     // MARK: Standard input
@@ -194,11 +300,15 @@ final class ArchiveSession {
 
     // MARK: Entries
 
-    /// Writes an entry that is a header only (a folder, link or special file).
-    private func writeHeaderEntry(_ header: ArchiveEntryHeader, entry: inout ManifestEntry) throws {
+    /// Writes an entry that is a header only (a folder, link or special file) and finishes
+    /// the item.
+    private func writeHeaderEntry(_ header: ArchiveEntryHeader, entry: ManifestEntry,
+                                  counting: (inout BackupCounts) -> Void) throws {
+        var entry = entry
         let start = try startEntry()
         try writer.writeHeader(header)
         try endEntry(&entry, from: start)
+        try finishItem(entry, counting: counting)
     }
 
     /// Where the next entry starts in the uncompressed tar stream.

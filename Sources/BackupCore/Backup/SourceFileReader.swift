@@ -57,8 +57,8 @@ final class SourceFileReader {
     private let readPause: TimeInterval
     private let hasher = SHA256Hasher()
     private let buffer: UnsafeMutableRawBufferPointer
-    private static let bufferSize = 1 << 20
-    private static let zeros = [UInt8](repeating: 0, count: 1 << 16)
+    /// The most read at once.
+    static let bufferSize = 1 << 20
 
     // MARK: Life cycle
 
@@ -114,37 +114,44 @@ final class SourceFileReader {
     /// holes as zeros, and a file that shrank or failed to read padded with zeros (the
     /// header promised that size; the problem says the copy is incomplete).
     func readContent(of file: OpenFile, into consume: (UnsafeRawBufferPointer) throws -> Void) throws -> Content {
+        try withoutActuallyEscaping(consume) { consume in
+            var destination = ConsumingDestination(scratch: buffer, consume: consume)
+            return try readContent(of: file, into: &destination)
+        }
+    }
+
+    /// `readContent(of:into:)` reading straight into the buffers `destination` hands out.
+    func readContent(of file: OpenFile, into destination: inout some ContentDestination) throws -> Content {
         let size = file.header.size
         let regions = file.header.sparseRegions.isEmpty ? [ArchiveEntryHeader.SparseRegion(offset: 0, length: size)]
             : file.header.sparseRegions
         var position: Int64 = 0
         var problem: PathWarning?
         for region in regions {
-            try feedZeros(region.offset - position, into: consume)
+            try feedZeros(region.offset - position, into: &destination)
             position = region.offset
             let end = region.offset + region.length
             while position < end {
                 try cancellation.check()
-                let wanted = Int(min(Int64(buffer.count), end - position))
-                let count = pread(file.fd, buffer.baseAddress, wanted, off_t(position))
+                let target = try destination.buffer(wanted: Int(min(Int64(SourceFileReader.bufferSize), end - position)))
+                let count = pread(file.fd, target.baseAddress, target.count, off_t(position))
                 if count < 0 && errno == EINTR { continue }
                 if count <= 0 {
                     problem = count < 0
                         ? PathWarning(kind: .unreadable, path: file.displayPath, reason: "read failed after \(position) bytes (\(FileDescriptorIO.message(errno))); the rest was stored as zeros")
                         : PathWarning(kind: .changed, path: file.displayPath, reason: "it shrank while being read; the missing end was stored as zeros")
-                    try feedZeros(size - position, into: consume)
+                    try feedZeros(size - position, into: &destination)
                     position = size
                     break
                 }
-                let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
-                hasher.update(chunk)
-                try consume(chunk)
+                hasher.update(UnsafeRawBufferPointer(rebasing: target[0..<count]))
+                try destination.filled(count)
                 position += Int64(count)
                 pauseForTests()
             }
             if problem != nil { break }
         }
-        try feedZeros(size - position, into: consume)
+        try feedZeros(size - position, into: &destination)
         var after = stat()
         let before = file.info
         if problem == nil, fstat(file.fd, &after) == 0,
@@ -155,18 +162,18 @@ final class SourceFileReader {
         return Content(sha256: hasher.finalizeHex(), problem: problem)
     }
 
-    /// Feeds `count` zero bytes (a hole, or padding) to the hash and to `consume`; a hole
-    /// can be a terabyte, so a stop is honoured between chunks.
-    private func feedZeros(_ count: Int64, into consume: (UnsafeRawBufferPointer) throws -> Void) throws {
+    /// Feeds `count` zero bytes (a hole, or padding) to the hash and to `destination`; a
+    /// hole can be a terabyte, so a stop is honoured between chunks.
+    private func feedZeros(_ count: Int64, into destination: inout some ContentDestination) throws {
         var remaining = count
-        try SourceFileReader.zeros.withUnsafeBytes { zeros in
-            while remaining > 0 {
-                try cancellation.check()
-                let chunk = UnsafeRawBufferPointer(rebasing: zeros[0..<Int(min(Int64(zeros.count), remaining))])
-                hasher.update(chunk)
-                try consume(chunk)
-                remaining -= Int64(chunk.count)
-            }
+        while remaining > 0 {
+            try cancellation.check()
+            let target = try destination.buffer(wanted: Int(min(Int64(SourceFileReader.bufferSize), remaining)))
+            let filled = Int(min(Int64(target.count), remaining))
+            target.initializeMemory(as: UInt8.self, repeating: 0)
+            hasher.update(UnsafeRawBufferPointer(rebasing: target[0..<filled]))
+            try destination.filled(filled)
+            remaining -= Int64(filled)
         }
     }
 

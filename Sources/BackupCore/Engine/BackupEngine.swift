@@ -96,8 +96,9 @@ public final class BackupEngine {
             let writer = try ArchiveWriter(sink: encrypting ?? hashing, compression: request.compression,
                                            level: request.level, threads: request.threads)
             let session = try ArchiveSession(writer: writer, cancellation: cancellation, events: events,
-                                             parent: parentCursor, chain: request.chain, readPause: request.readPause,
-                                             warn: warn)
+                                             parent: parentCursor, chain: request.chain, readers: request.readers,
+                                             readPause: request.readPause, warn: warn)
+            defer { session.close() }
             session.expectedBytes = expectedBytes
             try session.writeMarker(now: request.now)
             if let stdinPath = request.stdinPath {
@@ -107,6 +108,7 @@ public final class BackupEngine {
                 for source in sources {
                     try scanner.scan(source: source) { try session.add($0) }
                 }
+                try session.finishItems()
             }
             if let problem = parentCursor?.problem {
                 // The parent is damaged: this backup is whole, the next starts a new chain.

@@ -70,6 +70,11 @@ public struct BackupRequest: Sendable {
     /// How long to wait for the destination's lock when another run holds it (0: fail at
     /// once with exit 5, the default; `--lock-wait`, a profile's `lock-wait`).
     public var lockWait: TimeInterval = 0
+    /// How many files are read at once (`--readers`): with more than one, reader threads
+    /// read ahead of the archive writer (see `ReadAhead`); one reads on the writing thread.
+    public var readers = BackupRequest.defaultReaders
+    /// Files read at once unless asked otherwise.
+    public static let defaultReaders = 4
     /// A pause before each file is opened and after each MiB read, for fault-injection tests
     /// that change sources while a backup reads them (0 in normal use).
     public var readPause: TimeInterval = 0

@@ -34,6 +34,8 @@ struct BackupCommand: KeepsakeCommand {
                        help: "The file name standard input gets in the backup.", takesPath: true),
             OptionSpec(.threads, kind: .value(valueName: "n"), defaultDescription: "number of CPUs",
                        help: "Compressor threads (zstd and xz)."),
+            OptionSpec(.readers, kind: .value(valueName: "n"), defaultDescription: String(BackupRequest.defaultReaders),
+                       help: "Files read at once, ahead of the archive (1 reads one file at a time)."),
             OptionSpec(.full, help: "Make a full backup, starting a new chain, even when an incremental one is possible."),
             OptionSpec(.fullEvery, kind: .value(valueName: "n"), defaultDescription: String(ChainPolicy.defaultFullEvery),
                        help: "Start a new chain once the current one holds this many backups."),
@@ -98,6 +100,14 @@ struct BackupCommand: KeepsakeCommand {
                 problems.add("The value '\(text)' is invalid for '--threads <n>'. Use a whole number from 1 to 256.")
             }
         }
+        var readers = BackupRequest.defaultReaders
+        if let text = arguments.value(.readers) {
+            if let value = Int(text), (1...64).contains(value) {
+                readers = value
+            } else {
+                problems.add("The value '\(text)' is invalid for '--readers <n>'. Use a whole number from 1 to 64.")
+            }
+        }
         var patterns = arguments.values(.exclude)
         for file in arguments.paths(.excludeFrom) {
             switch Self.readExcludeFile(file) {
@@ -151,6 +161,7 @@ struct BackupCommand: KeepsakeCommand {
         // Paths go as bytes: a name need not be UTF-8.
         request.sourcePaths = paths
         request.stdinPath = readsStdin ? (arguments.path(.stdinName) ?? Array("stdin".utf8)) : nil
+        request.readers = readers
         // Fault-injection tests slow reading down to change sources mid-run (see docs/development.md).
         if let pause = context.environment["KEEPSAKE_TEST_READ_PAUSE_MS"].flatMap(Double.init), pause > 0 {
             request.readPause = pause / 1000
@@ -298,4 +309,5 @@ extension OptionKey {
     static let stdinName = OptionKey("stdin-name")
     static let tag = OptionKey("tag")
     static let threads = OptionKey("threads")
+    static let readers = OptionKey("readers")
 }
