@@ -252,4 +252,52 @@ final class SeekableZstdTests: KeepsakeTestCase {
         XCTAssertEqual(RangedZstdSource.merged([10..<20, 0..<5, 5..<8, 15..<30, 90..<200], limit: 100), [0..<8, 10..<30, 90..<100])
         XCTAssertEqual(RangedZstdSource.merged([-5..<3, 200..<300], limit: 100), [0..<3])
     }
+
+    // MARK: Data that does not shrink
+
+    /// Compresses one frame of `input` with a context, adaptively or not.
+    private func frame(_ input: [UInt8], level: Int32, fastLevel: Int32?) throws -> [UInt8] {
+        let context = try ZstdContext(.compression, level: level)
+        var output = [UInt8](repeating: 0, count: ZstdContext.compressBound(input.count))
+        let size = try input.withUnsafeBytes { source in
+            try output.withUnsafeMutableBytes { target in
+                try (fastLevel.map { context.compress(source, into: target, level: level, fastLevel: $0) }
+                    ?? context.compress(source, into: target)).get()
+            }
+        }
+        return Array(output[0..<size])
+    }
+
+    func testFramesThatDoNotShrinkAreStoredAtTheFastLevelAndOthersAsBefore() throws {
+        var generator = SystemRandomNumberGenerator()
+        let random = (0..<(1 << 20)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let text = Array(String(repeating: "the quick brown fox jumps over the lazy dog ", count: 24_000).utf8)
+        let fast = SeekableZstdSink.incompressibleLevel
+        // Random bytes: the fast level's frame, byte for byte (and it still round-trips).
+        XCTAssertEqual(try frame(random, level: 3, fastLevel: fast), try frame(random, level: fast, fastLevel: nil))
+        // Text, and text with random bytes in the middle only: the normal level's frame.
+        XCTAssertEqual(try frame(text, level: 3, fastLevel: fast), try frame(text, level: 3, fastLevel: nil))
+        let mixed = Array(text[0..<400_000]) + Array(random[0..<300_000]) + Array(text[400_000..<800_000])
+        XCTAssertEqual(try frame(mixed, level: 3, fastLevel: fast), try frame(mixed, level: 3, fastLevel: nil))
+        // A context that chose the fast level goes back to its own for the next frame.
+        let context = try ZstdContext(.compression, level: 3)
+        var output = [UInt8](repeating: 0, count: ZstdContext.compressBound(text.count))
+        let sizes = try [random, text].map { input in
+            try input.withUnsafeBytes { source in
+                try output.withUnsafeMutableBytes { try context.compress(source, into: $0, level: 3, fastLevel: fast).get() }
+            }
+        }
+        XCTAssertEqual(sizes[1], try frame(text, level: 3, fastLevel: nil).count)
+        // The whole stream decodes with the zstd tool.
+        let path = folder + "/adaptive.zst"
+        let sink = try FileSink(path: path)
+        let writer = try SeekableZstdSink(downstream: sink, level: 3, workers: 2, frameSize: 256 << 10, adaptive: true)
+        let data = text + random + text
+        try data.withUnsafeBytes { try writer.write($0) }
+        try writer.finish()
+        try sink.handle.close()
+        let decoded = try run(["zstd", "-dc", path])
+        XCTAssertEqual(decoded.status, 0)
+        XCTAssertEqual(Array(decoded.output), data)
+    }
 }

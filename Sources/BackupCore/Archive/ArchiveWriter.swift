@@ -32,7 +32,8 @@ public final class ArchiveWriter {
         self.entry = entry
         do {
             seekable = compression == .zstd
-                ? try SeekableZstdSink(downstream: sink, level: level ?? Compression.zstd.defaultLevel ?? 3, workers: threads)
+                ? try SeekableZstdSink(downstream: sink, level: level ?? Compression.zstd.defaultLevel ?? 3, workers: threads,
+                                       adaptive: true)
                 : nil
         } catch {
             archive_entry_free(entry)

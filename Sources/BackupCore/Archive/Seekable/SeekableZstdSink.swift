@@ -29,6 +29,10 @@ public final class SeekableZstdSink: ByteSink {
 
     private let downstream: ByteSink
     private let level: Int32
+    /// The level for frames whose samples do not shrink; nil compresses every frame at `level`.
+    private let incompressibleLevel: Int32?
+    /// Fast enough to pass incompressible data through at memory speed (zstd's `--fast=4`).
+    public static let incompressibleLevel: Int32 = -4
     private let frameSize: Int
     private let writesSeekTable: Bool
 
@@ -47,10 +51,14 @@ public final class SeekableZstdSink: ByteSink {
     /// A sink compressing at `level` with up to `workers` frames being compressed at once;
     /// without `seekTable`, the frames are not followed by a seek table (for a stream that
     /// is only ever read front to back, where a table would be bytes no checksum covers).
+    /// With `adaptive`, frames of data that does not shrink (judged from samples) are stored
+    /// at `incompressibleLevel`, without trying harder.
     public init(downstream: ByteSink, level: Int, workers: Int, frameSize: Int = SeekableZstdSink.defaultFrameSize,
-                seekTable: Bool = true) throws {
+                seekTable: Bool = true, adaptive: Bool = false) throws {
         self.downstream = downstream
         self.level = Int32(level)
+        incompressibleLevel = adaptive && Int32(level) > SeekableZstdSink.incompressibleLevel
+            ? SeekableZstdSink.incompressibleLevel : nil
         self.frameSize = max(4096, frameSize)
         writesSeekTable = seekTable
         // The caller fills the next frame while up to `workers` frames are compressed (one more
@@ -118,8 +126,10 @@ public final class SeekableZstdSink: ByteSink {
         let bound = ZstdContext.compressBound(input.count)
         let output = spareOutputs.popLast().flatMap { $0.capacity >= bound ? $0 : nil } ?? FrameBuffer(capacity: bound)
         let job = Job(input: input, output: output, context: try makeContext())
+        let (level, fast) = (level, incompressibleLevel)
         pool.submit {
-            job.outcome = job.context.compress(job.input.filled, into: job.output.bytes)
+            job.outcome = fast.map { job.context.compress(job.input.filled, into: job.output.bytes, level: level, fastLevel: $0) }
+                ?? job.context.compress(job.input.filled, into: job.output.bytes)
             return job
         }
     }

@@ -10,10 +10,13 @@ final class ZstdContext: @unchecked Sendable {
 
     let kind: Kind
     private let pointer: OpaquePointer
+    /// The compression level set now.
+    private var level: Int32
 
     /// A context; compression ones get `level` and a content checksum in every frame.
     init(_ kind: Kind, level: Int32 = 3) throws {
         self.kind = kind
+        self.level = level
         switch kind {
         case .compression:
             guard let context = ZSTD_createCCtx() else { throw ArchiveError.setup("out of memory (zstd)") }
@@ -38,6 +41,45 @@ final class ZstdContext: @unchecked Sendable {
     /// Compresses `input` into one frame in `output`; returns its size.
     func compress(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Result<Int, ZstdFailure> {
         ZstdContext.result(ZSTD_compress2(pointer, output.baseAddress, output.count, input.baseAddress, input.count))
+    }
+
+    /// Compresses `input` into one frame in `output` at `level`, unless samples of it do not
+    /// shrink (data already compressed: images, video, archives): then at `fastLevel`,
+    /// which stores such data as raw blocks without trying harder. The choice depends on
+    /// the input alone, so the same input always gives the same frame.
+    func compress(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer, level: Int32,
+                  fastLevel: Int32) -> Result<Int, ZstdFailure> {
+        let chosen = looksIncompressible(input, scratch: output, fastLevel: fastLevel) ? fastLevel : level
+        if let failure = setLevel(chosen) { return .failure(failure) }
+        return compress(input, into: output)
+    }
+
+    /// Bytes of each sample (three: the start, the middle and the end of the input).
+    static let sampleSize = 32 * 1024
+
+    /// Whether each sample of `input` stays within 3% of its size at `fastLevel`.
+    private func looksIncompressible(_ input: UnsafeRawBufferPointer, scratch: UnsafeMutableRawBufferPointer,
+                                     fastLevel: Int32) -> Bool {
+        let size = ZstdContext.sampleSize
+        guard input.count >= 4 * size, scratch.count >= ZstdContext.compressBound(size), setLevel(fastLevel) == nil else {
+            return false
+        }
+        for start in [0, (input.count - size) / 2, input.count - size] {
+            let sample = UnsafeRawBufferPointer(rebasing: input[start..<(start + size)])
+            guard case .success(let compressed) = compress(sample, into: scratch), compressed * 100 >= size * 97 else {
+                return false
+            }
+        }
+        return true
+    }
+
+    private func setLevel(_ wanted: Int32) -> ZstdFailure? {
+        guard wanted != level else { return nil }
+        if case .failure(let failure) = ZstdContext.result(ZSTD_CCtx_setParameter(pointer, ZSTD_c_compressionLevel, wanted)) {
+            return failure
+        }
+        level = wanted
+        return nil
     }
 
     /// Decompresses one whole frame; returns the decompressed size.
