@@ -1,3 +1,4 @@
+import BackupCore
 import Foundation
 import XCTest
 #if canImport(Glibc)
@@ -32,6 +33,10 @@ final class CorruptionRestoreTests: CorruptionTestCase {
         let corrupted: [String]
         /// Names in the target that are not in the original tree (temporary files, strays).
         let unexpected: [String]
+        /// Files under a name the original tree does not have, landed as NAME.unverified by
+        /// an archive damaged before its manifest (which alone could tell the name is
+        /// wrong), with the folders made on the way to them: allowed, and counted.
+        let unverifiedStrays: [String]
         /// How restored files' modes or modification times differ from the originals.
         let metadata: [String]
 
@@ -43,6 +48,7 @@ final class CorruptionRestoreTests: CorruptionTestCase {
             "\(backup.label) \(damage) (\(backup.locate(damage))): exit \(outcome.exitCode), restored \(restored)/"
                 + "\(backup.tree.files.count), lost \(lost.count) (\(lostAndNamed) named as damaged, "
                 + "\(lost.count - lostAndNamed) unreached\(archiveProblem == nil ? "" : " after the archive problem"))"
+                + (unverifiedStrays.isEmpty ? "" : ", unverified under a name it never had: \(unverifiedStrays)")
         }
     }
 
@@ -130,6 +136,9 @@ final class CorruptionRestoreTests: CorruptionTestCase {
         let damagedPaths = (object["damaged"] as? [[String: Any]] ?? []).compactMap { $0["path"] as? String }
         let warnedPaths = (object["warnings"] as? [[String: Any]] ?? []).compactMap { $0["path"] as? String }
         let named = Set(damagedPaths + warnedPaths)
+        // What the restore says ("the archive is damaged before its manifest: N files could not
+        // be checked and were restored as NAME.unverified") when no manifest was read.
+        let damagedBeforeManifest = object["archive_problem"] is String && (object["unverified_files"] as? Int ?? 0) > 0
 
         let tree = backup.tree
         let landedRoot = target + tree.root
@@ -158,17 +167,24 @@ final class CorruptionRestoreTests: CorruptionTestCase {
                 }
             }
         }
+        let names = try unexpectedNames(in: target, tree: tree,
+                                        allowingUnverifiedStrays: source == .loneArchive && damagedBeforeManifest)
         return Trial(backup: backup, damage: damage ?? Damage(target: .archive, kind: .truncation(length: backup.archive.count)),
                      outcome: outcome, restored: restored, lost: lost,
                      lostAndNamed: lost.filter { named.contains(tree.archivePath(of: $0)) }.count,
                      archiveProblem: object["archive_problem"] as? String, reportedDamaged: damagedPaths.count,
-                     corrupted: corrupted, unexpected: try unexpectedNames(in: target, tree: tree), metadata: metadata)
+                     corrupted: corrupted, unexpected: names.unexpected, unverifiedStrays: names.unverifiedStrays,
+                     metadata: metadata)
     }
 
     /// Every name below `target` that is neither a folder on the way to the restored tree
-    /// nor a path of the original tree.
-    private func unexpectedNames(in target: String, tree: CorpusTree) throws -> [String] {
-        guard RawFileSystem.exists(target) else { return [] }
+    /// nor a path of the original tree. With `allowingUnverifiedStrays` (a lone archive
+    /// damaged before its manifest), a file under any name ending in the unverified suffix
+    /// is set apart, with the folders on the way to it: nothing could tell its name was
+    /// damaged, and by design it never lands under a final name.
+    private func unexpectedNames(in target: String, tree: CorpusTree,
+                                 allowingUnverifiedStrays: Bool) throws -> (unexpected: [String], unverifiedStrays: [String]) {
+        guard RawFileSystem.exists(target) else { return ([], []) }
         let original = try TreeComparison.snapshot(of: tree.root, xattrName: nil)
         let prefix = String(tree.root.dropFirst())
         var allowed = Set(original.keys.map { $0.isEmpty ? prefix : prefix + "/" + RawFileSystem.display($0) })
@@ -180,10 +196,25 @@ final class CorruptionRestoreTests: CorruptionTestCase {
         allowed.insert("")
         // A file that a damaged archive without a manifest delivered lands beside its final
         // name as NAME.unverified (never under it): expected, not a stray.
-        return try TreeComparison.snapshot(of: target, xattrName: nil).keys
-            .map(RawFileSystem.display)
-            .filter { !allowed.contains($0) && !($0.hasSuffix(".unverified") && allowed.contains(String($0.dropLast(11)))) }
-            .sorted()
+        let suffix = Restorer.unverifiedSuffix
+        let snapshot = try TreeComparison.snapshot(of: target, xattrName: nil)
+        let landed = Dictionary(snapshot.map { (RawFileSystem.display($0.key), $0.value.kind) },
+                                uniquingKeysWith: { first, _ in first })
+        let unexpected = landed.keys.filter {
+            !allowed.contains($0) && !($0.hasSuffix(suffix) && allowed.contains(String($0.dropLast(suffix.count))))
+        }
+        guard allowingUnverifiedStrays else { return (unexpected.sorted(), []) }
+        let strays = Set(unexpected.filter { $0.hasSuffix(suffix) && landed[$0] == .file })
+        var onTheWay = Set<String>()
+        for stray in strays {
+            var folder = Substring(stray)
+            while let slash = folder.lastIndex(of: "/") {
+                folder = folder[..<slash]
+                onTheWay.insert(String(folder))
+            }
+        }
+        let setApart = Set(unexpected.filter { strays.contains($0) || (onTheWay.contains($0) && landed[$0] == .directory) })
+        return (unexpected.filter { !setApart.contains($0) }.sorted(), setApart.sorted())
     }
 
     // MARK: Checking

@@ -180,7 +180,128 @@ final class LoneArchiveTests: EndToEndTestCase {
         XCTAssertTrue(verify.combinedText.contains("disagree"), "\(verify)")
     }
 
+    // MARK: Damaged names in a gzip stream
+
+    /// Damage in a lone gzip archive (whose trailer CRC libarchive never checks) garbles the
+    /// two header blocks of one entry, its pax header and its own: neither matches its
+    /// checksum. Asked for the next header after such a block, libarchive takes the following
+    /// 512-byte blocks for headers until one passes by chance: here the tar file stored in
+    /// the backup, whose entries would land as if they were the backup's (after a real flip,
+    /// decoded garbage), and the archive ends before its manifest, so nothing takes them
+    /// back. The first damaged header ends the archive instead.
+    func testADamagedTarHeaderEndsALoneArchiveAndNothingBeyondItLands() throws {
+        let source = path("small")
+        try Fixtures.makeTree(at: source, files: ["a.txt": "before\n", "z.txt": "after\n"])
+        try CraftedArchive.write([.directory("planted"), .file("planted/evil.txt", contents: "not in the backup\n")],
+                                 to: source, name: "inner")
+        let dest = path("dest")
+        _ = try backup([source], dest: dest, options: ["--compression", "gzip"])
+        var tar = try gunzip(try onlyArchive(in: dest))
+        let header = try XCTUnwrap(Self.header(named: String(source.dropFirst()) + "/inner.tar", in: tar))
+        let paxHeader = try XCTUnwrap(stride(from: header - 512, through: 0, by: -512).first {
+            tar[$0 + 156] == UInt8(ascii: "x")
+        })
+        // A byte of each name: neither checksum matches any more.
+        for block in [paxHeader, header] { tar[block + 10] ^= 0x08 }
+
+        let target = path("target")
+        let outcome = try run(["restore", try lone(gzip(tar), name: "flipped.tar.gz"), "--target", target, "--json"],
+                              environment: noDestination)
+        assertExit(outcome, 4)
+        let object = try json(outcome)
+        XCTAssertTrue((object["archive_problem"] as? String)?.contains("checksum") == true, "\(object)")
+        XCTAssertFalse(RawFileSystem.exists(target + "/planted"), "the stored tar's entries are not the backup's")
+        XCTAssertEqual(try strayNames(in: target, source: source), [], "\(outcome)")
+    }
+
+    /// A damaged name that still matches its header's checksum (damage in a deflate stream
+    /// can change several bytes at once): small/folder-01/note.txt read as
+    /// small8/folder-01/note.txt. The archive's own manifest, read at its end, refuses the
+    /// file; the folders made on the way to it go too, and the file it was is named missing.
+    func testFoldersMadeOnTheWayToADamagedNameAreTakenBack() throws {
+        let source = path("small")
+        try Fixtures.makeTree(at: source, files: ["keep.txt": "kept\n", "folder-01/note.txt": "renamed by damage\n"])
+        let dest = path("dest")
+        _ = try backup([source], dest: dest, options: ["--compression", "gzip"])
+        var tar = try gunzip(try onlyArchive(in: dest))
+        let prefix = String(source.dropFirst())
+        let header = try XCTUnwrap(Self.header(named: prefix + "/folder-01/note.txt", in: tar))
+        Self.rename(header: header, to: prefix + "8/folder-01/note.txt", in: &tar)
+
+        let target = path("target")
+        let outcome = try run(["restore", try lone(gzip(tar), name: "renamed.tar.gz"), "--target", target, "--json"],
+                              environment: noDestination)
+        assertExit(outcome, 4)
+        let object = try json(outcome)
+        let reasons = Dictionary((object["damaged"] as? [[String: Any]] ?? []).compactMap { item in
+            (item["path"] as? String).map { ($0, item["reason"] as? String ?? "") }
+        }, uniquingKeysWith: { first, _ in first })
+        XCTAssertEqual(reasons[prefix + "8/folder-01/note.txt"]?.contains("not in the backup's manifest"), true, "\(object)")
+        XCTAssertEqual(reasons[prefix + "/folder-01/note.txt"], "missing from the archive", "\(object)")
+        XCTAssertFalse(RawFileSystem.exists(target + source + "8"), "no folder made for a damaged name is left")
+        XCTAssertEqual(try String(contentsOfFile: restored(source, into: target) + "/keep.txt", encoding: .utf8), "kept\n")
+        XCTAssertTrue(RawFileSystem.exists(restored(source, into: target) + "/folder-01"), "a folder the manifest lists stays")
+        XCTAssertEqual(try strayNames(in: target, source: source), [], "\(outcome)")
+    }
+
     // MARK: Helpers
+
+    /// The tar stream inside a gzip archive.
+    private func gunzip(_ archive: String) throws -> [UInt8] {
+        Array(try toolSucceeds("gzip", ["-dc", archive]).stdout)
+    }
+
+    /// `tar` compressed with gzip.
+    private func gzip(_ tar: [UInt8]) throws -> [UInt8] {
+        let outcome = try tool("gzip", ["-c", "-n"], stdin: Data(tar))
+        XCTAssertEqual(outcome.exitCode, 0, "gzip failed:\n\(outcome)")
+        return Array(outcome.stdout)
+    }
+
+    /// Writes `bytes` as `name` in a folder of its own (no manifest beside it); its path.
+    private func lone(_ bytes: [UInt8], name: String) throws -> String {
+        let folder = path("usb")
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(folder))
+        try RawFileSystem.writeFile(RawFileSystem.bytes(folder + "/" + name), contents: bytes)
+        return folder + "/" + name
+    }
+
+    /// Names below `target` that are neither `source`'s own (at their place in the target),
+    /// folders on the way to it, nor one of its files' `NAME.unverified`.
+    private func strayNames(in target: String, source: String) throws -> [String] {
+        let prefix = String(source.dropFirst())
+        var allowed = Set(try TreeComparison.snapshot(of: source, xattrName: nil).keys.map { relative in
+            relative.isEmpty ? prefix : prefix + "/" + RawFileSystem.display(relative)
+        })
+        var ancestor = ""
+        for component in prefix.split(separator: "/") {
+            ancestor += ancestor.isEmpty ? String(component) : "/" + component
+            allowed.insert(ancestor)
+        }
+        allowed.insert("")
+        return try TreeComparison.snapshot(of: target, xattrName: nil).keys.map(RawFileSystem.display)
+            .filter { !allowed.contains($0) && !($0.hasSuffix(".unverified") && allowed.contains(String($0.dropLast(11)))) }
+            .sorted()
+    }
+
+    /// Where the ustar header block whose name field holds `name` begins in `tar`.
+    private static func header(named name: String, in tar: [UInt8]) -> Int? {
+        let field = Array(name.utf8) + [0]
+        return stride(from: 0, to: tar.count - 511, by: 512).first { Array(tar[$0..<($0 + field.count)]) == field }
+    }
+
+    /// Gives the header block at `offset` the name `name` (shorter than 100 bytes) and a
+    /// checksum that matches it again.
+    private static func rename(header offset: Int, to name: String, in tar: inout [UInt8]) {
+        let bytes = Array(name.utf8)
+        guard bytes.count < 100 else { return XCTFail("'\(name)' does not fit the ustar name field") }
+        tar.replaceSubrange(offset..<(offset + 100), with: bytes + [UInt8](repeating: 0, count: 100 - bytes.count))
+        // The checksum is the sum of the block's bytes with its own field read as spaces.
+        tar.replaceSubrange((offset + 148)..<(offset + 156), with: [UInt8](repeating: 0x20, count: 8))
+        let octal = String(tar[offset..<(offset + 512)].reduce(0) { $0 + Int($1) }, radix: 8)
+        let field = String(repeating: "0", count: max(0, 6 - octal.count)) + octal
+        tar.replaceSubrange((offset + 148)..<(offset + 156), with: Array(field.utf8) + [0, 0x20])
+    }
 
     /// Environment with a destination that does not exist.
     private var noDestination: [String: String?] {

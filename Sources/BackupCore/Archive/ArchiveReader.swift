@@ -104,10 +104,17 @@ public final class ArchiveReader {
             let status = archive_read_next_header(archive, &entry)
             if status == ARCHIVE_EOF { return nil }
             if status < ARCHIVE_WARN || entry == nil { throw failure() }
+            if status == ARCHIVE_RETRY {
+                // A header whose checksum fails ("Damaged tar archive"), with no name. Asked
+                // again, libarchive reads the next 512 bytes as a header, and on through file
+                // content or decoded garbage until a block passes the checksum by chance: an
+                // entry with a made-up name. Damage ends the archive here.
+                throw ArchiveError.damaged(archive: name, reason: LibarchiveSetup.errorMessage(archive)
+                    + " (a tar header does not match its checksum)")
+            }
             if status == ARCHIVE_WARN {
-                // libarchive skips a header with a bad checksum and says so only as a
-                // warning; that is damage, not a detail (other warnings, such as names it
-                // cannot convert, are kept for the caller).
+                // A warning that speaks of damage is damage, not a detail (other warnings,
+                // such as names it cannot convert, are kept for the caller).
                 let message = LibarchiveSetup.errorMessage(archive)
                 let lowered = message.lowercased()
                 if lowered.contains("damaged") || lowered.contains("checksum") || lowered.contains("truncated") {

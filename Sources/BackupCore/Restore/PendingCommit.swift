@@ -4,7 +4,8 @@ import Foundation
 /// (a lone archive, whose manifest is its last entry; or a plain tarball, which has none).
 /// The files and hard links the writer left waiting under temporary names are placed under
 /// their final names when the manifest agrees, or removed; the folders, symlinks and special
-/// files placed meanwhile are taken back when the manifest does not list them as made.
+/// files placed meanwhile are taken back when the manifest does not list them as made, and
+/// so are the empty folders made on the way to them that it does not list.
 /// After a fatal error, everything still waiting is removed.
 final class PendingCommit {
     // MARK: State
@@ -18,6 +19,9 @@ final class PendingCommit {
     private let cancellation: CancellationFlag
     /// Checked against the manifest at the end, since a damaged name lands as made.
     private var placedBeforeManifest: [Placed] = []
+    /// Folders made on the way to an entry before the manifest was read, with their
+    /// archive paths: a damaged name makes them too, and nothing else takes them back.
+    private var madeBeforeManifest: [(components: [[UInt8]], path: [UInt8])] = []
 
     // MARK: Life cycle
 
@@ -32,6 +36,21 @@ final class PendingCommit {
     /// was read.
     func notePlaced(_ components: [[UInt8]], path: [UInt8], header: ArchiveEntryHeader) {
         placedBeforeManifest.append((components, path, RecordedAttributes(header)))
+    }
+
+    /// Notes the folders just made on the way to the entry at archive path `path`, placed
+    /// as `components`, before the manifest was read (`depths` from
+    /// `RestoreTarget.madeByLastCall`).
+    func noteMadeOnTheWay(_ depths: [Int], components: [[UInt8]], path: [UInt8]) {
+        guard !depths.isEmpty, case .success(let parts) = ArchivePath.components(of: path),
+              parts.count >= components.count else { return }
+        // The archive path's components before `components` are the ones --strip-components took.
+        let stripped = parts.count - components.count
+        for depth in depths where depth > 0 && depth < components.count {
+            let folder = parts.prefix(stripped + depth)
+            madeBeforeManifest.append((Array(components.prefix(depth)),
+                                       folder.dropFirst().reduce(folder[folder.startIndex]) { PathBytes.join($0, $1) }))
+        }
     }
 
     // MARK: Waiting files
@@ -134,7 +153,8 @@ final class PendingCommit {
     /// no checksum of its own) must not stay as if restored. Deepest first, after the
     /// waiting files, so a folder with a damaged name is empty by then; one that is not
     /// empty (something else was put in it) is left and named. A folder taken back leaves
-    /// `fixes`.
+    /// `fixes`. Last, the folders made on the way (see `noteMadeOnTheWay`) that it does not
+    /// list as folders go when empty.
     func removeUnlisted(_ index: ManifestIndex, fixes: inout FolderFixes, result: inout RestoreResult) {
         var doubtful: [(node: Placed, problem: String?)] = []
         for node in placedBeforeManifest {
@@ -172,5 +192,14 @@ final class PendingCommit {
                                                   reason: why + ", and not empty: left in place; look at it"))
             }
         }
+        // Then the folders made on the way that the manifest does not list as folders, once
+        // nothing is left in them: the entry they were made for was refused or taken back
+        // (and is named). Folders above the restored tree are not empty, so they stay.
+        for folder in madeBeforeManifest.sorted(by: { $0.components.count > $1.components.count })
+            where index[PathKey(folder.path)]?.type != .directory {
+            guard let parentFD = try? target.directory(folder.components.dropLast(), create: false) else { continue }
+            _ = PathBytes.syscall(folder.components[folder.components.count - 1]) { unlinkat(parentFD, $0, AT_REMOVEDIR) }
+        }
+        madeBeforeManifest = []
     }
 }

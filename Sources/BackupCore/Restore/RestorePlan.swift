@@ -104,11 +104,12 @@ struct RestorePlan {
     /// What to do with the archive entry `archived`. With `holder` nil the archive is the
     /// restored backup's own, otherwise the earlier backup `holder`'s, of which only the
     /// files `expected` says it holds are taken. `expected` is the manifest known before
-    /// reading (nil for a lone archive); the position of the manifest's entry for the path
-    /// is marked in `seen` when the archive meets it, so that what the archive lacks can be
-    /// named afterwards.
+    /// reading (nil for a lone archive); the entry is marked in `seen` when the archive
+    /// meets it (by its manifest position, or for a lone archive by its path, checked
+    /// against the archive's own manifest once read), so that what the archive lacks can
+    /// be named afterwards.
     func decide(_ archived: ArchiveEntryHeader, holder: BackupID?, expected: ManifestIndex?,
-                seen: inout [Bool]) -> Decision {
+                seen: inout SeenEntries) -> Decision {
         var header = archived
         var components: [[UInt8]]
         switch ArchivePath.components(of: header.path) {
@@ -119,14 +120,15 @@ struct RestorePlan {
         // the joined components are that long only when they are the same bytes.
         var path = components.reduce(components.count - 1) { $0 + $1.count } == header.path.count
             ? header.path : components.dropFirst().reduce(components[0]) { PathBytes.join($0, $1) }
-        let archiveKey = PathKey(path)
+        let archivePath = path
+        let archiveKey = PathKey(archivePath)
         // The manifest's entry for the path, looked up once.
         let position = expected?.position(of: path[...])
         let known = position.flatMap { expected?.entries[$0] }
         if stripComponents > 0 {
             // Placed without its first components; the archive path stays its name here.
             guard components.count > stripComponents else {
-                if let position { seen[position] = true }
+                seen.mark(position, path: path)
                 return .skip
             }
             components.removeFirst(stripComponents)
@@ -149,12 +151,13 @@ struct RestorePlan {
             components = parts
         } else if header.type == .hardlink, let linkTarget = header.linkTarget, redirects[PathKey(linkTarget)] == path {
             // This name already holds the content (see above).
-            if let position { seen[position] = true }
+            seen.mark(position, path: path)
             return .skip
         }
-        if expected != nil {
-            if let position { seen[position] = true }
-            if let problem = ManifestCheck.mismatch(header, known) { return .damaged(path: path, reason: problem) }
+        // Met: checked against the manifest known, or the archive's own once it is read.
+        seen.mark(position, path: archivePath)
+        if expected != nil, let problem = ManifestCheck.mismatch(header, known) {
+            return .damaged(path: path, reason: problem)
         }
         return .restore(Step(header: header, components: components, path: path, entry: known))
     }

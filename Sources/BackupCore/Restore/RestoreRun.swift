@@ -68,8 +68,9 @@ final class RestoreRun {
         let expected = manifest.map { ManifestIndex(plan.wanted ?? $0.entries) }
         do {
             // Phase 1: this backup's own archive.
-            // Which manifest positions the archive was seen to hold (a byte each, not a path).
-            var seen = [Bool](repeating: false, count: expected?.entries.count ?? 0)
+            // Which manifest positions the archive was seen to hold (a byte each, not a path);
+            // for a lone archive, the paths met until its own manifest is read.
+            var seen = expected.map { SeenEntries(positions: $0.entries.count) } ?? .byPath()
             // With a selection, only the frames of the selected entries this archive holds are read.
             let ownEntries = plan.wanted == nil ? nil : expected.map { index in
                 ManifestIndex(index.entries, positions: index.entries.indices.filter { index.entries.storedIn(at: $0) == nil })
@@ -77,28 +78,30 @@ final class RestoreRun {
             let inner = try readArchive(archive, name: archiveName, holder: nil, expected: expected, seen: &seen,
                                         onlyEntries: ownEntries)
             var final = manifest
+            // The archive's own manifest, indexed, when no manifest was known before reading.
+            var ownIndex: ManifestIndex?
             if let expected {
                 result.verifiedAgainstManifest = true
-                let entries = expected.entries
-                for position in expected.distinctPositions where entries.storedIn(at: position) == nil && !seen[position] {
-                    let path = Array(entries.path(at: position))
-                    guard plan.selection.matches(path, isDirectory: entries.type(at: position) == .directory) else { continue }
-                    result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
-                                                      reason: "missing from the archive"))
-                }
+                nameMissing(expected, seen: seen)
             } else if let inner {
                 do {
-                    final = try Manifest.parse(inner)
+                    let own = try Manifest.parse(inner)
+                    let index = own.index()
+                    final = own
+                    ownIndex = index
                     result.verifiedAgainstManifest = true
+                    // Named as with a manifest beside: an entry whose name was damaged was met
+                    // under another name (taken back below), never under its own.
+                    seen.resolve(against: index)
+                    nameMissing(index, seen: seen)
                 } catch {
                     result.archiveProblem = "the archive's manifest cannot be read (\(error))"
                 }
             }
             if let final { result.backupID = final.summary.id }
             if let placement, let pending {
-                let index = manifest == nil ? final?.index() : nil
-                try pending.commit(placement.takePendings(), index: index, hasManifest: final != nil, result: &result)
-                if let index { pending.removeUnlisted(index, fixes: &fixes, result: &result) }
+                try pending.commit(placement.takePendings(), index: ownIndex, hasManifest: final != nil, result: &result)
+                if let ownIndex { pending.removeUnlisted(ownIndex, fixes: &fixes, result: &result) }
             } else if manifest == nil {
                 result.plainTarball = inner == nil && result.archiveProblem == nil
             }
@@ -127,6 +130,18 @@ final class RestoreRun {
         return result
     }
 
+    /// Names the entries of this backup's own archive that `index` lists (and the selection
+    /// takes) but the archive was not `seen` to hold.
+    private func nameMissing(_ index: ManifestIndex, seen: SeenEntries) {
+        let entries = index.entries
+        for position in index.distinctPositions where entries.storedIn(at: position) == nil && !seen[position] {
+            let path = Array(entries.path(at: position))
+            guard plan.selection.matches(path, isDirectory: entries.type(at: position) == .directory) else { continue }
+            result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
+                                              reason: "missing from the archive"))
+        }
+    }
+
     /// Reads one archive front to back, restoring what belongs to this phase: with `holder`
     /// nil, this backup's own entries; otherwise the files `expected` says `holder` holds.
     /// Returns the archive's own manifest when it was read (and no manifest was known).
@@ -134,7 +149,7 @@ final class RestoreRun {
     /// With `onlyEntries`, only the frames holding those entries are read when the archive
     /// allows it (see `narrowed`).
     private func readArchive(_ source: RandomAccessSource, name: String, holder: BackupID?, expected: ManifestIndex?,
-                             seen: inout [Bool], onlyEntries: ManifestIndex? = nil) throws -> [UInt8]? {
+                             seen: inout SeenEntries, onlyEntries: ManifestIndex? = nil) throws -> [UInt8]? {
         var innerManifest: [UInt8]?
         var sawMarker = false
         var sawManifest = false
@@ -244,7 +259,7 @@ final class RestoreRun {
                 continue
             }
             defer { located.source.close() }
-            var seen = [Bool](repeating: false, count: files.entries.count)
+            var seen = SeenEntries(positions: files.entries.count)
             _ = try readArchive(located.source, name: located.name, holder: holder, expected: files, seen: &seen,
                                 onlyEntries: plan.selection.isEverything ? nil : files)
             for position in files.distinctPositions where !seen[position] {
@@ -296,7 +311,7 @@ final class RestoreRun {
     // MARK: Entries
 
     private func restoreEntry(_ archived: ArchiveEntryHeader, reader: ArchiveReader, holder: BackupID?,
-                              expected: ManifestIndex?, seen: inout [Bool]) throws {
+                              expected: ManifestIndex?, seen: inout SeenEntries) throws {
         let step: RestorePlan.Step
         switch plan.decide(archived, holder: holder, expected: expected, seen: &seen) {
         case .restore(let decided):
@@ -319,6 +334,8 @@ final class RestoreRun {
         let parentFD: Int32
         do {
             parentFD = try target.directory(components.dropLast(), create: true)
+            // Before the archive's own manifest is read, a damaged name makes folders too.
+            if expected == nil { pending.noteMadeOnTheWay(target.madeByLastCall, components: components, path: path) }
         } catch let refusal as RestoreTarget.Refusal {
             result.refuse(path, refusal.reason)
             try reader.skipContent()

@@ -33,6 +33,10 @@ final class RestoreTarget {
     /// Deeper folders are opened each time rather than kept open (a hostile archive's
     /// thousand-level paths must not use up the process's descriptors).
     static let maximumChainDepth = 64
+    /// The folders the last `directory(_:create:)` call made, by depth (1 is the folder of
+    /// the first component): a restore may have to take them back with the entry they were
+    /// made for.
+    private(set) var madeByLastCall: [Int] = []
 
     // MARK: Life cycle
 
@@ -160,6 +164,7 @@ final class RestoreTarget {
     /// An open descriptor of the directory `components` (relative to the target), made
     /// on the way when `create` is set. The descriptor belongs to the target: do not close.
     func directory(_ components: ArraySlice<[UInt8]>, create: Bool) throws -> Int32 {
+        madeByLastCall = []
         if components.isEmpty { return rootFD }
         var common = 0
         for component in components {
@@ -168,8 +173,9 @@ final class RestoreTarget {
         }
         releaseChain(keeping: common)
         var fd = chain.last?.fd ?? rootFD
-        for component in components.dropFirst(common) {
-            let next = try RestoreTarget.openComponent(component, in: fd, create: create)
+        for (depth, component) in zip((common + 1)..., components.dropFirst(common)) {
+            let (next, made) = try RestoreTarget.openComponent(component, in: fd, create: create)
+            if made { madeByLastCall.append(depth) }
             if chain.count < RestoreTarget.maximumChainDepth {
                 chain.append((component, next))
             } else {
@@ -196,7 +202,7 @@ final class RestoreTarget {
         for component in components {
             let next: Int32
             do {
-                next = try openComponent(component, in: fd, create: create)
+                next = try openComponent(component, in: fd, create: create).fd
             } catch {
                 if fd != rootFD { close(fd) }
                 throw error
@@ -208,11 +214,14 @@ final class RestoreTarget {
     }
 
     /// Opens folder `component` inside `parent` without following a symlink, making it
-    /// first when `create` is set and it is missing.
-    private static func openComponent(_ component: [UInt8], in parent: Int32, create: Bool) throws -> Int32 {
+    /// first when `create` is set and it is missing (`made` says whether this call made it).
+    private static func openComponent(_ component: [UInt8], in parent: Int32,
+                                      create: Bool) throws -> (fd: Int32, made: Bool) {
         var next = PathBytes.syscall(component) { openat(parent, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        var made = false
         if next < 0 && errno == ENOENT && create {
-            if PathBytes.syscall(component, { mkdirat(parent, $0, 0o755) }) != 0 && errno != EEXIST {
+            made = PathBytes.syscall(component, { mkdirat(parent, $0, 0o755) }) == 0
+            if !made && errno != EEXIST {
                 // The target refused (no permission, read-only, full): nothing unsafe about the entry.
                 throw Unwritable(code: errno)
             }
@@ -225,7 +234,7 @@ final class RestoreTarget {
             }
             throw Unwritable(code: code)
         }
-        return next
+        return (next, made)
     }
 
     // MARK: Names
