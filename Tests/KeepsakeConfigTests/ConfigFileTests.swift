@@ -48,6 +48,7 @@ final class ConfigFileTests: KeepsakeTestCase {
             compression = "xz"
             level = 9
             threads = 2
+            readers = 8
             tags = ["home", "nightly", "home"]
             full-every = 10
             full-if-older-than = "2w"
@@ -88,6 +89,7 @@ final class ConfigFileTests: KeepsakeTestCase {
         XCTAssertEqual(request.compression, .xz)
         XCTAssertEqual(request.level, 9)
         XCTAssertEqual(request.threads, 2)
+        XCTAssertEqual(request.readers, 8)
         XCTAssertEqual(request.tags, ["home", "nightly"])
         XCTAssertEqual(request.chain, ChainPolicy(fullEvery: 10, fullIfOlderThan: DurationSpec(days: 14),
                                                   ignoreCtime: true, ignoreInode: true))
@@ -328,7 +330,7 @@ final class ConfigFileTests: KeepsakeTestCase {
             sources = ["/a"]
             colour = "blue"
             """, "\(file):3:1: unknown key 'colour' in profile 'home'; known keys: sources, destination, exclude, exclude-from, "
-                + "exclude-caches, exclude-if-present, one-file-system, compression, level, threads, tags, full-every, "
+                + "exclude-caches, exclude-if-present, one-file-system, compression, level, threads, readers, tags, full-every, "
                 + "full-if-older-than, ignore-ctime, ignore-inode, reread, before, after, retention, copy-to, lock-wait, s3-endpoint, "
                 + "s3-region, aws-profile, aws-access-key-id, aws-secret-access-key, aws-session-token, recipients, recipients-file, passphrase-file, identity-file")
     }
@@ -367,6 +369,7 @@ final class ConfigFileTests: KeepsakeTestCase {
         assertProblem(header + "compression = \"gzip\"\nlevel = 0\n", "\(file):4:1: 'level' 0 is out of range for gzip; use 1 to 9")
         assertProblem(header + "compression = \"none\"\nlevel = 1\n", "\(file):4:1: 'level' does not apply to compression 'none'; remove it")
         assertProblem(header + "threads = 0\n", "\(file):3:1: 'threads' must be from 1 to 256, not 0")
+        assertProblem(header + "readers = 65\n", "\(file):3:1: 'readers' must be from 1 to 64, not 65")
         assertProblem(header + "full-every = 0\n", "\(file):3:1: 'full-every' must be from 1 to 1000000, not 0")
         assertProblem(header + "full-if-older-than = \"7x\"\n",
                       "\(file):3:1: 'full-if-older-than': '7x' is not a duration: unknown unit 'x'; use y, m, w, d or h (e.g. 7d, 2w, 1y6m)")

@@ -8,7 +8,7 @@ struct ConfigValidator {
 
     static let profileKeys = [
         "sources", "destination", "exclude", "exclude-from", "exclude-caches", "exclude-if-present", "one-file-system",
-        "compression", "level", "threads", "tags", "full-every", "full-if-older-than", "ignore-ctime", "ignore-inode",
+        "compression", "level", "threads", "readers", "tags", "full-every", "full-if-older-than", "ignore-ctime", "ignore-inode",
         "reread", "before", "after", "retention", "copy-to", "lock-wait", "s3-endpoint", "s3-region", "aws-profile", "aws-access-key-id",
         "aws-secret-access-key", "aws-session-token", "recipients", "recipients-file", "passphrase-file", "identity-file",
     ]
@@ -221,6 +221,14 @@ struct ConfigValidator {
                 add(.invalidValue, at: table.position(of: "threads"), "'threads' must be from 1 to 256, not \(value)")
             }
         }
+        var readers: Int?
+        if let value = integer("readers", in: table) {
+            if (1...64).contains(value) {
+                readers = Int(value)
+            } else {
+                add(.invalidValue, at: table.position(of: "readers"), "'readers' must be from 1 to 64, not \(value)")
+            }
+        }
 
         var tags: [String] = []
         for tag in strings("tags", in: table) ?? [] {
@@ -258,6 +266,7 @@ struct ConfigValidator {
                               level: level, threads: threads, tags: tags, chain: chain, retention: retention,
                               before: beforeCommand, after: afterCommand)
         profile.encryption = encryption
+        profile.readers = readers
         if let position = table.position(of: "exclude-from") {
             profile.excludeFromLine = position.line
             profile.excludeFromColumn = position.column

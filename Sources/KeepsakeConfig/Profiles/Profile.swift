@@ -73,6 +73,8 @@ public struct Profile: Sendable, Equatable {
     public var level: Int?
     /// Compressor threads; nil for the number of CPUs.
     public var threads: Int?
+    /// Files read at once (`readers`); nil for `BackupRequest.defaultReaders`.
+    public var readers: Int?
     /// Labels every backup of the profile gets.
     public var tags: [String]
     /// When a new chain starts, and how changes are detected.
@@ -171,6 +173,7 @@ public struct Profile: Sendable, Equatable {
                                                       excludeIfPresent: excludeIfPresent, oneFileSystem: oneFileSystem),
                                     chain: chain, toolVersion: toolVersion, now: now)
         request.lockWait = lockWait
+        if let readers { request.readers = readers }
         return request
     }
 
@@ -182,7 +185,7 @@ public struct Profile: Sendable, Equatable {
             && lhs.exclude == rhs.exclude && lhs.excludeFrom == rhs.excludeFrom && lhs.excludeCaches == rhs.excludeCaches
             && lhs.excludeIfPresent == rhs.excludeIfPresent && lhs.oneFileSystem == rhs.oneFileSystem
             && lhs.compression == rhs.compression && lhs.level == rhs.level && lhs.threads == rhs.threads
-            && lhs.tags == rhs.tags && lhs.chain == rhs.chain && lhs.retention == rhs.retention
+            && lhs.readers == rhs.readers && lhs.tags == rhs.tags && lhs.chain == rhs.chain && lhs.retention == rhs.retention
             && lhs.before == rhs.before && lhs.after == rhs.after && lhs.copyTo == rhs.copyTo && lhs.s3 == rhs.s3
             && lhs.lockWait == rhs.lockWait && lhs.encryption == rhs.encryption
     }
