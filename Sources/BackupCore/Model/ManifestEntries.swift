@@ -2,17 +2,16 @@
 /// entry, every path and link target back to back in one byte buffer, each user, group and
 /// holding backup once, digests as 32 bytes. A `[ManifestEntry]` of 100,000 entries took
 /// about 400 bytes an entry (a heap array per path, a 64-character string per digest);
-/// this takes about 150 plus the path. An entry is built when it is asked for.
+/// this takes 128 plus the path. An entry is built when it is asked for.
 public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, ExpressibleByArrayLiteral {
     // MARK: Storage
 
-    /// One entry; variable parts are numbers into the tables below.
+    /// One entry (128 bytes); variable parts are numbers into the tables below. A link
+    /// target follows its path in `bytes`.
     private struct Record: Sendable {
         var pathStart: UInt32
         var pathLength: UInt32
-        var linkStart: UInt32 = 0
         var linkLength: UInt32 = 0
-        var size: Int64
         var mode: UInt32
         var uid: UInt32
         var gid: UInt32
@@ -21,14 +20,17 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
         var holder: UInt32 = 0
         var type: UInt8
         var flags: UInt8 = 0
+        var size: Int64
         var mtime: Int64
         var ctime: Int64
         var inode: UInt64
         var device: UInt64
-        var rdev: UInt64
         var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         var archiveOffset: Int64 = 0
         var archiveLength: Int64 = 0
+
+        /// Where the link target starts in `bytes`.
+        var linkStart: Int { Int(pathStart) + Int(pathLength) }
     }
 
     /// Which optional parts a record has.
@@ -50,6 +52,8 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
     /// User and group names, each once.
     private var names: [String] = []
     private var nameNumbers: [String: UInt32] = [:]
+    /// Device numbers, by position, of the few entries that have one (devices).
+    private var deviceNumbers: [Int: UInt64] = [:]
     /// The backups named by `in`, each once.
     private var holders: [BackupID] = []
     private var holderNumbers: [BackupID: UInt32] = [:]
@@ -79,17 +83,17 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
     /// Adds `entry` at the end.
     public mutating func append(_ entry: ManifestEntry) {
         var record = Record(pathStart: UInt32(truncatingIfNeeded: bytes.count), pathLength: UInt32(truncatingIfNeeded: entry.path.count),
-                            size: entry.size, mode: entry.mode, uid: entry.uid, gid: entry.gid,
+                            mode: entry.mode, uid: entry.uid, gid: entry.gid,
                             type: UInt8(truncatingIfNeeded: ManifestEntries.types.firstIndex(of: entry.type) ?? 0),
-                            mtime: entry.mtimeNanoseconds, ctime: entry.ctimeNanoseconds, inode: entry.inode,
-                            device: entry.device, rdev: entry.rdev)
+                            size: entry.size, mtime: entry.mtimeNanoseconds, ctime: entry.ctimeNanoseconds, inode: entry.inode,
+                            device: entry.device)
         bytes.append(contentsOf: entry.path)
         if let link = entry.linkTarget {
             record.flags |= Flag.link
-            record.linkStart = UInt32(truncatingIfNeeded: bytes.count)
             record.linkLength = UInt32(truncatingIfNeeded: link.count)
             bytes.append(contentsOf: link)
         }
+        if entry.rdev != 0 { deviceNumbers[records.count] = entry.rdev }
         if let user = entry.userName {
             record.flags |= Flag.user
             record.user = number(ofName: user)
@@ -126,13 +130,13 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
             return
         }
         let shift = UInt32(truncatingIfNeeded: bytes.count)
+        for (position, number) in other.deviceNumbers { deviceNumbers[records.count + position] = number }
         let nameMap = other.names.map { number(ofName: $0) }
         let holderMap = other.holders.map { number(ofHolder: $0) }
         bytes.append(contentsOf: other.bytes)
         records.reserveCapacity(records.count + other.records.count)
         for var record in other.records {
             record.pathStart &+= shift
-            if record.flags & Flag.link != 0 { record.linkStart &+= shift }
             if record.flags & Flag.user != 0 { record.user = nameMap[Int(record.user)] }
             if record.flags & Flag.group != 0 { record.group = nameMap[Int(record.group)] }
             if record.flags & Flag.holder != 0 { record.holder = holderMap[Int(record.holder)] }
@@ -140,6 +144,9 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
             records.append(record)
         }
     }
+
+    /// How much an entry takes besides its path and link (for tests).
+    static var recordSize: Int { MemoryLayout<Record>.stride }
 
     /// Gives back the room that growing left unused (the buffers double as they grow).
     public mutating func trim() {
@@ -183,9 +190,9 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
             userName: record.flags & Flag.user != 0 ? names[Int(record.user)] : nil,
             groupName: record.flags & Flag.group != 0 ? names[Int(record.group)] : nil,
             mtimeNanoseconds: record.mtime, ctimeNanoseconds: record.ctime, inode: record.inode, device: record.device,
-            rdev: record.rdev,
+            rdev: deviceNumbers[position] ?? 0,
             linkTarget: record.flags & Flag.link != 0
-                ? Array(bytes[Int(record.linkStart)..<Int(record.linkStart) + Int(record.linkLength)]) : nil,
+                ? Array(bytes[record.linkStart..<record.linkStart + Int(record.linkLength)]) : nil,
             sha256: sha256(at: position),
             storedIn: record.flags & Flag.holder != 0 ? holders[Int(record.holder)] : nil)
         if record.flags & Flag.location != 0 {

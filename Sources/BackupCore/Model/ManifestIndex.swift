@@ -97,7 +97,8 @@ public struct ManifestIndex: Sendable, Sequence {
 
     /// The position of each distinct path's entry (the last of its duplicates), in manifest order.
     public var distinctPositions: [Int] {
-        indexedPositions.filter { position(of: entries.path(at: $0)) == $0 }
+        let isLast = { (candidate: Int) in position(of: entries.path(at: candidate)) == candidate }
+        return subset.map { $0.filter(isLast) } ?? entries.indices.filter(isLast)
     }
 
     // MARK: Sequence

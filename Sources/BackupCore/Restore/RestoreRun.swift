@@ -65,46 +65,9 @@ final class RestoreRun {
     /// Restores from `archive` (see `Restorer.restore(archive:archiveName:manifest:request:locateArchive:)`).
     func restore(archive: RandomAccessSource, archiveName: String, manifest: Manifest?,
                  locateArchive: Restorer.ArchiveLocator?) throws -> RestoreResult {
-        let expected = manifest.map { ManifestIndex(plan.wanted ?? $0.entries) }
         do {
             // Phase 1: this backup's own archive.
-            // Which manifest positions the archive was seen to hold (a byte each, not a path);
-            // for a lone archive, the paths met until its own manifest is read.
-            var seen = expected.map { SeenEntries(positions: $0.entries.count) } ?? .byPath()
-            // With a selection, only the frames of the selected entries this archive holds are read.
-            let ownEntries = plan.wanted == nil ? nil : expected.map { index in
-                ManifestIndex(index.entries, positions: index.entries.indices.filter { index.entries.storedIn(at: $0) == nil })
-            }
-            let inner = try readArchive(archive, name: archiveName, holder: nil, expected: expected, seen: &seen,
-                                        onlyEntries: ownEntries)
-            var final = manifest
-            // The archive's own manifest, indexed, when no manifest was known before reading.
-            var ownIndex: ManifestIndex?
-            if let expected {
-                result.verifiedAgainstManifest = true
-                nameMissing(expected, seen: seen)
-            } else if let inner {
-                do {
-                    let own = try Manifest.parse(inner)
-                    let index = own.index()
-                    final = own
-                    ownIndex = index
-                    result.verifiedAgainstManifest = true
-                    // Named as with a manifest beside: an entry whose name was damaged was met
-                    // under another name (taken back below), never under its own.
-                    seen.resolve(against: index)
-                    nameMissing(index, seen: seen)
-                } catch {
-                    result.archiveProblem = "the archive's manifest cannot be read (\(error))"
-                }
-            }
-            if let final { result.backupID = final.summary.id }
-            if let placement, let pending {
-                try pending.commit(placement.takePendings(), index: ownIndex, hasManifest: final != nil, result: &result)
-                if let ownIndex { pending.removeUnlisted(ownIndex, fixes: &fixes, result: &result) }
-            } else if manifest == nil {
-                result.plainTarball = inner == nil && result.archiveProblem == nil
-            }
+            let final = try restoreOwnArchive(archive, name: archiveName, manifest: manifest)
 
             // Phase 2: unchanged files, from the earlier archives that hold them.
             if let final {
@@ -128,6 +91,52 @@ final class RestoreRun {
         }
         result.elapsed = Date().timeIntervalSince(started)
         return result
+    }
+
+    /// Phase 1: restores this backup's own entries from `archive`, and returns the manifest
+    /// phase 2 goes by (the one known before reading, or the archive's own). What only this
+    /// phase needs (the index of what to expect, what was seen) is let go when it ends.
+    private func restoreOwnArchive(_ archive: RandomAccessSource, name archiveName: String,
+                                   manifest: Manifest?) throws -> Manifest? {
+        let expected = manifest.map { ManifestIndex(plan.wanted ?? $0.entries) }
+        // Which manifest positions the archive was seen to hold (a byte each, not a path);
+        // for a lone archive, the paths met until its own manifest is read.
+        var seen = expected.map { SeenEntries(positions: $0.entries.count) } ?? .byPath()
+        // With a selection, only the frames of the selected entries this archive holds are read.
+        let ownEntries = plan.wanted == nil ? nil : expected.map { index in
+            ManifestIndex(index.entries, positions: index.entries.indices.filter { index.entries.storedIn(at: $0) == nil })
+        }
+        let inner = try readArchive(archive, name: archiveName, holder: nil, expected: expected, seen: &seen,
+                                    onlyEntries: ownEntries)
+        var final = manifest
+        // The archive's own manifest, indexed, when no manifest was known before reading.
+        var ownIndex: ManifestIndex?
+        if let expected {
+            result.verifiedAgainstManifest = true
+            nameMissing(expected, seen: seen)
+        } else if let inner {
+            do {
+                let own = try Manifest.parse(inner)
+                let index = own.index()
+                final = own
+                ownIndex = index
+                result.verifiedAgainstManifest = true
+                // Named as with a manifest beside: an entry whose name was damaged was met
+                // under another name (taken back below), never under its own.
+                seen.resolve(against: index)
+                nameMissing(index, seen: seen)
+            } catch {
+                result.archiveProblem = "the archive's manifest cannot be read (\(error))"
+            }
+        }
+        if let final { result.backupID = final.summary.id }
+        if let placement, let pending {
+            try pending.commit(placement.takePendings(), index: ownIndex, hasManifest: final != nil, result: &result)
+            if let ownIndex { pending.removeUnlisted(ownIndex, fixes: &fixes, result: &result) }
+        } else if manifest == nil {
+            result.plainTarball = inner == nil && result.archiveProblem == nil
+        }
+        return final
     }
 
     /// Names the entries of this backup's own archive that `index` lists (and the selection
