@@ -6,8 +6,9 @@ import Foundation
 ///
 /// Reading ahead keeps several reads in flight (a cold disk serves many requests faster
 /// than one at a time) and moves reading and hashing off the writing thread. Memory stays
-/// bounded: bytes read but not yet written are held to `budget`, except for the file being
-/// written, whose reader never waits (so the writer always gets what it waits for).
+/// bounded: bytes read but not yet written are held to `budget`; the file being written may
+/// go past it by `headAllowance` of its own (so the writer always gets what it waits for,
+/// and a big file read faster than it is written cannot fill memory).
 final class ReadAhead: @unchecked Sendable {
     // MARK: Types
 
@@ -23,8 +24,10 @@ final class ReadAhead: @unchecked Sendable {
     // MARK: Settings
 
     /// Bytes read ahead and not yet written, at most.
-    static let defaultBudget = 32 << 20
+    static let defaultBudget = 16 << 20
     private let budget: Int
+    /// What the file being written may hold besides, unwritten, whatever the budget.
+    static let headAllowance = 4 << 20
 
     // MARK: State
 
@@ -102,7 +105,7 @@ final class ReadAhead: @unchecked Sendable {
                 let chunk = file.chunks.removeFirst()
                 condition.unlock()
                 let written = Result { try body(UnsafeRawBufferPointer(rebasing: chunk.memory[0..<chunk.count])) }
-                release(chunk.memory)
+                release(chunk.memory, of: file)
                 try written.get()
                 condition.lock()
                 continue
@@ -113,6 +116,13 @@ final class ReadAhead: @unchecked Sendable {
             }
             condition.wait()
         }
+    }
+
+    /// Bytes read and not yet written (for tests).
+    var heldBytes: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return buffered
     }
 
     // MARK: Reading
@@ -138,25 +148,33 @@ final class ReadAhead: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Memory for the next piece of `file`: waits while the budget is spent, unless the file
-    /// is the one being written (or nothing at all is held).
+    /// Memory for the next piece of `file`: waits while the budget is spent (nothing at all
+    /// held is never too much), and for the file being written while its own allowance is.
     fileprivate func allocate(_ wanted: Int, for file: PrefetchedFile) throws -> UnsafeMutableRawBufferPointer {
         condition.lock()
-        while !stopped && !file.isBeingWritten && buffered > 0 && buffered + wanted > budget { condition.wait() }
+        while !stopped && !mayHold(wanted, more: file) { condition.wait() }
         guard !stopped else {
             condition.unlock()
             throw Stopped()
         }
         buffered += wanted
+        file.held += wanted
         condition.unlock()
         return UnsafeMutableRawBufferPointer.allocate(byteCount: wanted, alignment: 64)
     }
 
-    /// Frees memory taken with `allocate`.
-    fileprivate func release(_ memory: UnsafeMutableRawBufferPointer) {
+    /// Whether `file` may take `wanted` bytes more now (called with the lock held).
+    private func mayHold(_ wanted: Int, more file: PrefetchedFile) -> Bool {
+        if buffered == 0 || buffered + wanted <= budget { return true }
+        return file.isBeingWritten && file.held + wanted <= ReadAhead.headAllowance
+    }
+
+    /// Frees memory `file` took with `allocate`.
+    fileprivate func release(_ memory: UnsafeMutableRawBufferPointer, of file: PrefetchedFile) {
         memory.deallocate()
         condition.lock()
         buffered -= memory.count
+        file.held -= memory.count
         condition.broadcast()
         condition.unlock()
     }
@@ -199,7 +217,7 @@ final class ReadAhead: @unchecked Sendable {
 
         /// Frees the buffer handed out last if it was never filled.
         mutating func releaseUnfilled() {
-            if let memory = current { pool.release(memory) }
+            if let memory = current { pool.release(memory, of: file) }
             current = nil
         }
     }
@@ -213,6 +231,8 @@ final class PrefetchedFile: @unchecked Sendable {
     fileprivate var chunks: [ReadAhead.Chunk] = []
     fileprivate var outcome: Result<SourceFileReader.Content, Error>?
     fileprivate var isBeingWritten = false
+    /// Bytes taken for its chunks and not yet given back.
+    fileprivate var held = 0
 
     fileprivate init(file: SourceFileReader.OpenFile) {
         self.file = file
