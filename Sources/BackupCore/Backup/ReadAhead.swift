@@ -8,7 +8,8 @@ import Foundation
 /// than one at a time) and moves reading and hashing off the writing thread. Memory stays
 /// bounded: bytes read but not yet written are held to `budget`; the file being written may
 /// go past it by `headAllowance` of its own (so the writer always gets what it waits for,
-/// and a big file read faster than it is written cannot fill memory).
+/// and a big file read faster than it is written cannot fill memory). Whole-size pieces are
+/// reused rather than freed: freshly mapped memory costs a page fault every 4 KiB.
 final class ReadAhead: @unchecked Sendable {
     // MARK: Types
 
@@ -28,17 +29,27 @@ final class ReadAhead: @unchecked Sendable {
     private let budget: Int
     /// What the file being written may hold besides, unwritten, whatever the budget.
     static let headAllowance = 4 << 20
+    /// The size of a whole piece (what one read asks for at most).
+    private static let pieceSize = SourceFileReader.bufferSize
 
     // MARK: State
 
-    /// Guards everything below and every `PrefetchedFile`'s chunks and outcome.
-    fileprivate let condition = NSCondition()
+    /// Guards everything below and every `PrefetchedFile`'s chunks, outcome and counts.
+    fileprivate let monitor = MonitorLock(conditions: 3)
+    /// Readers wait here for a file to read.
+    private let workSubmitted: MonitorLock.Condition
+    /// Readers wait here for room in the budget.
+    private let roomFreed: MonitorLock.Condition
+    /// The writer waits here for content (and `stop` for the readers to end).
+    private let contentArrived: MonitorLock.Condition
     /// Files submitted; `nextToRead` is the first no reader has taken.
     private var submitted: [PrefetchedFile] = []
     private var nextToRead = 0
     /// Bytes held in chunks not yet written.
-    fileprivate var buffered = 0
-    fileprivate var stopped = false
+    private var buffered = 0
+    /// Whole-size pieces given back, for the next reads.
+    private var spare: [UnsafeMutableRawBufferPointer] = []
+    private var stopped = false
     private var running = 0
 
     // MARK: Life cycle
@@ -46,6 +57,9 @@ final class ReadAhead: @unchecked Sendable {
     /// Starts `readers` reader threads, each with its own `SourceFileReader`.
     init(readers: Int, cancellation: CancellationFlag, readPause: TimeInterval, budget: Int = ReadAhead.defaultBudget) {
         self.budget = budget
+        workSubmitted = monitor.condition(0)
+        roomFreed = monitor.condition(1)
+        contentArrived = monitor.condition(2)
         running = max(1, readers)
         for index in 0..<running {
             let thread = Thread { [self] in
@@ -59,12 +73,15 @@ final class ReadAhead: @unchecked Sendable {
     /// Stops the readers (a file being read is left unfinished) and waits until every one
     /// has ended; content read and not written is freed with its file.
     func stop() {
-        condition.lock()
+        monitor.lock()
         stopped = true
-        condition.broadcast()
-        while running > 0 { condition.wait() }
+        monitor.broadcast(workSubmitted)
+        monitor.broadcast(roomFreed)
+        while running > 0 { monitor.wait(contentArrived) }
         submitted.removeAll()
-        condition.unlock()
+        for piece in spare { piece.deallocate() }
+        spare.removeAll()
+        monitor.unlock()
     }
 
     // MARK: Submitting
@@ -72,15 +89,15 @@ final class ReadAhead: @unchecked Sendable {
     /// Queues `file` to be read; its content is taken with `consume`.
     func submit(_ file: SourceFileReader.OpenFile) -> PrefetchedFile {
         let prefetched = PrefetchedFile(file: file)
-        condition.lock()
-        submitted.append(prefetched)
-        // Files already taken by readers are dropped from the front now and then.
-        if nextToRead > 1024 && nextToRead * 2 > submitted.count {
-            submitted.removeFirst(nextToRead)
-            nextToRead = 0
+        monitor.withLock {
+            submitted.append(prefetched)
+            // Files already taken by readers are dropped from the front now and then.
+            if nextToRead > 1024 && nextToRead * 2 > submitted.count {
+                submitted.removeFirst(nextToRead)
+                nextToRead = 0
+            }
+            monitor.signal(workSubmitted)
         }
-        condition.signal()
-        condition.unlock()
         return prefetched
     }
 
@@ -88,103 +105,104 @@ final class ReadAhead: @unchecked Sendable {
 
     /// Whether all of `file`'s content has been read (or the read failed).
     func isComplete(_ file: PrefetchedFile) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        return file.outcome != nil
+        monitor.withLock { file.outcome != nil }
     }
 
     /// Hands `file`'s content to `body` piece by piece as it is read, and returns what the
     /// read found (or throws what stopped it: an interruption).
     func consume(_ file: PrefetchedFile, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> SourceFileReader.Content {
-        condition.lock()
+        monitor.lock()
         // Its reader may now go past the budget: nothing else can be written before it.
         file.isBeingWritten = true
-        condition.broadcast()
+        monitor.broadcast(roomFreed)
         while true {
             if !file.chunks.isEmpty {
                 let chunk = file.chunks.removeFirst()
-                condition.unlock()
+                monitor.unlock()
                 let written = Result { try body(UnsafeRawBufferPointer(rebasing: chunk.memory[0..<chunk.count])) }
                 release(chunk.memory, of: file)
                 try written.get()
-                condition.lock()
+                monitor.lock()
                 continue
             }
             if let outcome = file.outcome {
-                condition.unlock()
+                monitor.unlock()
                 return try outcome.get()
             }
-            condition.wait()
+            monitor.wait(contentArrived)
         }
     }
 
     /// Bytes read and not yet written (for tests).
     var heldBytes: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return buffered
+        monitor.withLock { buffered }
     }
 
     // MARK: Reading
 
     /// A reader thread: takes the next file not taken yet and reads it, until stopped.
     private func readFiles(with reader: SourceFileReader) {
-        condition.lock()
+        monitor.lock()
         while true {
-            while !stopped && nextToRead >= submitted.count { condition.wait() }
+            while !stopped && nextToRead >= submitted.count { monitor.wait(workSubmitted) }
             if stopped { break }
             let file = submitted[nextToRead]
             nextToRead += 1
-            condition.unlock()
+            monitor.unlock()
             var destination = Destination(pool: self, file: file)
             let outcome = Result { try reader.readContent(of: file.file, into: &destination) }
             destination.releaseUnfilled()
-            condition.lock()
+            monitor.lock()
             file.outcome = outcome
-            condition.broadcast()
+            monitor.signal(contentArrived)
         }
         running -= 1
-        condition.broadcast()
-        condition.unlock()
+        monitor.broadcast(contentArrived)
+        monitor.unlock()
     }
 
     /// Memory for the next piece of `file`: waits while the budget is spent (nothing at all
     /// held is never too much), and for the file being written while its own allowance is.
     fileprivate func allocate(_ wanted: Int, for file: PrefetchedFile) throws -> UnsafeMutableRawBufferPointer {
-        condition.lock()
-        while !stopped && !mayHold(wanted, more: file) { condition.wait() }
+        // A whole piece comes from (and goes back to) the spare ones; a small one from malloc.
+        let size = wanted >= ReadAhead.pieceSize / 4 ? ReadAhead.pieceSize : wanted
+        monitor.lock()
+        while !stopped && !mayHold(size, more: file) { monitor.wait(roomFreed) }
         guard !stopped else {
-            condition.unlock()
+            monitor.unlock()
             throw Stopped()
         }
-        buffered += wanted
-        file.held += wanted
-        condition.unlock()
-        return UnsafeMutableRawBufferPointer.allocate(byteCount: wanted, alignment: 64)
+        buffered += size
+        file.held += size
+        let reused = size == ReadAhead.pieceSize ? spare.popLast() : nil
+        monitor.unlock()
+        return reused ?? UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 64)
     }
 
-    /// Whether `file` may take `wanted` bytes more now (called with the lock held).
-    private func mayHold(_ wanted: Int, more file: PrefetchedFile) -> Bool {
-        if buffered == 0 || buffered + wanted <= budget { return true }
-        return file.isBeingWritten && file.held + wanted <= ReadAhead.headAllowance
+    /// Whether `file` may take `size` bytes more now (called with the lock held).
+    private func mayHold(_ size: Int, more file: PrefetchedFile) -> Bool {
+        if buffered == 0 || buffered + size <= budget { return true }
+        return file.isBeingWritten && file.held + size <= ReadAhead.headAllowance
     }
 
-    /// Frees memory `file` took with `allocate`.
+    /// Gives back memory `file` took with `allocate`.
     fileprivate func release(_ memory: UnsafeMutableRawBufferPointer, of file: PrefetchedFile) {
-        memory.deallocate()
-        condition.lock()
+        monitor.lock()
         buffered -= memory.count
         file.held -= memory.count
-        condition.broadcast()
-        condition.unlock()
+        let kept = memory.count == ReadAhead.pieceSize && !stopped
+        if kept { spare.append(memory) }
+        monitor.broadcast(roomFreed)
+        monitor.unlock()
+        if !kept { memory.deallocate() }
     }
 
     /// The first `count` bytes of `memory` are the next content of `file`.
     fileprivate func deliver(_ memory: UnsafeMutableRawBufferPointer, count: Int, of file: PrefetchedFile) {
-        condition.lock()
-        file.chunks.append(Chunk(memory: memory, count: count))
-        condition.broadcast()
-        condition.unlock()
+        monitor.withLock {
+            file.chunks.append(Chunk(memory: memory, count: count))
+            monitor.signal(contentArrived)
+        }
     }
 
     /// Hands a reader chunks of its own, straight into the file's queue.
@@ -200,13 +218,10 @@ final class ReadAhead: @unchecked Sendable {
 
         mutating func buffer(wanted: Int) throws -> UnsafeMutableRawBufferPointer {
             // A buffer handed out and not filled (a read that failed and is retried) is reused.
-            if let memory = current {
-                if memory.count >= wanted { return UnsafeMutableRawBufferPointer(rebasing: memory[0..<max(1, wanted)]) }
-                releaseUnfilled()
-            }
-            let memory = try pool.allocate(max(1, wanted), for: file)
+            if let memory = current, memory.count < wanted { releaseUnfilled() }
+            let memory = try current ?? pool.allocate(max(1, wanted), for: file)
             current = memory
-            return memory
+            return UnsafeMutableRawBufferPointer(rebasing: memory[0..<min(memory.count, max(1, wanted))])
         }
 
         mutating func filled(_ count: Int) throws {
@@ -215,7 +230,7 @@ final class ReadAhead: @unchecked Sendable {
             pool.deliver(memory, count: count, of: file)
         }
 
-        /// Frees the buffer handed out last if it was never filled.
+        /// Gives back the buffer handed out last if it was never filled.
         mutating func releaseUnfilled() {
             if let memory = current { pool.release(memory, of: file) }
             current = nil
