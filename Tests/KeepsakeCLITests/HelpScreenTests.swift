@@ -225,7 +225,7 @@ final class HelpScreenTests: InProcessTestCase {
               --threads <n>           Compressor threads (zstd and xz). (default: number of
                                       CPUs)
               --readers <n>           Files read at once, ahead of the archive (1 reads one
-                                      file at a time). (default: 4)
+                                      file at a time). (default: one per CPU, 2 to 8)
               --full                  Make a full backup, starting a new chain, even when an
                                       incremental one is possible.
               --full-every <n>        Start a new chain once the current one holds this many
@@ -355,7 +355,8 @@ final class HelpScreenTests: InProcessTestCase {
                   (default: number of CPUs)
               --readers <n>
                   Files read at once, ahead of the archive (1
-                  reads one file at a time). (default: 4)
+                  reads one file at a time). (default: one per
+                  CPU, 2 to 8)
               --full
                   Make a full backup, starting a new chain,
                   even when an incremental one is possible.

@@ -73,8 +73,10 @@ public struct BackupRequest: Sendable {
     /// How many files are read at once (`--readers`): with more than one, reader threads
     /// read ahead of the archive writer (see `ReadAhead`); one reads on the writing thread.
     public var readers = BackupRequest.defaultReaders
-    /// Files read at once unless asked otherwise.
-    public static let defaultReaders = 4
+    /// Files read at once unless asked otherwise: one per core, at least 2 (on 2 cores, 2
+    /// readers kept a cold backup of /usr/share as fast as 4 or 8, and a warm one as fast as
+    /// reading on the writing thread), at most 8.
+    public static let defaultReaders = min(8, max(2, ProcessInfo.processInfo.activeProcessorCount))
     /// A pause before each file is opened and after each MiB read, for fault-injection tests
     /// that change sources while a backup reads them (0 in normal use).
     public var readPause: TimeInterval = 0

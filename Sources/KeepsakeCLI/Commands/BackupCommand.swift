@@ -34,7 +34,7 @@ struct BackupCommand: KeepsakeCommand {
                        help: "The file name standard input gets in the backup.", takesPath: true),
             OptionSpec(.threads, kind: .value(valueName: "n"), defaultDescription: "number of CPUs",
                        help: "Compressor threads (zstd and xz)."),
-            OptionSpec(.readers, kind: .value(valueName: "n"), defaultDescription: String(BackupRequest.defaultReaders),
+            OptionSpec(.readers, kind: .value(valueName: "n"), defaultDescription: "one per CPU, 2 to 8",
                        help: "Files read at once, ahead of the archive (1 reads one file at a time)."),
             OptionSpec(.full, help: "Make a full backup, starting a new chain, even when an incremental one is possible."),
             OptionSpec(.fullEvery, kind: .value(valueName: "n"), defaultDescription: String(ChainPolicy.defaultFullEvery),
