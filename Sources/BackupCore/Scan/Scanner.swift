@@ -13,13 +13,50 @@ public final class Scanner {
     /// The 43 bytes a valid CACHEDIR.TAG starts with (bford.info/cachedir).
     private static let cacheTagSignature = Array("Signature: 8a477f597d28d172789f06886806bc55".utf8)
 
-    /// One open directory being listed.
+    /// One open directory being listed: its names in name order, and the statuses of the
+    /// ones from `windowStart` on (read ahead a window at a time, in inode order: on a cold
+    /// disk the inode tables are then read front to back rather than hopping with the names).
     private struct Frame {
         let fd: Int32
         let absolutePath: [UInt8]
         let relativePath: [UInt8]
-        let names: [[UInt8]]
-        var index: Int
+        let names: [(name: [UInt8], inode: UInt64)]
+        var index = 0
+        var windowStart = 0
+        var statuses: [Result<stat, Errno>] = []
+
+        init(fd: Int32, absolutePath: [UInt8], relativePath: [UInt8], names: [(name: [UInt8], inode: UInt64)]) {
+            self.fd = fd
+            self.absolutePath = absolutePath
+            self.relativePath = relativePath
+            self.names = names
+        }
+
+        /// The name at `index` and its status, reading the next window when needed.
+        mutating func next() -> (name: [UInt8], info: Result<stat, Errno>) {
+            if index >= windowStart + statuses.count {
+                windowStart = index
+                let window = index..<min(names.count, index + Scanner.statusWindow)
+                statuses = [Result<stat, Errno>](repeating: .failure(Errno(code: ENOENT)), count: window.count)
+                for position in window.sorted(by: { names[$0].inode < names[$1].inode }) {
+                    var info = stat()
+                    statuses[position - windowStart] = PathBytes.syscall(names[position].name) {
+                        fstatat(fd, $0, &info, AT_SYMLINK_NOFOLLOW)
+                    } == 0 ? .success(info) : .failure(Errno(code: errno))
+                }
+            }
+            defer { index += 1 }
+            return (names[index].name, statuses[index - windowStart])
+        }
+    }
+
+    /// Statuses read ahead per folder at most (a folder of a million files must not hold a
+    /// million of them).
+    static let statusWindow = 1024
+
+    /// An errno from a failed call.
+    private struct Errno: Error {
+        let code: Int32
     }
 
     // MARK: Life cycle
@@ -144,7 +181,7 @@ public final class Scanner {
     private func walk(directoryFD: Int32, absolutePath: [UInt8], rootDevice: dev_t,
                       visit: (ScannedItem) throws -> Void, ownsFD: Bool) throws {
         var stack: [Frame] = [Frame(fd: directoryFD, absolutePath: absolutePath, relativePath: [],
-                                    names: listNames(directoryFD, path: absolutePath), index: 0)]
+                                    names: listNames(directoryFD, path: absolutePath))]
         defer {
             for (position, frame) in stack.enumerated() where position > 0 || ownsFD { close(frame.fd) }
         }
@@ -156,15 +193,16 @@ public final class Scanner {
                 if !stack.isEmpty || ownsFD { close(finished.fd) }
                 continue
             }
+            let (name, status) = stack[top].next()
             let frame = stack[top]
-            let name = frame.names[frame.index]
-            stack[top].index += 1
             let absolute = PathBytes.join(frame.absolutePath, name)
             let relative = PathBytes.join(frame.relativePath, name)
-            var info = stat()
-            guard PathBytes.syscall(name, { fstatat(frame.fd, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0 else {
+            let info: stat
+            switch status {
+            case .success(let found): info = found
+            case .failure(let failure):
                 // Vanished between listing and stat: nothing to back up, but say so.
-                warn(PathWarning(kind: .unreadable, path: PathBytes.display(absolute), reason: FileDescriptorIO.message(errno)))
+                warn(PathWarning(kind: .unreadable, path: PathBytes.display(absolute), reason: FileDescriptorIO.message(failure.code)))
                 continue
             }
             let isDirectory = info.st_mode & S_IFMT == S_IFDIR
@@ -188,7 +226,7 @@ public final class Scanner {
                 continue
             }
             stack.append(Frame(fd: fd, absolutePath: absolute, relativePath: relative,
-                               names: listNames(fd, path: absolute), index: 0))
+                               names: listNames(fd, path: absolute)))
         }
     }
 
@@ -229,8 +267,9 @@ public final class Scanner {
 
     // MARK: Listing
 
-    /// The names in a directory, sorted bytewise so archives are reproducible.
-    private func listNames(_ fd: Int32, path: [UInt8]) -> [[UInt8]] {
+    /// The names in a directory, sorted bytewise so archives are reproducible, with their
+    /// inode numbers.
+    private func listNames(_ fd: Int32, path: [UInt8]) -> [(name: [UInt8], inode: UInt64)] {
         let copy = dup(fd)
         guard copy >= 0, let directory = fdopendir(copy) else {
             if copy >= 0 { close(copy) }
@@ -238,16 +277,16 @@ public final class Scanner {
             return []
         }
         defer { closedir(directory) }
-        var names: [[UInt8]] = []
+        var names: [(name: [UInt8], inode: UInt64)] = []
         errno = 0
         while let entry = readdir(directory) {
             let name = PathBytes.name(of: entry)
             if name.isEmpty || name == [46] || name == [46, 46] { continue }
-            names.append(name)
+            names.append((name, UInt64(entry.pointee.d_ino)))
         }
         if errno != 0 {
             warn(PathWarning(kind: .unreadable, path: PathBytes.display(path), reason: FileDescriptorIO.message(errno)))
         }
-        return names.sorted { $0.lexicographicallyPrecedes($1) }
+        return names.sorted { $0.name.lexicographicallyPrecedes($1.name) }
     }
 }
