@@ -68,11 +68,11 @@ final class RestoreFileWriterTests: KeepsakeTestCase {
             var piece = 1
             while offset < size {
                 let count = min(piece, size - offset)
-                content.withUnsafeBytes { writer.write(UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + count)]), at: Int64(offset)) }
+                try content.withUnsafeBytes { try writer.write(UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + count)]), at: Int64(offset)) }
                 offset += count
                 piece = piece * 3 + 1
             }
-            writer.endFile()
+            try writer.endFile()
         }
         // A hole in the middle (the bytes between are never handed over) and one at the end.
         var holey = [UInt8](repeating: 0, count: 300_000)
@@ -80,11 +80,11 @@ final class RestoreFileWriterTests: KeepsakeTestCase {
         expected["holey"] = holey
         writer.beginFile(job(directory, "d", "holey", size: holey.count, check: .verify(sha256: SHA256Hasher.hex(of: holey))),
                          newDirectory: false)
-        holey.withUnsafeBytes {
-            writer.write(UnsafeRawBufferPointer(rebasing: $0[0..<1000]), at: 0)
-            writer.write(UnsafeRawBufferPointer(rebasing: $0[200_000..<201_000]), at: 200_000)
+        try holey.withUnsafeBytes {
+            try writer.write(UnsafeRawBufferPointer(rebasing: $0[0..<1000]), at: 0)
+            try writer.write(UnsafeRawBufferPointer(rebasing: $0[200_000..<201_000]), at: 200_000)
         }
-        writer.endFile()
+        try writer.endFile()
 
         let outcome = writer.drain()
         XCTAssertNil(outcome.failure)
@@ -112,15 +112,15 @@ final class RestoreFileWriterTests: KeepsakeTestCase {
         let good = Array("good\n".utf8)
         writer.beginFile(job(directory, "d", "damaged", size: 4, check: .verify(sha256: SHA256Hasher.hex(of: Array("abcd".utf8)))),
                          newDirectory: true)
-        Array("abce".utf8).withUnsafeBytes { writer.write($0, at: 0) }
-        writer.endFile()
+        try Array("abce".utf8).withUnsafeBytes { try writer.write($0, at: 0) }
+        try writer.endFile()
         writer.beginFile(job(directory, "d", "cut", size: 10, check: .verify(sha256: nil)), newDirectory: false)
-        Array("half".utf8).withUnsafeBytes { writer.write($0, at: 0) }
+        try Array("half".utf8).withUnsafeBytes { try writer.write($0, at: 0) }
         writer.abortFile()
         writer.beginFile(job(directory, "d", "good", size: good.count, check: .verify(sha256: SHA256Hasher.hex(of: good))),
                          newDirectory: false)
-        good.withUnsafeBytes { writer.write($0, at: 0) }
-        writer.endFile()
+        try good.withUnsafeBytes { try writer.write($0, at: 0) }
+        try writer.endFile()
 
         let outcome = writer.drain()
         XCTAssertEqual(outcome.files, 1)
@@ -136,8 +136,8 @@ final class RestoreFileWriterTests: KeepsakeTestCase {
         let directory = try folder("d")
         let content = Array("shared content\n".utf8)
         writer.beginFile(job(directory, "d", "first", size: content.count, check: .wait(hashed: true)), newDirectory: true)
-        content.withUnsafeBytes { writer.write($0, at: 0) }
-        writer.endFile()
+        try content.withUnsafeBytes { try writer.write($0, at: 0) }
+        try writer.endFile()
         writer.link(RestoreFileWriter.LinkJob(directory: directory, components: [Array("d".utf8), Array("second".utf8)],
                                               path: Array("d/second".utf8), linkPath: Array("d/first".utf8),
                                               linkParts: [Array("d".utf8), Array("first".utf8)], deferred: true),
@@ -186,8 +186,8 @@ final class RestoreFileWriterTests: KeepsakeTestCase {
             let content = Array("file \(index)\n".utf8)
             writer.beginFile(job(directory, name, "x", size: content.count, check: .verify(sha256: SHA256Hasher.hex(of: content))),
                              newDirectory: true)
-            content.withUnsafeBytes { writer.write($0, at: 0) }
-            writer.endFile()
+            try content.withUnsafeBytes { try writer.write($0, at: 0) }
+            try writer.endFile()
             if index % 50 == 0 { most = max(most, openDescriptorCount() - before) }
         }
         let outcome = writer.drain()

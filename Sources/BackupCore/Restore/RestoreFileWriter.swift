@@ -4,9 +4,11 @@ import Foundation
 import Synchronization
 
 /// Writes restored files and hard links on a thread of its own, so that the restoring
-/// thread only reads the archive and copies bytes: with everything on one thread, the
-/// file system's work (open, write, rename) and the hashing made that thread the
-/// bottleneck of a full restore.
+/// thread only reads the archive, copies bytes and hashes them: with everything on one
+/// thread, the file system's work (open, write, rename) and the hashing made that thread
+/// the bottleneck of a full restore. The hashing is the queueing thread's, done as the
+/// bytes are copied (they are in its cache then): with it, the writer thread was the
+/// bottleneck of a full restore into a tmpfs, the other one waiting for it.
 ///
 /// The restoring thread queues operations, in order, into batches that each carry up to
 /// `batchSize` bytes of content; a few batches are reused, so memory stays bounded however
@@ -94,7 +96,8 @@ final class RestoreFileWriter: @unchecked Sendable {
     private enum Operation {
         case begin(FileJob)
         case data(offset: Int64, start: Int, count: Int)
-        case end
+        /// The file is complete; its SHA-256 as queued, when it was hashed.
+        case end(sha256: String?)
         case abort
         case link(LinkJob)
     }
@@ -112,10 +115,11 @@ final class RestoreFileWriter: @unchecked Sendable {
     private struct OpenFile {
         let job: FileJob
         let fd: Int32
-        let temporary: [UInt8]
+        /// Its temporary name; nil for an unnamed file (see `UnnamedFiles`).
+        let temporary: [UInt8]?
         var end: Int64 = 0
-        /// False when there is no SHA-256 to compare the content with.
-        let hashing: Bool
+        /// What an unnamed file was made with (its metadata calls leave that out).
+        var made: RestoredMetadata.Made? = nil
     }
 
     // MARK: Settings
@@ -136,11 +140,21 @@ final class RestoreFileWriter: @unchecked Sendable {
 
     private let request: RestoreRequest
     private let rootFD: DirectoryHandle
+    /// Set when the target started empty: files are then made unnamed and named once checked.
+    private let unnamed: UnnamedFiles?
+    /// The target started empty: a hard link gets its final name at once (it names a file
+    /// already complete), with no temporary name.
+    private let linksInPlace: Bool
     /// Checked while hashing: the holes of one sparse file can be a terabyte of zeros.
     private let cancellation: CancellationFlag
 
     // MARK: State (caller)
 
+    /// Hashes the content of the file being queued, when it is to be checked.
+    private let hasher = SHA256Hasher()
+    /// The file being queued, when it is hashed: how far its content has been hashed, and
+    /// its size (a file ending in a hole is hashed to its end).
+    private var hashed: (end: Int64, size: Int64)?
     private let queue = DispatchQueue(label: "keepsake.restore.write")
     private let slots = DispatchSemaphore(value: RestoreFileWriter.queuedBatches)
     private let spare = LockedValue<[Batch]>([])
@@ -156,9 +170,6 @@ final class RestoreFileWriter: @unchecked Sendable {
 
     private var outcome = Outcome()
     private var open: OpenFile?
-    /// Hashes on this thread, from the batch: handing big files to a hashing thread of
-    /// their own (another copy) measured 0.3 s slower on the 1 GiB set.
-    private let hasher = SHA256Hasher()
     /// Files and links waiting for the archive's manifest, and where each path is in it.
     private var pendings: [Pending] = []
     private var pendingIndex: [PathKey: Int] = [:]
@@ -167,12 +178,17 @@ final class RestoreFileWriter: @unchecked Sendable {
 
     /// A writer into the target whose folder is `rootFD`, applying `request`'s policy on
     /// owners and special bits, stopping its work once `cancellation` is set; nil when no
-    /// descriptor is left for it.
-    init?(rootFD: Int32, request: RestoreRequest, cancellation: CancellationFlag) {
+    /// descriptor is left for it. With `targetStartedEmpty`, files checked as they come are
+    /// made unnamed where the target allows it (`unnamed`), and hard links go straight to
+    /// their names: nothing there can be in the way but what this restore made.
+    init?(rootFD: Int32, request: RestoreRequest, cancellation: CancellationFlag, targetStartedEmpty: Bool = false,
+          unnamed: UnnamedFiles? = nil) {
         guard let root = DirectoryHandle(copying: rootFD) else { return nil }
         self.rootFD = root
         self.request = request
         self.cancellation = cancellation
+        self.unnamed = targetStartedEmpty ? unnamed : nil
+        linksInPlace = targetStartedEmpty
     }
 
     // MARK: Queueing (caller)
@@ -182,11 +198,20 @@ final class RestoreFileWriter: @unchecked Sendable {
     /// `maximumDirectoriesPerBatch`).
     func beginFile(_ job: FileJob, newDirectory: Bool) {
         if newDirectory { noteDirectory() }
+        resetHash()
+        if job.check.needsHash { hashed = (0, job.header.size) }
         append(.begin(job))
     }
 
-    /// Queues a copy of `bytes`, which belong at `offset` of the file begun last.
-    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
+    /// Queues a copy of `bytes`, which belong at `offset` of the file begun last, hashing
+    /// them (and a hole before them); throws when a stop was asked for while hashing a hole.
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
+        if var file = hashed {
+            if offset > file.end { try ManifestCheck.hashZeros(offset - file.end, into: hasher, cancellation: cancellation) }
+            hasher.update(bytes)
+            file.end = max(file.end, offset + Int64(bytes.count))
+            hashed = file
+        }
         var rest = bytes
         var position = offset
         while !rest.isEmpty {
@@ -200,10 +225,29 @@ final class RestoreFileWriter: @unchecked Sendable {
     }
 
     /// The file begun last is complete: check it and place it (or leave it waiting).
-    func endFile() { append(.end) }
+    /// Throws when a stop was asked for while hashing the hole it ends in.
+    func endFile() throws {
+        var sha256: String?
+        if let file = hashed {
+            if file.end < file.size { try ManifestCheck.hashZeros(file.size - file.end, into: hasher, cancellation: cancellation) }
+            sha256 = hasher.finalizeHex()
+            hashed = nil
+        }
+        append(.end(sha256: sha256))
+    }
 
     /// The file begun last cannot be completed (the archive broke off): remove it.
-    func abortFile() { append(.abort) }
+    func abortFile() {
+        resetHash()
+        append(.abort)
+    }
+
+    /// Forgets a digest left unfinished (a file abandoned, or a hash stopped).
+    private func resetHash() {
+        guard hashed != nil else { return }
+        _ = hasher.finalizeHex()
+        hashed = nil
+    }
 
     /// Queues a hard link, made after every file queued before it.
     func link(_ job: LinkJob, newDirectory: Bool) {
@@ -277,8 +321,8 @@ final class RestoreFileWriter: @unchecked Sendable {
                 begin(job)
             case .data(let offset, let start, let count):
                 writeNow(UnsafeRawBufferPointer(rebasing: batch.buffer.bytes[start..<(start + count)]), at: offset)
-            case .end:
-                finish()
+            case .end(let sha256):
+                finish(sha256: sha256)
             case .abort:
                 abandon()
             case .link(let job):
@@ -291,6 +335,22 @@ final class RestoreFileWriter: @unchecked Sendable {
         abandon() // a file never ended (not expected): its temporary must not stay
         // After a stop, what is still queued is dropped; the caller throws `interrupted`.
         guard outcome.failure == nil, !cancellation.isCancelled else { return }
+        if let unnamed, case .verify = job.check, !job.replaces {
+            // Made with the mode it gets: where the umask takes nothing from it, no fchmod follows.
+            let mode = RestoredMetadata.permissions(job.header.permissions, request: request)
+            let fd = unnamed.create(in: job.directory.fd, mode: mode)
+            if fd >= 0 {
+                open = OpenFile(job: job, fd: fd, temporary: nil,
+                                made: RestoredMetadata.Made(mode: unnamed.modeAtCreation(mode), uid: unnamed.owner.uid,
+                                                            gid: unnamed.owner.gid))
+                return
+            }
+            let code = errno
+            guard UnnamedFiles.refusesUnnamedFiles(code) else {
+                problem(job.path, code)
+                return
+            }
+        }
         let temporary = RestoreTarget.temporaryName()
         let fd = PathBytes.syscall(temporary) {
             openat(job.directory.fd, $0, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -299,22 +359,11 @@ final class RestoreFileWriter: @unchecked Sendable {
             problem(job.path, errno)
             return
         }
-        open = OpenFile(job: job, fd: fd, temporary: temporary, hashing: job.check.needsHash)
+        open = OpenFile(job: job, fd: fd, temporary: temporary)
     }
 
     private func writeNow(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
         guard var file = open, let base = bytes.baseAddress else { return }
-        if file.hashing {
-            if offset > file.end {
-                do {
-                    try ManifestCheck.hashZeros(offset - file.end, into: hasher, cancellation: cancellation)
-                } catch {
-                    abandon()
-                    return
-                }
-            }
-            hasher.update(bytes)
-        }
         var written = 0
         while written < bytes.count {
             let count = pwrite(file.fd, base + written, bytes.count - written, off_t(offset) + off_t(written))
@@ -331,63 +380,88 @@ final class RestoreFileWriter: @unchecked Sendable {
         open = file
     }
 
-    private func finish() {
+    /// Checks the file begun last, whose content hashed to `sha256` as it was queued, and
+    /// places it (or leaves it waiting).
+    private func finish(sha256: String?) {
         guard let file = open else { return }
         open = nil
         let job = file.job
         let size = job.header.size
-        var sha256: String?
-        if file.hashing {
-            do {
-                if file.end < size { try ManifestCheck.hashZeros(size - file.end, into: hasher, cancellation: cancellation) }
-            } catch {
-                open = file
-                abandon()
-                return
-            }
-            sha256 = hasher.finalizeHex()
-        }
         // Only a file that ends in a hole needs its length set.
         if file.end < size, ftruncate(file.fd, off_t(size)) != 0 {
             let code = errno
-            close(file.fd)
-            RestoreTarget.remove(file.temporary, in: job.directory.fd)
+            discard(file)
             fail(RestoreTarget.stoppingError(request.target, code, path: job.path))
             return
         }
-        RestoredMetadata.apply(job.header, fd: file.fd, request: request, path: job.path, warnings: &outcome.warnings)
-        let identity = RestoredMetadata.Identity(fd: file.fd)
-        close(file.fd)
+        RestoredMetadata.apply(job.header, fd: file.fd, request: request, path: job.path, warnings: &outcome.warnings,
+                               made: file.made)
         outcome.bytes += size
         liveBytes.add(size, ordering: .relaxed)
         switch job.check {
         case .verify(let expected):
             guard expected == nil || expected == sha256 else {
-                RestoreTarget.remove(file.temporary, in: job.directory.fd)
+                discard(file)
                 outcome.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(job.path),
                                                    reason: "content does not match its SHA-256 in the manifest; not restored"))
                 return
             }
-            if place(file.temporary, as: job.components[job.components.count - 1], in: job.directory.fd, path: job.path) {
+            let name = job.components[job.components.count - 1]
+            let placed: Bool
+            if let temporary = file.temporary {
+                close(file.fd)
+                placed = place(temporary, as: name, in: job.directory.fd, path: job.path)
+            } else {
+                placed = nameUnnamed(file, as: name)
+            }
+            if placed {
                 outcome.files += 1
                 if job.replaces { outcome.replaced += 1 }
                 liveFiles.add(1, ordering: .relaxed)
             }
         case .wait:
+            let identity = RestoredMetadata.Identity(fd: file.fd)
+            close(file.fd)
+            // A waiting file always has a temporary name: only checked files are made unnamed.
             pendingIndex[PathKey(job.path)] = pendings.count
-            pendings.append(Pending(components: job.components, path: job.path, temporaryName: file.temporary,
+            pendings.append(Pending(components: job.components, path: job.path, temporaryName: file.temporary ?? [],
                                     sha256: sha256, linkOf: nil, identity: identity, replaces: job.replaces,
                                     recorded: RecordedAttributes(job.header)))
         }
     }
 
-    /// Removes the file being written, and starts the digest over.
+    /// Removes the file being written.
     private func abandon() {
         guard let file = open else { return }
         open = nil
-        if file.hashing { _ = hasher.finalizeHex() }
+        discard(file)
+    }
+
+    /// Closes a file that is not to be placed and removes its temporary name (an unnamed file
+    /// goes with its descriptor).
+    private func discard(_ file: OpenFile) {
         close(file.fd)
-        RestoreTarget.remove(file.temporary, in: file.job.directory.fd)
+        if let temporary = file.temporary { RestoreTarget.remove(temporary, in: file.job.directory.fd) }
+    }
+
+    /// Gives a finished, checked unnamed file its name, and closes it; false (with the
+    /// problem noted) when that failed.
+    private func nameUnnamed(_ file: OpenFile, as name: [UInt8]) -> Bool {
+        guard let unnamed else { return false }
+        defer { close(file.fd) }
+        let directoryFD = file.job.directory.fd
+        var code = unnamed.name(file.fd, as: name, in: directoryFD)
+        if code == EEXIST {
+            // The archive held this path before: the later copy replaces it, as a rename would.
+            let temporary = RestoreTarget.temporaryName()
+            code = unnamed.name(file.fd, as: temporary, in: directoryFD)
+            if code == 0 { return place(temporary, as: name, in: directoryFD, path: file.job.path) }
+        }
+        guard code == 0 else {
+            problem(file.job.path, code)
+            return false
+        }
+        return true
     }
 
     private func makeLink(_ job: LinkJob) {
@@ -403,6 +477,18 @@ final class RestoreFileWriter: @unchecked Sendable {
             return
         }
         defer { close(sourceFD) }
+        let name = job.components[job.components.count - 1]
+        if linksInPlace && !job.deferred && !job.replaces {
+            // Straight to its name; only a name the archive already used takes the way below.
+            let status = PathBytes.syscall(sourceParts[sourceParts.count - 1]) { source in
+                PathBytes.syscall(name) { linkat(sourceFD, source, job.directory.fd, $0, 0) }
+            }
+            if status == 0 {
+                outcome.hardlinks += 1
+                liveFiles.add(1, ordering: .relaxed)
+                return
+            }
+        }
         let temporary = RestoreTarget.temporaryName()
         let status = PathBytes.syscall(sourceParts[sourceParts.count - 1]) { source in
             PathBytes.syscall(temporary) { linkat(sourceFD, source, job.directory.fd, $0, 0) }
@@ -414,7 +500,7 @@ final class RestoreFileWriter: @unchecked Sendable {
         if job.deferred {
             pendings.append(Pending(components: job.components, path: job.path, temporaryName: temporary, sha256: nil,
                                     linkOf: job.linkPath, identity: nil, replaces: job.replaces, recorded: nil))
-        } else if place(temporary, as: job.components[job.components.count - 1], in: job.directory.fd, path: job.path) {
+        } else if place(temporary, as: name, in: job.directory.fd, path: job.path) {
             outcome.hardlinks += 1
             if job.replaces { outcome.replaced += 1 }
             liveFiles.add(1, ordering: .relaxed)

@@ -28,15 +28,21 @@ final class RestorePlacement {
     private let writer: RestoreFileWriter
     /// The writer's handle on the folder the last file went into, and that folder's path.
     private var lastDirectory: (components: ArraySlice<[UInt8]>, handle: DirectoryHandle)?
+    /// Whose everything this restore makes is, when known: in a target that started empty,
+    /// the owner a probe file got (see `UnnamedFiles`). Nil elsewhere.
+    let madeOwner: (uid: UInt32, gid: UInt32)?
 
     // MARK: Life cycle
 
     /// Placement into `target` as `plan` and `request` say; throws when no descriptor is
     /// left for the file writer.
     init(target: RestoreTarget, plan: RestorePlan, request: RestoreRequest, cancellation: CancellationFlag) throws {
-        guard let writer = RestoreFileWriter(rootFD: target.rootFD, request: request, cancellation: cancellation) else {
+        let unnamed = target.startedEmpty ? UnnamedFiles.probe(in: target.rootFD) : nil
+        guard let writer = RestoreFileWriter(rootFD: target.rootFD, request: request, cancellation: cancellation,
+                                             targetStartedEmpty: target.startedEmpty, unnamed: unnamed) else {
             throw EngineError.targetUnusable(path: request.target, reason: FileDescriptorIO.message(errno))
         }
+        madeOwner = unnamed?.owner
         self.plan = plan
         self.request = request
         self.cancellation = cancellation
@@ -86,9 +92,9 @@ final class RestorePlacement {
 
     // MARK: Files and hard links
 
-    /// Queues a file's content, read from `reader`, for the writer, which writes it under a
-    /// temporary name, hashing it, then judges it as `check` says and places it (or leaves
-    /// it waiting for the archive's own manifest).
+    /// Queues a file's content, read from `reader`, hashing it, for the writer, which writes
+    /// it unnamed or under a temporary name, then judges it as `check` says and places it (or
+    /// leaves it waiting for the archive's own manifest).
     func queueFile(_ header: ArchiveEntryHeader, reader: ArchiveReader, components: [[UInt8]], path: [UInt8],
                    parentFD: Int32, check: RestoreFileWriter.Check, replaces: Bool, result: inout RestoreResult) throws {
         try stopIfTargetFailed(result: &result)
@@ -106,13 +112,13 @@ final class RestorePlacement {
             while let block = try reader.nextBlock() {
                 try cancellation.check()
                 try stopIfTargetFailed(result: &result)
-                writer.write(block.bytes, at: block.offset)
+                try writer.write(block.bytes, at: block.offset)
             }
+            try writer.endFile()
         } catch {
             writer.abortFile()
             throw error
         }
-        writer.endFile()
     }
 
     /// Queues the hard link `header` describes, at `components`, for the writer; with

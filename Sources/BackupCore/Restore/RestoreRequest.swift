@@ -43,6 +43,9 @@ public struct RestoreRequest: Sendable {
     /// Leading path components dropped from every restored path (`--strip-components`, as
     /// tar's); an entry with no component left is not restored.
     public var stripComponents = 0
+    /// Wait until the target's file system has stored everything restored on its disk before
+    /// the restore ends (`--sync`); otherwise the kernel writes it back in its own time.
+    public var sync = false
 
     /// Creates a request.
     public init(target: String, selections: [String] = [], overwrite: OverwritePolicy = .never, dryRun: Bool = false,

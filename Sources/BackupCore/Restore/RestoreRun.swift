@@ -121,7 +121,12 @@ final class RestoreRun {
         }
         if let target {
             applyFolderFixes()
-            ks_syncfs(target.rootFD)
+            // Like tar and restic, the restore ends when the kernel has everything; `--sync`
+            // waits for the disk too (seconds on a real one, for a large tree).
+            if request.sync && ks_syncfs(target.rootFD) != 0 {
+                throw EngineError.targetUnusable(path: request.target, reason: "it could not be synced to its disk "
+                    + "(\(FileDescriptorIO.message(errno))): the restored files may not all be stored; restore again")
+            }
         }
         result.elapsed = Date().timeIntervalSince(started)
         return result
@@ -448,7 +453,7 @@ final class RestoreRun {
 
     private func applyFolderFixes() {
         guard let target else { return }
-        fixes.apply(in: target, request: request, warnings: &result.warnings)
+        fixes.apply(in: target, request: request, madeOwner: placement?.madeOwner, warnings: &result.warnings)
     }
 
     // MARK: Counting
