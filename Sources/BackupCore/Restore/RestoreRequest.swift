@@ -120,6 +120,9 @@ public struct RestoreResult: Sendable {
     public var archiveBytesRead: Int64 = 0
     /// Archives read only in part (the frames holding the selection), of those read.
     public var archivesReadInPart = 0
+    /// The target's file system had stored everything on its disk when the restore ended
+    /// (`RestoreRequest.sync`).
+    public var synced = false
 
     /// An empty result.
     public init() {}

@@ -123,9 +123,12 @@ final class RestoreRun {
             applyFolderFixes()
             // Like tar and restic, the restore ends when the kernel has everything; `--sync`
             // waits for the disk too (seconds on a real one, for a large tree).
-            if request.sync && ks_syncfs(target.rootFD) != 0 {
-                throw EngineError.targetUnusable(path: request.target, reason: "it could not be synced to its disk "
-                    + "(\(FileDescriptorIO.message(errno))): the restored files may not all be stored; restore again")
+            if request.sync {
+                guard ks_syncfs(target.rootFD) == 0 else {
+                    throw EngineError.targetUnusable(path: request.target, reason: "it could not be synced to its disk "
+                        + "(\(FileDescriptorIO.message(errno))): the restored files may not all be stored; restore again")
+                }
+                result.synced = true
             }
         }
         result.elapsed = Date().timeIntervalSince(started)

@@ -342,6 +342,7 @@ struct RestoreCommand: KeepsakeCommand {
         if request.dryRun { object["planned"] = .array(result.planned.map { .string($0) }) }
         object["archive_bytes_read"] = .int(result.archiveBytesRead)
         object["archives_read_in_part"] = .int(Int64(result.archivesReadInPart))
+        object["synced"] = .bool(result.synced)
         object["elapsed_seconds"] = .double((result.elapsed * 1000).rounded() / 1000)
         object["exit_code"] = .int(Int64(code.rawValue))
         return .object(object)
