@@ -44,6 +44,14 @@ final class RestoreFileWriterTests: KeepsakeTestCase {
                                          check: check)
     }
 
+    /// A hard link `folder/name` to `folder/target`.
+    private func linkJob(_ directory: DirectoryHandle, _ folder: String, _ name: String, to target: String,
+                         deferred: Bool = false) -> RestoreFileWriter.LinkJob {
+        RestoreFileWriter.LinkJob(directory: directory, components: [Array(folder.utf8), Array(name.utf8)],
+                                  path: Array("\(folder)/\(name)".utf8), linkPath: Array("\(folder)/\(target)".utf8),
+                                  linkParts: [Array(folder.utf8), Array(target.utf8)], deferred: deferred)
+    }
+
     /// Queues a whole file with `content` and ends it.
     private func queue(_ writer: RestoreFileWriter, _ job: RestoreFileWriter.FileJob, _ content: [UInt8],
                        newDirectory: Bool = false) throws {
@@ -172,10 +180,7 @@ final class RestoreFileWriterTests: KeepsakeTestCase {
         let open = Array("open\n".utf8)
         try queue(writer, job(directory, "d", "open", size: open.count, check: .verify(sha256: SHA256Hasher.hex(of: open)),
                               mode: 0o666), open)
-        writer.link(RestoreFileWriter.LinkJob(directory: directory, components: [Array("d".utf8), Array("alias".utf8)],
-                                              path: Array("d/alias".utf8), linkPath: Array("d/file".utf8),
-                                              linkParts: [Array("d".utf8), Array("file".utf8)], deferred: false),
-                    newDirectory: false)
+        writer.link(linkJob(directory, "d", "alias", to: "file"), newDirectory: false)
 
         let outcome = writer.drain()
         XCTAssertNil(outcome.failure)
@@ -204,10 +209,7 @@ final class RestoreFileWriterTests: KeepsakeTestCase {
         writer.beginFile(job(directory, "d", "first", size: content.count, check: .wait(hashed: true)), newDirectory: true)
         try content.withUnsafeBytes { try writer.write($0, at: 0) }
         try writer.endFile()
-        writer.link(RestoreFileWriter.LinkJob(directory: directory, components: [Array("d".utf8), Array("second".utf8)],
-                                              path: Array("d/second".utf8), linkPath: Array("d/first".utf8),
-                                              linkParts: [Array("d".utf8), Array("first".utf8)], deferred: true),
-                    newDirectory: false)
+        writer.link(linkJob(directory, "d", "second", to: "first", deferred: true), newDirectory: false)
         let outcome = writer.drain()
         XCTAssertEqual(outcome.files, 0, "waiting files are not counted yet")
         XCTAssertEqual(outcome.bytes, Int64(content.count))
@@ -229,10 +231,7 @@ final class RestoreFileWriterTests: KeepsakeTestCase {
     func testLinkToMissingFileIsAWarning() throws {
         let writer = try makeWriter()
         let directory = try folder("d")
-        writer.link(RestoreFileWriter.LinkJob(directory: directory, components: [Array("d".utf8), Array("link".utf8)],
-                                              path: Array("d/link".utf8), linkPath: Array("d/absent".utf8),
-                                              linkParts: [Array("d".utf8), Array("absent".utf8)], deferred: false),
-                    newDirectory: true)
+        writer.link(linkJob(directory, "d", "link", to: "absent"), newDirectory: true)
         let outcome = writer.drain()
         XCTAssertNil(outcome.failure)
         XCTAssertEqual(outcome.hardlinks, 0)

@@ -183,11 +183,7 @@ final class FaultTests: FaultTestCase {
             let running = try keepsake.start(["restore", id, "--dest", dest, "--target", target])
             defer { running.kill() }
             if let placed {
-                try waitUntil(interval: 100) {
-                    try !running.isRunning || (RawFileSystem.exists(root)
-                        && RawFileSystem.listDirectory(RawFileSystem.bytes(root)).filter { $0.starts(with: Array("blob-".utf8)) }
-                            .count >= placed)
-                }
+                try waitForLargeFiles(placed, in: root, restoredBy: running)
             } else {
                 usleep(500_000)
             }
@@ -195,11 +191,7 @@ final class FaultTests: FaultTestCase {
             let outcome = try signalAndWait(running, SIGKILL)
             XCTAssertTrue([0, 128 + SIGKILL].contains(outcome.exitCode), "\(context)\n\(outcome)")
             try assertOnlyCorrectFiles(target: target, restoredRoot: root, source: big, context)
-            if index == 0 {
-                assertExit(try run(["restore", id, "--dest", dest, "--target", target, "--overwrite", "always"]), 0,
-                           "\(context): restoring again")
-                try assertTreesEqual(expected: big, actual: root)
-            }
+            if index == 0 { try assertRestoresAgain(id, dest: dest, target: target, root: root, source: big, context) }
             _ = try tool("rm", ["-rf", target])
             if (testRun?.failureCount ?? 0) == failuresBefore { clean += 1 }
         }

@@ -29,11 +29,8 @@ struct FolderFixes {
     // MARK: Applying
 
     /// Applies every fix in `target` as `request` says (owners, special bits), through the
-    /// folders' descriptors, and forgets them; problems become `warnings`. `madeOwner` is
-    /// whose every folder already is, when that is known (a target that started empty holds
-    /// only folders this restore made): they are not given to that owner again.
-    mutating func apply(in target: RestoreTarget, request: RestoreRequest, madeOwner: (uid: UInt32, gid: UInt32)? = nil,
-                        warnings: inout [PathWarning]) {
+    /// folders' descriptors, and forgets them; problems become `warnings`.
+    mutating func apply(in target: RestoreTarget, request: RestoreRequest, warnings: inout [PathWarning]) {
         // Deepest first (a folder's time is set after everything inside it changed), and
         // siblings together, so the target's open folders on the way are reused: opening
         // each folder from the top cost 55,000 openat calls for 5,000 folders.
@@ -44,8 +41,7 @@ struct FolderFixes {
         for fix in ordered {
             guard let fd = try? target.directory(fix.components[...], create: false) else { continue }
             let path = fix.components.dropFirst().reduce(fix.components[0]) { PathBytes.join($0, $1) }
-            RestoredMetadata.apply(fix.header, fd: fd, request: request, path: path, warnings: &warnings,
-                                   made: madeOwner.map { RestoredMetadata.Made(mode: nil, uid: $0.uid, gid: $0.gid) })
+            RestoredMetadata.apply(fix.header, fd: fd, request: request, path: path, warnings: &warnings)
         }
         fixes = []
     }

@@ -3,12 +3,11 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// Writes restored files and hard links on a thread of its own, so that the restoring
-/// thread only reads the archive, copies bytes and hashes them: with everything on one
+/// Writes restored files and hard links on a thread of its own: with everything on one
 /// thread, the file system's work (open, write, rename) and the hashing made that thread
-/// the bottleneck of a full restore. The hashing is the queueing thread's, done as the
-/// bytes are copied (they are in its cache then): with it, the writer thread was the
-/// bottleneck of a full restore into a tmpfs, the other one waiting for it.
+/// the bottleneck of a full restore. The restoring thread reads the archive, and copies
+/// and hashes each file's bytes as it queues them (they are in its cache then): hashed on
+/// the writer thread, they left that thread with the most work, the others waiting for it.
 ///
 /// The restoring thread queues operations, in order, into batches that each carry up to
 /// `batchSize` bytes of content; a few batches are reused, so memory stays bounded however
@@ -145,7 +144,8 @@ final class RestoreFileWriter: @unchecked Sendable {
     /// The target started empty: a hard link gets its final name at once (it names a file
     /// already complete), with no temporary name.
     private let linksInPlace: Bool
-    /// Checked while hashing: the holes of one sparse file can be a terabyte of zeros.
+    /// Checked before each file and while hashing (the holes of one sparse file can be a
+    /// terabyte of zeros).
     private let cancellation: CancellationFlag
 
     // MARK: State (caller)

@@ -28,9 +28,6 @@ final class RestorePlacement {
     private let writer: RestoreFileWriter
     /// The writer's handle on the folder the last file went into, and that folder's path.
     private var lastDirectory: (components: ArraySlice<[UInt8]>, handle: DirectoryHandle)?
-    /// Whose everything this restore makes is, when known: in a target that started empty,
-    /// the owner a probe file got (see `UnnamedFiles`). Nil elsewhere.
-    let madeOwner: (uid: UInt32, gid: UInt32)?
 
     // MARK: Life cycle
 
@@ -42,7 +39,6 @@ final class RestorePlacement {
                                              targetStartedEmpty: target.startedEmpty, unnamed: unnamed) else {
             throw EngineError.targetUnusable(path: request.target, reason: FileDescriptorIO.message(errno))
         }
-        madeOwner = unnamed?.owner
         self.plan = plan
         self.request = request
         self.cancellation = cancellation

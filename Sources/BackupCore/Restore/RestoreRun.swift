@@ -456,7 +456,7 @@ final class RestoreRun {
 
     private func applyFolderFixes() {
         guard let target else { return }
-        fixes.apply(in: target, request: request, madeOwner: placement?.madeOwner, warnings: &result.warnings)
+        fixes.apply(in: target, request: request, warnings: &result.warnings)
     }
 
     // MARK: Counting

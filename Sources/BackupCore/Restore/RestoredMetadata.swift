@@ -29,8 +29,8 @@ enum RestoredMetadata {
 
     // MARK: Open files and folders
 
-    /// What a file or folder this restore has just made already has: a call that would set
-    /// the same is left out (two of the five calls per file of a full restore).
+    /// What a file this restore has just made, unnamed, already has: a call that would set
+    /// the same is left out (an fchown and an fchmod per file, in most restores).
     struct Made: Sendable {
         /// Its permission bits, when known (see `UnnamedFiles.modeAtCreation`).
         let mode: UInt32?
