@@ -54,10 +54,10 @@ final class RestoreFileWriterTests: KeepsakeTestCase {
 
     /// Queues a whole file with `content` and ends it.
     private func queue(_ writer: RestoreFileWriter, _ job: RestoreFileWriter.FileJob, _ content: [UInt8],
-                       newDirectory: Bool = false) throws {
+                       newDirectory: Bool = false) {
         writer.beginFile(job, newDirectory: newDirectory)
-        try content.withUnsafeBytes { try writer.write($0, at: 0) }
-        try writer.endFile()
+        content.withUnsafeBytes { writer.write($0, at: 0) }
+        writer.endFile()
     }
 
     private func mode(of path: String) -> mode_t {
@@ -89,11 +89,11 @@ final class RestoreFileWriterTests: KeepsakeTestCase {
             var piece = 1
             while offset < size {
                 let count = min(piece, size - offset)
-                try content.withUnsafeBytes { try writer.write(UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + count)]), at: Int64(offset)) }
+                content.withUnsafeBytes { writer.write(UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + count)]), at: Int64(offset)) }
                 offset += count
                 piece = piece * 3 + 1
             }
-            try writer.endFile()
+            writer.endFile()
         }
         // A hole in the middle (the bytes between are never handed over) and one at the end.
         var holey = [UInt8](repeating: 0, count: 300_000)
@@ -101,11 +101,11 @@ final class RestoreFileWriterTests: KeepsakeTestCase {
         expected["holey"] = holey
         writer.beginFile(job(directory, "d", "holey", size: holey.count, check: .verify(sha256: SHA256Hasher.hex(of: holey))),
                          newDirectory: false)
-        try holey.withUnsafeBytes {
-            try writer.write(UnsafeRawBufferPointer(rebasing: $0[0..<1000]), at: 0)
-            try writer.write(UnsafeRawBufferPointer(rebasing: $0[200_000..<201_000]), at: 200_000)
+        holey.withUnsafeBytes {
+            writer.write(UnsafeRawBufferPointer(rebasing: $0[0..<1000]), at: 0)
+            writer.write(UnsafeRawBufferPointer(rebasing: $0[200_000..<201_000]), at: 200_000)
         }
-        try writer.endFile()
+        writer.endFile()
 
         let outcome = writer.drain()
         XCTAssertNil(outcome.failure)
@@ -133,15 +133,15 @@ final class RestoreFileWriterTests: KeepsakeTestCase {
         let good = Array("good\n".utf8)
         writer.beginFile(job(directory, "d", "damaged", size: 4, check: .verify(sha256: SHA256Hasher.hex(of: Array("abcd".utf8)))),
                          newDirectory: true)
-        try Array("abce".utf8).withUnsafeBytes { try writer.write($0, at: 0) }
-        try writer.endFile()
+        Array("abce".utf8).withUnsafeBytes { writer.write($0, at: 0) }
+        writer.endFile()
         writer.beginFile(job(directory, "d", "cut", size: 10, check: .verify(sha256: nil)), newDirectory: false)
-        try Array("half".utf8).withUnsafeBytes { try writer.write($0, at: 0) }
+        Array("half".utf8).withUnsafeBytes { writer.write($0, at: 0) }
         writer.abortFile()
         writer.beginFile(job(directory, "d", "good", size: good.count, check: .verify(sha256: SHA256Hasher.hex(of: good))),
                          newDirectory: false)
-        try good.withUnsafeBytes { try writer.write($0, at: 0) }
-        try writer.endFile()
+        good.withUnsafeBytes { writer.write($0, at: 0) }
+        writer.endFile()
 
         let outcome = writer.drain()
         XCTAssertEqual(outcome.files, 1)
@@ -165,21 +165,20 @@ final class RestoreFileWriterTests: KeepsakeTestCase {
         let first = Array("first\n".utf8)
         writer.beginFile(job(directory, "d", "file", size: first.count, check: .verify(sha256: SHA256Hasher.hex(of: first))),
                          newDirectory: true)
-        try first.withUnsafeBytes { try writer.write($0, at: 0) }
+        first.withUnsafeBytes { writer.write($0, at: 0) }
         XCTAssertNil(writer.drain().failure)
         XCTAssertEqual(try names(in: "d"), [], "a file being written has no name")
-        try writer.endFile()
-        let damaged = Array("abce".utf8)
-        try queue(writer, job(directory, "d", "damaged", size: 4, check: .verify(sha256: SHA256Hasher.hex(of: Array("abcd".utf8)))),
-                  damaged)
+        writer.endFile()
+        let expected = SHA256Hasher.hex(of: Array("abcd".utf8))
+        queue(writer, job(directory, "d", "damaged", size: 4, check: .verify(sha256: expected)), Array("abce".utf8))
         writer.beginFile(job(directory, "d", "cut", size: 10, check: .verify(sha256: nil)), newDirectory: false)
-        try Array("half".utf8).withUnsafeBytes { try writer.write($0, at: 0) }
+        Array("half".utf8).withUnsafeBytes { writer.write($0, at: 0) }
         writer.abortFile()
         let later = Array("the later copy\n".utf8)
-        try queue(writer, job(directory, "d", "file", size: later.count, check: .verify(sha256: SHA256Hasher.hex(of: later))), later)
+        queue(writer, job(directory, "d", "file", size: later.count, check: .verify(sha256: SHA256Hasher.hex(of: later))), later)
         let open = Array("open\n".utf8)
-        try queue(writer, job(directory, "d", "open", size: open.count, check: .verify(sha256: SHA256Hasher.hex(of: open)),
-                              mode: 0o666), open)
+        queue(writer, job(directory, "d", "open", size: open.count, check: .verify(sha256: SHA256Hasher.hex(of: open)),
+                          mode: 0o666), open)
         writer.link(linkJob(directory, "d", "alias", to: "file"), newDirectory: false)
 
         let outcome = writer.drain()
@@ -207,8 +206,8 @@ final class RestoreFileWriterTests: KeepsakeTestCase {
         let directory = try folder("d")
         let content = Array("shared content\n".utf8)
         writer.beginFile(job(directory, "d", "first", size: content.count, check: .wait(hashed: true)), newDirectory: true)
-        try content.withUnsafeBytes { try writer.write($0, at: 0) }
-        try writer.endFile()
+        content.withUnsafeBytes { writer.write($0, at: 0) }
+        writer.endFile()
         writer.link(linkJob(directory, "d", "second", to: "first", deferred: true), newDirectory: false)
         let outcome = writer.drain()
         XCTAssertEqual(outcome.files, 0, "waiting files are not counted yet")
@@ -251,8 +250,8 @@ final class RestoreFileWriterTests: KeepsakeTestCase {
             let content = Array("file \(index)\n".utf8)
             writer.beginFile(job(directory, name, "x", size: content.count, check: .verify(sha256: SHA256Hasher.hex(of: content))),
                              newDirectory: true)
-            try content.withUnsafeBytes { try writer.write($0, at: 0) }
-            try writer.endFile()
+            content.withUnsafeBytes { writer.write($0, at: 0) }
+            writer.endFile()
             if index % 50 == 0 { most = max(most, openDescriptorCount() - before) }
         }
         let outcome = writer.drain()

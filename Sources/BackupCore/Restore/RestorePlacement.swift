@@ -88,8 +88,8 @@ final class RestorePlacement {
 
     // MARK: Files and hard links
 
-    /// Queues a file's content, read from `reader`, hashing it, for the writer, which writes
-    /// it unnamed or under a temporary name, then judges it as `check` says and places it (or
+    /// Queues a file's content, read from `reader`, for the writer, which writes it unnamed or
+    /// under a temporary name, hashing it, then judges it as `check` says and places it (or
     /// leaves it waiting for the archive's own manifest).
     func queueFile(_ header: ArchiveEntryHeader, reader: ArchiveReader, components: [[UInt8]], path: [UInt8],
                    parentFD: Int32, check: RestoreFileWriter.Check, replaces: Bool, result: inout RestoreResult) throws {
@@ -108,13 +108,13 @@ final class RestorePlacement {
             while let block = try reader.nextBlock() {
                 try cancellation.check()
                 try stopIfTargetFailed(result: &result)
-                try writer.write(block.bytes, at: block.offset)
+                writer.write(block.bytes, at: block.offset)
             }
-            try writer.endFile()
         } catch {
             writer.abortFile()
             throw error
         }
+        writer.endFile()
     }
 
     /// Queues the hard link `header` describes, at `components`, for the writer; with
