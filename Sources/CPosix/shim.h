@@ -6,6 +6,7 @@
 #include <sys/types.h>
 #include <sys/xattr.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <malloc.h>
 
 // Values from the Linux UAPI headers (the same on x86_64 and aarch64).
@@ -17,6 +18,9 @@ static const long KS_UTIME_NOW = ((1l << 30) - 1l);
 static const int KS_O_PATH = 010000000;
 /// *at(2) calls: act on the descriptor itself when the name is empty.
 static const int KS_AT_EMPTY_PATH = 0x1000;
+/// open(2): an unnamed file in the folder given, to be named with linkat(2) once complete
+/// (__O_TMPFILE is the same on both; O_DIRECTORY is not, so it comes from <fcntl.h>).
+static const int KS_O_TMPFILE = 020000000 | O_DIRECTORY;
 
 extern int syncfs(int fd);
 extern int sync_file_range(int fd, long long offset, long long nbytes, unsigned int flags);

@@ -36,12 +36,33 @@ final class RestoreFileWriterTests: KeepsakeTestCase {
     }
 
     private func job(_ directory: DirectoryHandle, _ folder: String, _ name: String, size: Int, check: RestoreFileWriter.Check,
-                     mtime: Int64 = 1_700_000_000) -> RestoreFileWriter.FileJob {
+                     mtime: Int64 = 1_700_000_000, mode: UInt32 = 0o640) -> RestoreFileWriter.FileJob {
         let path = Array("\(folder)/\(name)".utf8)
         return RestoreFileWriter.FileJob(directory: directory, components: [Array(folder.utf8), Array(name.utf8)], path: path,
                                          header: ArchiveEntryHeader(path: path, type: .file, size: Int64(size),
-                                                                    permissions: 0o640, mtimeSeconds: mtime),
+                                                                    permissions: mode, mtimeSeconds: mtime),
                                          check: check)
+    }
+
+    /// A hard link `folder/name` to `folder/target`.
+    private func linkJob(_ directory: DirectoryHandle, _ folder: String, _ name: String, to target: String,
+                         deferred: Bool = false) -> RestoreFileWriter.LinkJob {
+        RestoreFileWriter.LinkJob(directory: directory, components: [Array(folder.utf8), Array(name.utf8)],
+                                  path: Array("\(folder)/\(name)".utf8), linkPath: Array("\(folder)/\(target)".utf8),
+                                  linkParts: [Array(folder.utf8), Array(target.utf8)], deferred: deferred)
+    }
+
+    /// Queues a whole file with `content` and ends it.
+    private func queue(_ writer: RestoreFileWriter, _ job: RestoreFileWriter.FileJob, _ content: [UInt8],
+                       newDirectory: Bool = false) {
+        writer.beginFile(job, newDirectory: newDirectory)
+        content.withUnsafeBytes { writer.write($0, at: 0) }
+        writer.endFile()
+    }
+
+    private func mode(of path: String) -> mode_t {
+        var info = stat()
+        return stat(root + "/" + path, &info) == 0 ? info.st_mode & 0o7777 : 0
     }
 
     private func names(in folder: String) throws -> [String] {
@@ -129,6 +150,55 @@ final class RestoreFileWriterTests: KeepsakeTestCase {
         XCTAssertEqual(try names(in: "d"), ["good"])
     }
 
+    /// In a target that started empty, files are written unnamed and named once checked: no
+    /// temporary name ever appears, a file being written has no name at all, damaged and
+    /// abandoned files leave nothing, a path met twice keeps the later content (as a rename
+    /// would), modes the umask would change are set, and a hard link goes straight to its name.
+    func testATargetThatStartedEmptyHoldsNoTemporaryName() throws {
+        guard let unnamed = UnnamedFiles.probe(in: rootFD) else {
+            throw XCTSkip("the file system of /tmp makes no unnamed files (O_TMPFILE)")
+        }
+        let request = RestoreRequest(target: root, preserveOwnership: false, samePermissions: true)
+        let writer = try XCTUnwrap(RestoreFileWriter(rootFD: rootFD, request: request, cancellation: CancellationFlag(),
+                                                     targetStartedEmpty: true, unnamed: unnamed))
+        let directory = try folder("d")
+        let first = Array("first\n".utf8)
+        writer.beginFile(job(directory, "d", "file", size: first.count, check: .verify(sha256: SHA256Hasher.hex(of: first))),
+                         newDirectory: true)
+        first.withUnsafeBytes { writer.write($0, at: 0) }
+        XCTAssertNil(writer.drain().failure)
+        XCTAssertEqual(try names(in: "d"), [], "a file being written has no name")
+        writer.endFile()
+        let expected = SHA256Hasher.hex(of: Array("abcd".utf8))
+        queue(writer, job(directory, "d", "damaged", size: 4, check: .verify(sha256: expected)), Array("abce".utf8))
+        writer.beginFile(job(directory, "d", "cut", size: 10, check: .verify(sha256: nil)), newDirectory: false)
+        Array("half".utf8).withUnsafeBytes { writer.write($0, at: 0) }
+        writer.abortFile()
+        let later = Array("the later copy\n".utf8)
+        queue(writer, job(directory, "d", "file", size: later.count, check: .verify(sha256: SHA256Hasher.hex(of: later))), later)
+        let open = Array("open\n".utf8)
+        queue(writer, job(directory, "d", "open", size: open.count, check: .verify(sha256: SHA256Hasher.hex(of: open)),
+                          mode: 0o666), open)
+        writer.link(linkJob(directory, "d", "alias", to: "file"), newDirectory: false)
+
+        let outcome = writer.drain()
+        XCTAssertNil(outcome.failure)
+        XCTAssertEqual(outcome.files, 3, "the first copy, the later one and 'open'")
+        XCTAssertEqual(outcome.hardlinks, 1)
+        XCTAssertEqual(outcome.damaged.map(\.path), ["d/damaged"])
+        XCTAssertEqual(outcome.warnings, [])
+        XCTAssertEqual(try names(in: "d"), ["alias", "file", "open"], "no temporary name, nothing damaged or cut")
+        XCTAssertEqual(Array(try Data(contentsOf: URL(fileURLWithPath: root + "/d/file"))), later)
+        XCTAssertEqual(mode(of: "d/file"), 0o640)
+        XCTAssertEqual(mode(of: "d/open"), 0o666, "a mode the umask takes bits from is set after all")
+        var file = stat()
+        var alias = stat()
+        XCTAssertEqual(stat(root + "/d/file", &file), 0)
+        XCTAssertEqual(stat(root + "/d/alias", &alias), 0)
+        XCTAssertEqual(file.st_ino, alias.st_ino, "the link names the file")
+        XCTAssertEqual(file.st_mtim.tv_sec, 1_700_000_000)
+    }
+
     /// Without a manifest yet, files wait under temporary names with their digests, and a
     /// hard link to one of them is made to its temporary name (so it shares the content).
     func testWaitingFilesAndLinksToThem() throws {
@@ -138,10 +208,7 @@ final class RestoreFileWriterTests: KeepsakeTestCase {
         writer.beginFile(job(directory, "d", "first", size: content.count, check: .wait(hashed: true)), newDirectory: true)
         content.withUnsafeBytes { writer.write($0, at: 0) }
         writer.endFile()
-        writer.link(RestoreFileWriter.LinkJob(directory: directory, components: [Array("d".utf8), Array("second".utf8)],
-                                              path: Array("d/second".utf8), linkPath: Array("d/first".utf8),
-                                              linkParts: [Array("d".utf8), Array("first".utf8)], deferred: true),
-                    newDirectory: false)
+        writer.link(linkJob(directory, "d", "second", to: "first", deferred: true), newDirectory: false)
         let outcome = writer.drain()
         XCTAssertEqual(outcome.files, 0, "waiting files are not counted yet")
         XCTAssertEqual(outcome.bytes, Int64(content.count))
@@ -163,10 +230,7 @@ final class RestoreFileWriterTests: KeepsakeTestCase {
     func testLinkToMissingFileIsAWarning() throws {
         let writer = try makeWriter()
         let directory = try folder("d")
-        writer.link(RestoreFileWriter.LinkJob(directory: directory, components: [Array("d".utf8), Array("link".utf8)],
-                                              path: Array("d/link".utf8), linkPath: Array("d/absent".utf8),
-                                              linkParts: [Array("d".utf8), Array("absent".utf8)], deferred: false),
-                    newDirectory: true)
+        writer.link(linkJob(directory, "d", "link", to: "absent"), newDirectory: true)
         let outcome = writer.drain()
         XCTAssertNil(outcome.failure)
         XCTAssertEqual(outcome.hardlinks, 0)

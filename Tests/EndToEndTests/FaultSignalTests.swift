@@ -78,21 +78,13 @@ final class FaultSignalTests: FaultTestCase {
                 let root = restored(big, into: target)
                 let running = try keepsake.start(["restore", id, "--dest", dest, "--target", target])
                 defer { running.kill() }
-                try waitUntil(interval: 100) {
-                    try !running.isRunning || (RawFileSystem.exists(root)
-                        && RawFileSystem.listDirectory(RawFileSystem.bytes(root)).filter { $0.starts(with: Array("blob-".utf8)) }
-                            .count >= placed)
-                }
+                try waitForLargeFiles(placed, in: root, restoredBy: running)
                 XCTAssertTrue(running.isRunning, "\(context): the restore ended before the signal")
                 let outcome = try signalAndWait(running, signal)
                 assertExit(outcome, 130, context)
                 try assertOnlyCorrectFiles(target: target, restoredRoot: root, source: big, context)
                 if attempts == 1 {
-                    // Folders are given their modes and times last, so an interrupted restore leaves
-                    // them 0700; only `--overwrite always` fixes folders that exist.
-                    assertExit(try run(["restore", id, "--dest", dest, "--target", target, "--overwrite", "always"]), 0,
-                               "\(context): restoring again")
-                    try assertTreesEqual(expected: big, actual: root)
+                    try assertRestoresAgain(id, dest: dest, target: target, root: root, source: big, context)
                 }
                 _ = try tool("rm", ["-rf", target])
                 if (testRun?.failureCount ?? 0) == failuresBefore { clean += 1 }

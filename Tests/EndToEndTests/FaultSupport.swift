@@ -191,6 +191,27 @@ class FaultTestCase: EndToEndTestCase {
         return try condition()
     }
 
+    /// Waits until `placed` of the big source's large files (`blob-…`) have their names in
+    /// `root`, where a restore puts them, or until that restore (`running`) has ended.
+    func waitForLargeFiles(_ placed: Int, in root: String, restoredBy running: ProcessRunner.Running) throws {
+        try waitUntil(interval: 100) {
+            try !running.isRunning || (RawFileSystem.exists(root)
+                && RawFileSystem.listDirectory(RawFileSystem.bytes(root)).filter { $0.starts(with: Array("blob-".utf8)) }
+                    .count >= placed)
+        }
+    }
+
+    /// Restores backup `id` of `dest` again over a restore that was stopped in `target`, with
+    /// `--overwrite always` (folders are given their modes and times last, so a stopped
+    /// restore leaves them 0700, and only that fixes folders that exist), and checks that
+    /// `source` came back whole at `root`.
+    func assertRestoresAgain(_ id: String, dest: String, target: String, root: String, source: String,
+                             _ context: String) throws {
+        assertExit(try run(["restore", id, "--dest", dest, "--target", target, "--overwrite", "always"]), 0,
+                   "\(context): restoring again")
+        try assertTreesEqual(expected: source, actual: root)
+    }
+
     /// Sends `signal` to a running child and waits for it to end.
     func signalAndWait(_ running: ProcessRunner.Running, _ signal: Int32, timeout: TimeInterval = 60) throws -> ProcessRunner.Outcome {
         _ = Glibc.kill(running.processIdentifier, signal)

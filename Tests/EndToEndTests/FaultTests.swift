@@ -5,7 +5,8 @@ import Glibc
 #endif
 
 /// `kill -9` at many moments of a backup and of a prune: every earlier backup survives,
-/// nothing half-done is listed, the next run needs no help and cleans up.
+/// nothing half-done is listed, the next run needs no help and cleans up; and during a
+/// restore into an empty target: no half-written file under a final name, no temporary.
 final class FaultTests: FaultTestCase {
     // MARK: Kill -9 during a backup
 
@@ -157,6 +158,47 @@ final class FaultTests: FaultTestCase {
             + "afterwards rebuilt: \(rebuilt), removed: \(orphansRemoved))")
         XCTAssertGreaterThanOrEqual(killedMidRun, 20, "at least 20 kills must land inside a run")
         XCTAssertEqual(recovered, points.count)
+    }
+
+    // MARK: Kill -9 during a restore
+
+    /// Kills a restore of the big backup into an empty target once 1, 3 and 6 of its eight
+    /// 25 MiB files are in place, and 0.5 s after it started: nothing can clean up after a
+    /// kill -9, yet every file under a final name is complete and correct, and no `.keepsake-`
+    /// temporary is left (there, a file being written has no name yet). A restore into the
+    /// target afterwards completes the tree.
+    func testKillNineDuringRestoreLeavesNoPartialFileAndNoTemporary() throws {
+        let big = try bigSource()
+        let dest = path("dest")
+        let id = try backup([big], dest: dest)
+
+        var clean = 0
+        var killedMidRun = 0
+        let moments: [Int?] = [1, 3, 6, nil]
+        for (index, placed) in moments.enumerated() {
+            let failuresBefore = testRun?.failureCount ?? 0
+            let context = placed.map { "kill -9 once \($0) large files are restored" } ?? "kill -9 0.5 s into the restore"
+            let target = path("target-\(index)")
+            let root = restored(big, into: target)
+            let running = try keepsake.start(["restore", id, "--dest", dest, "--target", target])
+            defer { running.kill() }
+            if let placed {
+                try waitForLargeFiles(placed, in: root, restoredBy: running)
+            } else {
+                usleep(500_000)
+            }
+            if running.isRunning { killedMidRun += 1 }
+            let outcome = try signalAndWait(running, SIGKILL)
+            XCTAssertTrue([0, 128 + SIGKILL].contains(outcome.exitCode), "\(context)\n\(outcome)")
+            try assertOnlyCorrectFiles(target: target, restoredRoot: root, source: big, context)
+            if index == 0 { try assertRestoresAgain(id, dest: dest, target: target, root: root, source: big, context) }
+            _ = try tool("rm", ["-rf", target])
+            if (testRun?.failureCount ?? 0) == failuresBefore { clean += 1 }
+        }
+        print("kill -9 during restore: \(clean)/\(moments.count) left only complete, correct files and no temporary "
+            + "(\(killedMidRun) killed mid-run: once 1, 3 and 6 of 8 large files were in place, and at 0.5 s)")
+        XCTAssertEqual(clean, moments.count)
+        XCTAssertGreaterThanOrEqual(killedMidRun, 3, "most kills must land inside the restore")
     }
 
     // MARK: Kill -9 during a prune

@@ -592,15 +592,15 @@ final class HelpScreenTests: InProcessTestCase {
         assertHelp(["restore", "--help"], width: 80, """
             OVERVIEW: Restore all or part of a backup, or of an archive file.
 
-            Every file is written under a temporary name and renamed into place only when
-            its SHA-256 matches the manifest; damaged content never lands (exit 4). Nothing
-            is written outside the target: absolute paths, '..' and paths through symlinks
-            are refused. Existing files are kept unless --overwrite says otherwise; kept
-            files that differ from the backup are named (exit 3). A target that refuses
-            writes is an error (exit 1), or exit 3 when only some paths could not be
-            written. A lone incremental archive needs its parent's archive beside it (exit 3
-            without it). Plain tar archives (tar, tar.gz, tar.zst, tar.xz) restore too,
-            without a manifest to check against.
+            Every file gets its name only once its SHA-256 matches the manifest: damaged or
+            half-written content never lands under it (exit 4 for damage). Nothing is
+            written outside the target: absolute paths, '..' and paths through symlinks are
+            refused. Existing files are kept unless --overwrite says otherwise; kept files
+            that differ from the backup are named (exit 3). A target that refuses writes is
+            an error (exit 1), or exit 3 when only some paths could not be written. A lone
+            incremental archive needs its parent's archive beside it (exit 3 without it).
+            Plain tar archives (tar, tar.gz, tar.zst, tar.xz) restore too, without a
+            manifest to check against.
 
             USAGE: keepsake restore [options] [BACKUP] [PATH...]
 
@@ -637,6 +637,9 @@ final class HelpScreenTests: InProcessTestCase {
               -p, --same-permissions  Give entries exactly their recorded permissions;
                                       without it, users other than root get them less the
                                       umask (as with tar).
+              --sync                  Wait until the target's disk holds everything restored
+                                      before finishing (syncfs). Without it, as with tar,
+                                      the system writes it out in its own time.
               --source <path>         Only backups of this source (or of a source holding
                                       this path): 'latest' is the newest of them.
                                       (default: any)
@@ -682,12 +685,12 @@ final class HelpScreenTests: InProcessTestCase {
             OVERVIEW: Restore all or part of a backup, or of
                       an archive file.
 
-            Every file is written under a temporary name and
-            renamed into place only when its SHA-256 matches
-            the manifest; damaged content never lands (exit
-            4). Nothing is written outside the target:
-            absolute paths, '..' and paths through symlinks
-            are refused. Existing files are kept unless
+            Every file gets its name only once its SHA-256
+            matches the manifest: damaged or half-written
+            content never lands under it (exit 4 for damage).
+            Nothing is written outside the target: absolute
+            paths, '..' and paths through symlinks are
+            refused. Existing files are kept unless
             --overwrite says otherwise; kept files that differ
             from the backup are named (exit 3). A target that
             refuses writes is an error (exit 1), or exit 3
@@ -748,6 +751,11 @@ final class HelpScreenTests: InProcessTestCase {
                   Give entries exactly their recorded
                   permissions; without it, users other than
                   root get them less the umask (as with tar).
+              --sync
+                  Wait until the target's disk holds
+                  everything restored before finishing
+                  (syncfs). Without it, as with tar, the
+                  system writes it out in its own time.
               --source <path>
                   Only backups of this source (or of a source
                   holding this path): 'latest' is the newest

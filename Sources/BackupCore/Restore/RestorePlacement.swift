@@ -34,7 +34,9 @@ final class RestorePlacement {
     /// Placement into `target` as `plan` and `request` say; throws when no descriptor is
     /// left for the file writer.
     init(target: RestoreTarget, plan: RestorePlan, request: RestoreRequest, cancellation: CancellationFlag) throws {
-        guard let writer = RestoreFileWriter(rootFD: target.rootFD, request: request, cancellation: cancellation) else {
+        let unnamed = target.startedEmpty ? UnnamedFiles.probe(in: target.rootFD) : nil
+        guard let writer = RestoreFileWriter(rootFD: target.rootFD, request: request, cancellation: cancellation,
+                                             targetStartedEmpty: target.startedEmpty, unnamed: unnamed) else {
             throw EngineError.targetUnusable(path: request.target, reason: FileDescriptorIO.message(errno))
         }
         self.plan = plan
@@ -86,9 +88,9 @@ final class RestorePlacement {
 
     // MARK: Files and hard links
 
-    /// Queues a file's content, read from `reader`, for the writer, which writes it under a
-    /// temporary name, hashing it, then judges it as `check` says and places it (or leaves
-    /// it waiting for the archive's own manifest).
+    /// Queues a file's content, read from `reader`, for the writer, which writes it unnamed or
+    /// under a temporary name, hashing it, then judges it as `check` says and places it (or
+    /// leaves it waiting for the archive's own manifest).
     func queueFile(_ header: ArchiveEntryHeader, reader: ArchiveReader, components: [[UInt8]], path: [UInt8],
                    parentFD: Int32, check: RestoreFileWriter.Check, replaces: Bool, result: inout RestoreResult) throws {
         try stopIfTargetFailed(result: &result)

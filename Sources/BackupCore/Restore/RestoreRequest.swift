@@ -43,6 +43,9 @@ public struct RestoreRequest: Sendable {
     /// Leading path components dropped from every restored path (`--strip-components`, as
     /// tar's); an entry with no component left is not restored.
     public var stripComponents = 0
+    /// Wait until the target's file system has stored everything restored on its disk before
+    /// the restore ends (`--sync`); otherwise the kernel writes it back in its own time.
+    public var sync = false
 
     /// Creates a request.
     public init(target: String, selections: [String] = [], overwrite: OverwritePolicy = .never, dryRun: Bool = false,
@@ -117,6 +120,9 @@ public struct RestoreResult: Sendable {
     public var archiveBytesRead: Int64 = 0
     /// Archives read only in part (the frames holding the selection), of those read.
     public var archivesReadInPart = 0
+    /// The target's file system had stored everything on its disk when the restore ended
+    /// (`RestoreRequest.sync`).
+    public var synced = false
 
     /// An empty result.
     public init() {}

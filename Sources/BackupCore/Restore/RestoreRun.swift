@@ -87,7 +87,15 @@ final class RestoreRun {
         }
         if let target {
             applyFolderFixes()
-            ks_syncfs(target.rootFD)
+            // Like tar and restic, the restore ends when the kernel has everything; `--sync`
+            // waits for the disk too (seconds on a real one, for a large tree).
+            if request.sync {
+                guard ks_syncfs(target.rootFD) == 0 else {
+                    throw EngineError.targetUnusable(path: request.target, reason: "it could not be synced to its disk "
+                        + "(\(FileDescriptorIO.message(errno))): the restored files may not all be stored; restore again")
+                }
+                result.synced = true
+            }
         }
         result.elapsed = Date().timeIntervalSince(started)
         return result

@@ -29,16 +29,28 @@ enum RestoredMetadata {
 
     // MARK: Open files and folders
 
-    /// Applies `header`'s metadata to an open file or folder.
+    /// What a file this restore has just made, unnamed, already has: a call that would set
+    /// the same is left out (an fchown and an fchmod per file, in most restores).
+    struct Made: Sendable {
+        /// Its permission bits, when known (see `UnnamedFiles.modeAtCreation`).
+        let mode: UInt32?
+        let uid: UInt32
+        let gid: UInt32
+    }
+
+    /// Applies `header`'s metadata to an open file or folder; with `made`, what it already
+    /// has is not set again.
     static func apply(_ header: ArchiveEntryHeader, fd: Int32, request: RestoreRequest, path: [UInt8],
-                      warnings: inout [PathWarning]) {
+                      warnings: inout [PathWarning], made: Made? = nil) {
         if request.preserveOwnership {
             let (uid, gid) = owner(of: header)
-            if fchown(fd, uid, gid) != 0 { problem(path, "owner", errno, &warnings) }
+            if made.map({ $0.uid != uid || $0.gid != gid }) ?? true, fchown(fd, uid, gid) != 0 {
+                problem(path, "owner", errno, &warnings)
+            }
         }
         let mode = permissions(header.permissions, request: request)
         noteDroppedSpecialBits(header.permissions, mode, path: path, &warnings)
-        if fchmod(fd, mode_t(mode)) != 0 { problem(path, "permissions", errno, &warnings) }
+        if made?.mode != mode, fchmod(fd, mode_t(mode)) != 0 { problem(path, "permissions", errno, &warnings) }
         var dropped: [String] = []
         for attribute in header.xattrs {
             guard mayRestoreAttribute(attribute.name, request: request) else {
@@ -73,11 +85,14 @@ enum RestoredMetadata {
         case .blockDevice: kind = S_IFBLK
         default: return false
         }
-        guard let fd = openMade(name, in: parentFD, kind: kind, identity: nil) else { return false }
+        guard let (fd, info) = openMade(name, in: parentFD, kind: kind, identity: nil) else { return false }
         defer { close(fd) }
         if request.preserveOwnership {
             let (uid, gid) = owner(of: header)
-            if fchownat(fd, "", uid, gid, KS_AT_EMPTY_PATH) != 0 { problem(path, "owner", errno, &warnings) }
+            // A node just made is often already the recorded owner's (root's, restored by root).
+            if info.st_uid != uid || info.st_gid != gid, fchownat(fd, "", uid, gid, KS_AT_EMPTY_PATH) != 0 {
+                problem(path, "owner", errno, &warnings)
+            }
         }
         if header.type != .symlink {
             let mode = permissions(header.permissions, request: request)
@@ -115,7 +130,7 @@ enum RestoredMetadata {
     /// swapped, or removed): it must not be placed.
     static func applyRecordedModeAndTime(_ entry: ManifestEntry, name: [UInt8], parentFD: Int32, identity: Identity,
                                          request: RestoreRequest) -> Bool {
-        guard let fd = openMade(name, in: parentFD, kind: S_IFREG, identity: identity) else { return false }
+        guard let (fd, _) = openMade(name, in: parentFD, kind: S_IFREG, identity: identity) else { return false }
         defer { close(fd) }
         let (seconds, nanoseconds) = entry.mtimeParts
         var times = modificationTime(seconds, nanoseconds)
@@ -126,21 +141,24 @@ enum RestoredMetadata {
 
     // MARK: Descriptors
 
-    /// An `O_PATH` descriptor of `name` in `parentFD` (never following a symlink), when it is
-    /// of `kind` and is the file written as `identity`, or, without one, is owned by this
-    /// process's user and has one link only (not a hard link to someone else's file). Nil
-    /// otherwise.
-    static func openMade(_ name: [UInt8], in parentFD: Int32, kind: mode_t, identity: Identity?) -> Int32? {
+    /// An `O_PATH` descriptor of `name` in `parentFD` (never following a symlink) and its
+    /// `fstat`, when it is of `kind` and is the file written as `identity`, or, without one,
+    /// is owned by this process's user and has one link only (not a hard link to someone
+    /// else's file). Nil otherwise.
+    static func openMade(_ name: [UInt8], in parentFD: Int32, kind: mode_t, identity: Identity?) -> (Int32, stat)? {
         let fd = PathBytes.syscall(name) { openat(parentFD, $0, KS_O_PATH | O_NOFOLLOW | O_CLOEXEC) }
         guard fd >= 0 else { return nil }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == kind,
-              identity.map({ $0 == Identity(info) }) ?? (info.st_uid == geteuid() && info.st_nlink == 1) else {
+              identity.map({ $0 == Identity(info) }) ?? (info.st_uid == effectiveUser && info.st_nlink == 1) else {
             close(fd)
             return nil
         }
-        return fd
+        return (fd, info)
     }
+
+    /// This process's user, asked once: it does not change during a run.
+    private static let effectiveUser = geteuid()
 
     /// `fchmod` for an `O_PATH` descriptor (which `fchmod` refuses): through its
     /// `/proc/self/fd` entry, which names the open file itself, not a path.

@@ -1,10 +1,11 @@
 import Foundation
 
-/// Restores all or part of an archive into a target folder. Every file is written under
-/// a temporary name and renamed into place only once its SHA-256 matches the manifest.
-/// With the manifest known in advance (the copy beside the archive), each file lands as
-/// soon as it checks out; without it (a lone archive), files wait under their temporary
-/// names until the manifest — the archive's last entry — has been read.
+/// Restores all or part of an archive into a target folder. Every file gets its name only
+/// once its SHA-256 matches the manifest: written unnamed and linked in (a target that
+/// started empty), or under a temporary name and renamed into place. With the manifest
+/// known in advance (the copy beside the archive), each file lands as soon as it checks
+/// out; without it (a lone archive), files wait under temporary names until the manifest —
+/// the archive's last entry — has been read.
 ///
 /// This type finds what a request means in a backup; each run is a `RestoreRun`, made of
 /// parts with one job each (`RestorePlan`, `RestorePlacement`, `PendingCommit`,

@@ -9,7 +9,7 @@ struct RestoreCommand: KeepsakeCommand {
     static let spec = CommandSpec(
         name: "restore",
         abstract: "Restore all or part of a backup, or of an archive file.",
-        discussion: "Every file is written under a temporary name and renamed into place only when its SHA-256 matches the manifest; damaged content never lands (exit 4). Nothing is written outside the target: absolute paths, '..' and paths through symlinks are refused. Existing files are kept unless --overwrite says otherwise; kept files that differ from the backup are named (exit 3). A target that refuses writes is an error (exit 1), or exit 3 when only some paths could not be written. A lone incremental archive needs its parent's archive beside it (exit 3 without it). Plain tar archives (tar, tar.gz, tar.zst, tar.xz) restore too, without a manifest to check against.",
+        discussion: "Every file gets its name only once its SHA-256 matches the manifest: damaged or half-written content never lands under it (exit 4 for damage). Nothing is written outside the target: absolute paths, '..' and paths through symlinks are refused. Existing files are kept unless --overwrite says otherwise; kept files that differ from the backup are named (exit 3). A target that refuses writes is an error (exit 1), or exit 3 when only some paths could not be written. A lone incremental archive needs its parent's archive beside it (exit 3 without it). Plain tar archives (tar, tar.gz, tar.zst, tar.xz) restore too, without a manifest to check against.",
         arguments: [
             ArgumentSpec(name: "BACKUP", help: "A backup id, unique id prefix, 'latest', or an archive file. On a terminal, leave it out to pick a backup from a list.",
                          optional: true),
@@ -29,6 +29,7 @@ struct RestoreCommand: KeepsakeCommand {
             OptionSpec(.dryRun, short: "n", help: "Read and check the archive, list what would be written and count what would be kept, write nothing."),
             OptionSpec(.sameOwner, help: "As root: also restore setuid/setgid bits, device files and extended attributes outside user.* (security.capability and the like; owners are restored as root anyway)."),
             OptionSpec(.samePermissions, short: "p", help: "Give entries exactly their recorded permissions; without it, users other than root get them less the umask (as with tar)."),
+            OptionSpec(.sync, help: "Wait until the target's disk holds everything restored before finishing (syncfs). Without it, as with tar, the system writes it out in its own time."),
             CommonOptions.source,
             CommonOptions.host,
             CommonOptions.allHosts,
@@ -79,6 +80,7 @@ struct RestoreCommand: KeepsakeCommand {
             }
             request.stripComponents = count
         }
+        request.sync = arguments.flag(.sync)
         self.request = request
         if arguments.flag(.sameOwner) && geteuid() != 0 {
             throw UsageError.custom("The option '--same-owner' needs root: only root can give files to other owners or restore setuid bits and device files.", command: Self.spec)
@@ -340,6 +342,7 @@ struct RestoreCommand: KeepsakeCommand {
         if request.dryRun { object["planned"] = .array(result.planned.map { .string($0) }) }
         object["archive_bytes_read"] = .int(result.archiveBytesRead)
         object["archives_read_in_part"] = .int(Int64(result.archivesReadInPart))
+        object["synced"] = .bool(result.synced)
         object["elapsed_seconds"] = .double((result.elapsed * 1000).rounded() / 1000)
         object["exit_code"] = .int(Int64(code.rawValue))
         return .object(object)
@@ -353,5 +356,6 @@ extension OptionKey {
     static let sameOwner = OptionKey("same-owner")
     static let samePermissions = OptionKey("same-permissions")
     static let stripComponents = OptionKey("strip-components")
+    static let sync = OptionKey("sync")
     static let target = OptionKey("target")
 }
