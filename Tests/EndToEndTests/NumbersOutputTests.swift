@@ -117,7 +117,7 @@ final class NumbersOutputTests: EndToEndTestCase {
         for index in 0..<12 { files["f\(index).txt"] = String(repeating: "x", count: 1000) }
         try Fixtures.makeTree(at: source, files: files)
         let dest = path("dest")
-        let first = try run(["backup", source, "--dest", dest, "--json", "--progress"],
+        let first = try run(["backup", source, "--dest", dest, "--json", "--progress", "--readers", "1"],
                             environment: ["KEEPSAKE_TEST_READ_PAUSE_MS": "200"])
         assertExit(first, 0)
         let before = first.stdoutText.split(separator: "\n").compactMap {
@@ -126,7 +126,7 @@ final class NumbersOutputTests: EndToEndTestCase {
         XCTAssertFalse(before.isEmpty, "\(first)")
         XCTAssertTrue(before.allSatisfy { $0["total_bytes"] is NSNull }, "nothing to go by the first time: \(before)")
 
-        let second = try run(["backup", source, "--dest", dest, "--full", "--progress"],
+        let second = try run(["backup", source, "--dest", dest, "--full", "--progress", "--readers", "1"],
                              environment: ["KEEPSAKE_TEST_READ_PAUSE_MS": "400"])
         assertExit(second, 0)
         let lines = second.stderrText.split(separator: "\n").filter { $0.contains("%") }

@@ -202,10 +202,11 @@ final class TerminalInteractionTests: EndToEndTestCase {
     func testADumbTerminalGetsPlainProgressLines() throws {
         let source = path("src")
         var files: [String: String] = [:]
-        for index in 0..<24 { files["f\(index).txt"] = "file \(index)\n" }
+        for index in 0..<32 { files["f\(index).txt"] = "file \(index)\n" }
         try Fixtures.makeTree(at: source, files: files)
         let status = path("status")
-        let shown = try finishedScreen(["backup", source, "--dest", path("dest")], status: status, term: "dumb",
+        // One reader, so the test's pause per file adds up to several seconds on any machine.
+        let shown = try finishedScreen(["backup", source, "--dest", path("dest"), "--readers", "1"], status: status, term: "dumb",
                                        extra: ["KEEPSAKE_TEST_READ_PAUSE_MS": "200"], scrollback: 100)
         XCTAssertEqual(try String(contentsOfFile: status, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "0")
         let progressLines = shown.split(separator: "\n").filter { $0.contains(" files") && $0.contains("B/s") }
