@@ -99,6 +99,36 @@ final class ManifestEntriesTests: KeepsakeTestCase {
         }
     }
 
+    /// Paths are kept as a shared folder and a name: odd shapes (no slash, a slash at either
+    /// end, doubled slashes, a folder met again after others) come back byte for byte, and
+    /// the index finds them whether it compares two stored paths or a stored one and bytes.
+    func testPathsOfEveryShapeComeBackWholeAndAreFound() {
+        let paths = ["top", "/", "a/", "/b", "a//c", "a/b/c", "a/b/d", "x/y", "a/b/e", "a/b", "", "a/b/c"]
+        let entries = paths.enumerated().map { ManifestEntry(path: Array($1.utf8), type: .file, size: Int64($0)) }
+        var stored = ManifestEntries(entries.prefix(6))
+        stored.trim()
+        // Appending after trim (which forgets which folders it has) or from another store
+        // may keep a folder twice; paths and look-ups must not care.
+        stored.append(contentsOf: ManifestEntries(entries.dropFirst(6)))
+        for (position, path) in paths.enumerated() {
+            XCTAssertEqual(stored.path(at: position), Array(path.utf8), "position \(position)")
+            XCTAssertTrue(stored.path(at: position, equals: Array(path.utf8)[...]))
+            XCTAssertFalse(stored.path(at: position, equals: Array((path + "x").utf8)[...]))
+        }
+        XCTAssertTrue(stored.paths(at: 5, and: 11))
+        XCTAssertFalse(stored.paths(at: 5, and: 6))
+        XCTAssertFalse(stored.paths(at: 9, and: 1))
+        let index = ManifestIndex(stored)
+        XCTAssertEqual(index.count, paths.count - 1)
+        XCTAssertEqual(index.position(of: Array("a/b/c".utf8)), 11, "the later duplicate wins")
+        XCTAssertEqual(index.distinctPositions, Array(0..<5) + Array(6..<12))
+        for (position, path) in paths.enumerated() where position != 5 {
+            XCTAssertEqual(index.position(of: Array(path.utf8)), position, path)
+        }
+        XCTAssertNil(index.position(of: Array("a/b/c/".utf8)))
+        XCTAssertNil(index.position(of: Array("a/bc".utf8)))
+    }
+
     // MARK: Streaming parse
 
     func testParsingInPiecesOfAnySizeGivesTheSameManifest() throws {

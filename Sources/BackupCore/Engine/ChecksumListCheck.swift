@@ -99,7 +99,7 @@ final class ChecksumListCheck {
                 index += 1
             }
         }
-        guard let position = nextListable(), entries.path(at: position).elementsEqual(path),
+        guard let position = nextListable(), entries.path(at: position, equals: path[...]),
               let sha = entries.sha256(at: position), sha.utf8.elementsEqual(bytes[start..<(start + 64)]) else {
             failed = true
             return

@@ -293,7 +293,7 @@ public final class Verifier {
                 continue
             }
             for position in positions where heldAsRecorded[index.position(of: entries.path(at: position)) ?? position] != true {
-                report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(Array(entries.path(at: position))),
+                report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(entries.path(at: position)),
                                                    reason: "backup \(holder) does not hold this file as recorded"))
             }
         }

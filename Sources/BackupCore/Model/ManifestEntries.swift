@@ -1,23 +1,27 @@
 /// The entries of a manifest, in manifest order, stored compactly: one fixed-size record per
-/// entry, every path and link target back to back in one byte buffer, each user, group and
-/// holding backup once, digests as 32 bytes. A `[ManifestEntry]` of 100,000 entries took
-/// about 400 bytes an entry (a heap array per path, a 64-character string per digest);
-/// this takes 128 plus the path. An entry is built when it is asked for.
+/// entry, each folder path once and every name and link target back to back in byte buffers,
+/// each user, group and holding backup once, digests as 32 bytes. A `[ManifestEntry]` of
+/// 100,000 entries took about 400 bytes an entry (a heap array per path, a 64-character
+/// string per digest); this takes 128 plus the name. An entry (or its path) is built when
+/// it is asked for.
 public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, ExpressibleByArrayLiteral {
     // MARK: Storage
 
-    /// One entry (128 bytes); variable parts are numbers into the tables below. A link
-    /// target follows its path in `bytes`.
+    /// One entry (128 bytes); variable parts are numbers into the tables below. The path is
+    /// its folder's (`folder`, `noFolder` for a path without a slash), a slash, and the name
+    /// in `bytes`; a link target follows the name there.
     private struct Record: Sendable {
-        var pathStart: UInt32
-        var pathLength: UInt32
+        var nameStart: UInt32
+        var nameLength: UInt32
+        var folder: UInt32
         var linkLength: UInt32 = 0
-        var mode: UInt32
         var uid: UInt32
         var gid: UInt32
         var user: UInt32 = 0
         var group: UInt32 = 0
         var holder: UInt32 = 0
+        /// The permission bits (12 of them; what a manifest may hold).
+        var mode: UInt16
         var type: UInt8
         var flags: UInt8 = 0
         var size: Int64
@@ -30,8 +34,11 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
         var archiveLength: Int64 = 0
 
         /// Where the link target starts in `bytes`.
-        var linkStart: Int { Int(pathStart) + Int(pathLength) }
+        var linkStart: Int { Int(nameStart) + Int(nameLength) }
     }
+
+    /// `Record.folder` of a path without a slash.
+    private static let noFolder = UInt32.max
 
     /// Which optional parts a record has.
     private enum Flag {
@@ -47,8 +54,12 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
     }
 
     private var records: [Record] = []
-    /// Paths and link targets, back to back.
+    /// Names and link targets, back to back.
     private var bytes: [UInt8] = []
+    /// Folder paths, back to back, each once; `folderSpans` says where each lies.
+    private var folderBytes: [UInt8] = []
+    private var folderSpans: [(start: UInt32, length: UInt32)] = []
+    private var folderNumbers: [[UInt8]: UInt32] = [:]
     /// User and group names, each once.
     private var names: [String] = []
     private var nameNumbers: [String: UInt32] = [:]
@@ -82,12 +93,15 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
 
     /// Adds `entry` at the end.
     public mutating func append(_ entry: ManifestEntry) {
-        var record = Record(pathStart: UInt32(truncatingIfNeeded: bytes.count), pathLength: UInt32(truncatingIfNeeded: entry.path.count),
-                            mode: entry.mode, uid: entry.uid, gid: entry.gid,
+        let slash = entry.path.lastIndex(of: UInt8(ascii: "/"))
+        let name = slash.map { entry.path[($0 + 1)...] } ?? entry.path[...]
+        var record = Record(nameStart: UInt32(truncatingIfNeeded: bytes.count), nameLength: UInt32(truncatingIfNeeded: name.count),
+                            folder: slash.map { number(ofFolder: entry.path[..<$0]) } ?? ManifestEntries.noFolder,
+                            uid: entry.uid, gid: entry.gid, mode: UInt16(truncatingIfNeeded: entry.mode),
                             type: UInt8(truncatingIfNeeded: ManifestEntries.types.firstIndex(of: entry.type) ?? 0),
                             size: entry.size, mtime: entry.mtimeNanoseconds, ctime: entry.ctimeNanoseconds, inode: entry.inode,
                             device: entry.device)
-        bytes.append(contentsOf: entry.path)
+        bytes.append(contentsOf: name)
         if let link = entry.linkTarget {
             record.flags |= Flag.link
             record.linkLength = UInt32(truncatingIfNeeded: link.count)
@@ -131,12 +145,16 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
         }
         let shift = UInt32(truncatingIfNeeded: bytes.count)
         for (position, number) in other.deviceNumbers { deviceNumbers[records.count + position] = number }
+        let folderMap = other.folderSpans.map { span in
+            number(ofFolder: other.folderBytes[Int(span.start)..<Int(span.start + span.length)])
+        }
         let nameMap = other.names.map { number(ofName: $0) }
         let holderMap = other.holders.map { number(ofHolder: $0) }
         bytes.append(contentsOf: other.bytes)
         records.reserveCapacity(records.count + other.records.count)
         for var record in other.records {
-            record.pathStart &+= shift
+            record.nameStart &+= shift
+            if record.folder != ManifestEntries.noFolder { record.folder = folderMap[Int(record.folder)] }
             if record.flags & Flag.user != 0 { record.user = nameMap[Int(record.user)] }
             if record.flags & Flag.group != 0 { record.group = nameMap[Int(record.group)] }
             if record.flags & Flag.holder != 0 { record.holder = holderMap[Int(record.holder)] }
@@ -151,12 +169,29 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
     /// Gives back the room that growing left unused (the buffers double as they grow).
     public mutating func trim() {
         if bytes.capacity > bytes.count + bytes.count / 8 { bytes = [UInt8](bytes[...]) }
+        if folderBytes.capacity > folderBytes.count + folderBytes.count / 8 { folderBytes = [UInt8](folderBytes[...]) }
+        folderNumbers = [:]
         if records.capacity > records.count + records.count / 8 { records = [Record](records[...]) }
     }
 
     /// Reserves room for `count` entries.
     public mutating func reserveCapacity(_ count: Int) {
         records.reserveCapacity(count)
+    }
+
+    private mutating func number(ofFolder folder: ArraySlice<UInt8>) -> UInt32 {
+        // Entries come folder by folder: the last folder is the likely one.
+        if let last = folderSpans.indices.last,
+           folderBytes[Int(folderSpans[last].start)..<Int(folderSpans[last].start + folderSpans[last].length)] == folder {
+            return UInt32(last)
+        }
+        let key = Array(folder)
+        if let known = folderNumbers[key] { return known }
+        let number = UInt32(truncatingIfNeeded: folderSpans.count)
+        folderSpans.append((UInt32(truncatingIfNeeded: folderBytes.count), UInt32(truncatingIfNeeded: folder.count)))
+        folderBytes.append(contentsOf: folder)
+        folderNumbers[key] = number
+        return number
     }
 
     private mutating func number(ofName name: String) -> UInt32 {
@@ -184,8 +219,8 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
     public subscript(position: Int) -> ManifestEntry {
         let record = records[position]
         var entry = ManifestEntry(
-            path: Array(bytes[Int(record.pathStart)..<Int(record.pathStart) + Int(record.pathLength)]),
-            type: ManifestEntries.types[Int(record.type)], size: record.size, mode: record.mode, uid: record.uid,
+            path: path(at: position),
+            type: ManifestEntries.types[Int(record.type)], size: record.size, mode: UInt32(record.mode), uid: record.uid,
             gid: record.gid,
             userName: record.flags & Flag.user != 0 ? names[Int(record.user)] : nil,
             groupName: record.flags & Flag.group != 0 ? names[Int(record.group)] : nil,
@@ -204,10 +239,57 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
 
     // MARK: Parts without building the entry
 
-    /// The path of the entry at `position` (sharing the storage, not a copy).
-    public func path(at position: Int) -> ArraySlice<UInt8> {
+    /// The path of the entry at `position`.
+    public func path(at position: Int) -> [UInt8] {
+        let (folder, name) = parts(at: position)
+        guard let folder else { return Array(name) }
+        var path = [UInt8]()
+        path.reserveCapacity(folder.count + 1 + name.count)
+        path.append(contentsOf: folder)
+        path.append(UInt8(ascii: "/"))
+        path.append(contentsOf: name)
+        return path
+    }
+
+    /// Whether the path of the entry at `position` is `other`, without building it.
+    public func path(at position: Int, equals other: ArraySlice<UInt8>) -> Bool {
+        let (folder, name) = parts(at: position)
+        guard let folder else { return name.elementsEqual(other) }
+        guard folder.count + 1 + name.count == other.count else { return false }
+        let start = other.startIndex
+        return other[start + folder.count] == UInt8(ascii: "/")
+            && other[start..<(start + folder.count)].elementsEqual(folder)
+            && other[(start + folder.count + 1)...].elementsEqual(name)
+    }
+
+    /// Whether the entries at `first` and `second` have the same path, without building either.
+    public func paths(at first: Int, and second: Int) -> Bool {
+        let (folder, name) = parts(at: first)
+        guard let folder else { return path(at: second, equals: name) }
+        let (otherFolder, otherName) = parts(at: second)
+        guard let otherFolder else { return false }
+        let sameFolder = records[first].folder == records[second].folder || folder.elementsEqual(otherFolder)
+        return sameFolder && name.elementsEqual(otherName)
+    }
+
+    /// Feeds the path of the entry at `position` to `hasher` as `hasher.combine(bytes:)` of
+    /// the whole path would (the hasher sees a stream of bytes), without building it.
+    public func hashPath(at position: Int, into hasher: inout Hasher) {
+        let (folder, name) = parts(at: position)
+        if let folder {
+            folder.withUnsafeBytes { hasher.combine(bytes: $0) }
+            withUnsafeBytes(of: UInt8(ascii: "/")) { hasher.combine(bytes: $0) }
+        }
+        name.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
+
+    /// The folder (nil for a path without a slash) and the name of the entry at `position`.
+    private func parts(at position: Int) -> (folder: ArraySlice<UInt8>?, name: ArraySlice<UInt8>) {
         let record = records[position]
-        return bytes[Int(record.pathStart)..<Int(record.pathStart) + Int(record.pathLength)]
+        let name = bytes[Int(record.nameStart)..<Int(record.nameStart) + Int(record.nameLength)]
+        guard record.folder != ManifestEntries.noFolder else { return (nil, name) }
+        let span = folderSpans[Int(record.folder)]
+        return (folderBytes[Int(span.start)..<Int(span.start) + Int(span.length)], name)
     }
 
     /// The type of the entry at `position`.

@@ -35,8 +35,7 @@ public struct ManifestIndex: Sendable, Sequence {
         var slots = [UInt32](repeating: 0, count: capacity)
         var distinct = 0
         for position in subset ?? Array(entries.indices) {
-            let path = entries.path(at: position)
-            var slot = ManifestIndex.hash(path) & (capacity - 1)
+            var slot = ManifestIndex.hash(entries, position) & (capacity - 1)
             while true {
                 let taken = slots[slot]
                 if taken == 0 {
@@ -44,7 +43,7 @@ public struct ManifestIndex: Sendable, Sequence {
                     distinct += 1
                     break
                 }
-                if entries.path(at: Int(taken) - 1) == path {
+                if entries.paths(at: Int(taken) - 1, and: position) {
                     slots[slot] = UInt32(position + 1)
                     break
                 }
@@ -58,6 +57,13 @@ public struct ManifestIndex: Sendable, Sequence {
     /// Indexes `entries`.
     public init(_ entries: [ManifestEntry]) {
         self.init(ManifestEntries(entries))
+    }
+
+    /// The hash of the path of the entry at `position` (equal to `hash` of the same path as bytes).
+    private static func hash(_ entries: ManifestEntries, _ position: Int) -> Int {
+        var hasher = Hasher()
+        entries.hashPath(at: position, into: &hasher)
+        return hasher.finalize()
     }
 
     private static func hash(_ path: ArraySlice<UInt8>) -> Int {
@@ -75,9 +81,26 @@ public struct ManifestIndex: Sendable, Sequence {
         while true {
             let taken = slots[slot]
             if taken == 0 { return nil }
-            if entries.path(at: Int(taken) - 1) == path { return Int(taken) - 1 }
+            if entries.path(at: Int(taken) - 1, equals: path) { return Int(taken) - 1 }
             slot = (slot + 1) & mask
         }
+    }
+
+    /// The position of the entry indexed for the path of the entry at `position`.
+    private func position(ofEntryAt position: Int) -> Int? {
+        let mask = slots.count - 1
+        var slot = ManifestIndex.hash(entries, position) & mask
+        while true {
+            let taken = slots[slot]
+            if taken == 0 { return nil }
+            if entries.paths(at: Int(taken) - 1, and: position) { return Int(taken) - 1 }
+            slot = (slot + 1) & mask
+        }
+    }
+
+    /// The position in `entries` of the entry for `path`, if the manifest has one.
+    public func position(of path: [UInt8]) -> Int? {
+        position(of: path[...])
     }
 
     /// The entry for `key`, if the manifest has one.
@@ -97,7 +120,7 @@ public struct ManifestIndex: Sendable, Sequence {
 
     /// The position of each distinct path's entry (the last of its duplicates), in manifest order.
     public var distinctPositions: [Int] {
-        let isLast = { (candidate: Int) in position(of: entries.path(at: candidate)) == candidate }
+        let isLast = { (candidate: Int) in position(ofEntryAt: candidate) == candidate }
         return subset.map { $0.filter(isLast) } ?? entries.indices.filter(isLast)
     }
 

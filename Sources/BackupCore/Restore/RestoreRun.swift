@@ -152,7 +152,7 @@ final class RestoreRun {
     private func nameMissing(_ index: ManifestIndex, seen: SeenEntries) {
         let entries = index.entries
         for position in index.distinctPositions where entries.storedIn(at: position) == nil && !seen[position] {
-            let path = Array(entries.path(at: position))
+            let path = entries.path(at: position)
             guard plan.selection.matches(path, isDirectory: entries.type(at: position) == .directory) else { continue }
             result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
                                               reason: "missing from the archive"))
@@ -254,7 +254,7 @@ final class RestoreRun {
         let entries = manifest.entries
         for position in entries.indices where entries.type(at: position) == .file {
             guard let holder = entries.storedIn(at: position),
-                  plan.selection.isEverything || plan.selection.matches(Array(entries.path(at: position)), isDirectory: false)
+                  plan.selection.isEverything || plan.selection.matches(entries.path(at: position), isDirectory: false)
             else { continue }
             groups[holder, default: []].append(position)
         }
@@ -280,7 +280,7 @@ final class RestoreRun {
             _ = try readArchive(located.source, name: located.name, holder: holder, expected: files, seen: &seen,
                                 onlyEntries: plan.selection.isEverything ? nil : files)
             for position in files.distinctPositions where !seen[position] {
-                result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(Array(files.entries.path(at: position))),
+                result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(files.entries.path(at: position)),
                                                   reason: "missing from the archive of backup \(holder)"))
             }
         }
