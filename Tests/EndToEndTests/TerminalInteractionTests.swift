@@ -56,8 +56,9 @@ final class TerminalInteractionTests: EndToEndTestCase {
         String(decoding: try tool("tmux", ["-S", socket, "capture-pane", "-p"]).stdout, as: UTF8.self)
     }
 
-    private func waitFor(_ condition: () throws -> Bool, what: String) throws {
-        let deadline = Date().addingTimeInterval(20)
+    /// Waits up to `seconds` (a bound against hanging, generous for a loaded machine) for `condition`.
+    private func waitFor(_ condition: () throws -> Bool, what: String, seconds: TimeInterval = 20) throws {
+        let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if try condition() { return }
             usleep(50_000)
@@ -70,7 +71,8 @@ final class TerminalInteractionTests: EndToEndTestCase {
     private func finishedScreen(_ arguments: [String], status: String, term: String = "xterm-256color",
                                 extra: [String: String] = [:], scrollback: Int = 0) throws -> String {
         try startInTerminal(arguments, status: status, term: term, extra: extra)
-        try waitFor({ FileManager.default.fileExists(atPath: status) }, what: "keepsake \(arguments.first ?? "") to finish")
+        try waitFor({ FileManager.default.fileExists(atPath: status) }, what: "keepsake \(arguments.first ?? "") to finish",
+                    seconds: 90)
         usleep(100_000)
         let range = scrollback > 0 ? ["-S", "-\(scrollback)"] : []
         return String(decoding: try tool("tmux", ["-S", socket, "capture-pane", "-p", "-e"] + range).stdout, as: UTF8.self)
@@ -202,10 +204,11 @@ final class TerminalInteractionTests: EndToEndTestCase {
     func testADumbTerminalGetsPlainProgressLines() throws {
         let source = path("src")
         var files: [String: String] = [:]
-        for index in 0..<32 { files["f\(index).txt"] = "file \(index)\n" }
+        for index in 0..<24 { files["f\(index).txt"] = "file \(index)\n" }
         try Fixtures.makeTree(at: source, files: files)
         let status = path("status")
-        // One reader, so the test's pause per file adds up to several seconds on any machine.
+        // One reader, so the test's pauses (one per read, two for a small file) add up to
+        // about ten seconds on any machine: long enough for two plain lines three seconds apart.
         let shown = try finishedScreen(["backup", source, "--dest", path("dest"), "--readers", "1"], status: status, term: "dumb",
                                        extra: ["KEEPSAKE_TEST_READ_PAUSE_MS": "200"], scrollback: 100)
         XCTAssertEqual(try String(contentsOfFile: status, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "0")
