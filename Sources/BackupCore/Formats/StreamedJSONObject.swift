@@ -6,7 +6,7 @@ import Foundation
 ///
 /// ```swift
 /// var document = StreamedJSONObject(leading: [("backup", summary.json)], arrayKey: "entries",
-///                                   pretty: false) { print($0, terminator: "") }
+///                                   pretty: false) { standardOutput.write($0) }
 /// for entry in entries { document.append(entry.json) }
 /// document.finish()
 /// ```
