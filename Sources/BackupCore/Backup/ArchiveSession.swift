@@ -162,9 +162,10 @@ final class ArchiveSession {
         case .file, .hardlink:
             let identity = FileIdentity(info)
             if info.st_nlink > 1, !scannedLinks.insert(identity).inserted {
-                // A further name: a link to the first one, written once that one is. Opened
-                // now all the same, to be stored whole if the first name was left out.
-                let opened = reader.open(item, header: header)
+                // A further name: a link to the first one, written once that one is. While the
+                // first is still waiting to be written, opened now all the same, to be stored
+                // whole if the first name is left out (`linkedFiles` only grows).
+                let opened = linkedFiles[identity] == nil ? reader.open(item, header: header) : nil
                 later { try self.writeFurtherName(item.archivePath, identity: identity, header: header, entry: entry, opened: opened) }
             } else if let reference = try changes.unchanged(item) {
                 later { try self.writeUnchanged(item.archivePath, identity: identity, links: info.st_nlink, reference: reference, entry: entry) }
@@ -188,13 +189,15 @@ final class ArchiveSession {
     /// a manifest line when the first name's content lives in an earlier archive; stored
     /// whole when the first name was left out.
     private func writeFurtherName(_ path: [UInt8], identity: FileIdentity, header: ArchiveEntryHeader, entry: ManifestEntry,
-                                  opened: SourceFileReader.Outcome<SourceFileReader.OpenFile>) throws {
+                                  opened: SourceFileReader.Outcome<SourceFileReader.OpenFile>?) throws {
         guard let first = linkedFiles[identity] else {
             switch opened {
-            case .read(let file):
+            case .read(let file)?:
                 try writeNewFile(file, prefetched: nil, identity: identity, links: 2, entry: entry)
-            case .problem(let warning):
+            case .problem(let warning)?:
                 warn(warning)
+            case nil:
+                break // not opened only when the first name was already written
             }
             return
         }
