@@ -56,6 +56,12 @@ final class TerminalInteractionTests: EndToEndTestCase {
         String(decoding: try tool("tmux", ["-S", socket, "capture-pane", "-p"]).stdout, as: UTF8.self)
     }
 
+    /// Whether the shell wrote keepsake's exit status whole (the file exists a moment before its line does).
+    private func statusWritten(_ status: String) -> Bool {
+        guard let text = try? String(contentsOfFile: status, encoding: .utf8) else { return false }
+        return text.hasSuffix("\n")
+    }
+
     /// Waits up to `seconds` (a bound against hanging, generous for a loaded machine) for `condition`.
     private func waitFor(_ condition: () throws -> Bool, what: String, seconds: TimeInterval = 20) throws {
         let deadline = Date().addingTimeInterval(seconds)
@@ -71,7 +77,7 @@ final class TerminalInteractionTests: EndToEndTestCase {
     private func finishedScreen(_ arguments: [String], status: String, term: String = "xterm-256color",
                                 extra: [String: String] = [:], scrollback: Int = 0) throws -> String {
         try startInTerminal(arguments, status: status, term: term, extra: extra)
-        try waitFor({ FileManager.default.fileExists(atPath: status) }, what: "keepsake \(arguments.first ?? "") to finish",
+        try waitFor({ statusWritten(status) }, what: "keepsake \(arguments.first ?? "") to finish",
                     seconds: 90)
         usleep(100_000)
         let range = scrollback > 0 ? ["-S", "-\(scrollback)"] : []
@@ -101,7 +107,7 @@ final class TerminalInteractionTests: EndToEndTestCase {
         // Newest first: one step down is the second backup.
         try keys("Down")
         try keys("Enter")
-        try waitFor({ FileManager.default.fileExists(atPath: status) }, what: "keepsake to finish")
+        try waitFor({ statusWritten(status) }, what: "keepsake to finish")
         usleep(100_000)
         XCTAssertEqual(try String(contentsOfFile: status, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "0")
         XCTAssertEqual(try String(contentsOfFile: restored(source, into: target) + "/note.txt", encoding: .utf8), "second")
@@ -118,7 +124,7 @@ final class TerminalInteractionTests: EndToEndTestCase {
         try startInTerminal(["restore", "--dest", dest, "--target", target], status: status)
         try waitFor({ try screen().contains("Choose a backup") }, what: "the picker")
         try keys("Escape")
-        try waitFor({ FileManager.default.fileExists(atPath: status) }, what: "keepsake to finish")
+        try waitFor({ statusWritten(status) }, what: "keepsake to finish")
         usleep(100_000)
         XCTAssertEqual(try String(contentsOfFile: status, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "1")
         let shown = try screen()
@@ -138,7 +144,7 @@ final class TerminalInteractionTests: EndToEndTestCase {
         try backup([source], dest: path("dest"), options: ["--quiet"])
         let status = path("status")
         try startInTerminal(["restore", "--dest", path("dest"), "--no-input"], status: status)
-        try waitFor({ FileManager.default.fileExists(atPath: status) }, what: "keepsake to finish")
+        try waitFor({ statusWritten(status) }, what: "keepsake to finish")
         usleep(100_000)
         XCTAssertEqual(try String(contentsOfFile: status, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "2")
     }
@@ -156,7 +162,7 @@ final class TerminalInteractionTests: EndToEndTestCase {
         try waitFor({ try screen().contains("Repeat passphrase:") }, what: "the confirmation prompt")
         try keys("-l", "sesame seed")
         try keys("Enter")
-        try waitFor({ FileManager.default.fileExists(atPath: status) }, what: "keepsake to finish")
+        try waitFor({ statusWritten(status) }, what: "keepsake to finish")
         usleep(100_000)
         let shown = try screen()
         XCTAssertEqual(try String(contentsOfFile: status, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "0", shown)
@@ -171,7 +177,7 @@ final class TerminalInteractionTests: EndToEndTestCase {
         try waitFor({ try screen().contains("Passphrase:") }, what: "the passphrase prompt of restore")
         try keys("-l", "sesame seed")
         try keys("Enter")
-        try waitFor({ FileManager.default.fileExists(atPath: status) }, what: "the restore to finish")
+        try waitFor({ statusWritten(status) }, what: "the restore to finish")
         usleep(100_000)
         let shownAfterRestore = try screen()
         XCTAssertEqual(try String(contentsOfFile: status, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), "0",
@@ -224,7 +230,7 @@ final class TerminalInteractionTests: EndToEndTestCase {
         let dest = path("no such destination")
         try startInTerminal(["restore", "latest", "--dest", dest, "--target", path("t")], status: status,
                             extra: ["COLUMNS": "50"])
-        try waitFor({ FileManager.default.fileExists(atPath: status) }, what: "keepsake to fail")
+        try waitFor({ statusWritten(status) }, what: "keepsake to fail")
         usleep(100_000)
         let lines = try screen().split(separator: "\n").map(String.init).filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
         let start = try XCTUnwrap(lines.firstIndex { $0.hasPrefix("Error: ") }, "\(lines)")
