@@ -70,10 +70,15 @@ final class BackupIDTests: KeepsakeTestCase {
     /// Digits in the right places are not enough: month 13 or hour 25 is no time at all.
     func testImpossibleCalendarValuesAreRejected() {
         for text in ["20241301T000000Z-00000000", "20240001T000000Z-00000000", "20240132T000000Z-00000000",
-                     "20240101T250000Z-00000000", "20240101T006000Z-00000000", "20230229T000000Z-00000000"] {
+                     "20240101T250000Z-00000000", "20240101T006000Z-00000000", "20230229T000000Z-00000000",
+                     "20240431T000000Z-00000000", "20241131T000000Z-00000000", "19000229T000000Z-00000000",
+                     "20240100T000000Z-00000000", "20240101T240000Z-00000000", "20240101T000061Z-00000000"] {
             XCTAssertNil(BackupID(text), "'\(text)' should not parse")
         }
         XCTAssertNotNil(BackupID("20240229T235959Z-00000000"), "a leap day is fine")
+        XCTAssertNotNil(BackupID("20000229T000000Z-00000000"), "2000 was a leap year")
+        XCTAssertNotNil(BackupID("20241231T000060Z-00000000"), "a leap second")
+        XCTAssertNotNil(BackupID("20240430T000000Z-00000000"))
     }
 
     // MARK: Order

@@ -75,19 +75,26 @@ public struct BackupID: Sendable, Hashable, Comparable, CustomStringConvertible 
 
     /// `YYYYMMDDTHHMMSSZ-xxxxxxxx`
     static func isWellFormed(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        guard bytes.count == 25, bytes[8] == UInt8(ascii: "T"), bytes[15] == UInt8(ascii: "Z"),
-              bytes[16] == UInt8(ascii: "-") else { return false }
-        let digits = bytes[0..<8] + bytes[9..<15]
-        guard digits.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return false }
-        func number(_ range: Range<Int>) -> Int { Int(String(decoding: bytes[range], as: UTF8.self)) ?? -1 }
-        let year = number(0..<4)
-        let month = number(4..<6)
-        guard (1...12).contains(month), number(9..<11) < 24, number(11..<13) < 60, number(13..<15) < 61 else { return false }
-        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-        let monthDays = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-        guard (1...monthDays[month - 1]).contains(number(6..<8)) else { return false }
-        return HexEncoding.isHex(String(decoding: bytes[17...], as: UTF8.self), length: 8)
+        // Read in place, without allocating: every entry line of a manifest carries an ID.
+        var text = text
+        return text.withUTF8 { bytes in
+            guard bytes.count == 25, bytes[8] == 0x54, bytes[15] == 0x5A, bytes[16] == 0x2D else { return false } // T, Z, -
+            func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
+            guard bytes[0..<8].allSatisfy(isDigit), bytes[9..<15].allSatisfy(isDigit) else { return false }
+            func number(_ range: Range<Int>) -> Int { bytes[range].reduce(0) { $0 * 10 + Int($1 - 0x30) } }
+            let year = number(0..<4)
+            let month = number(4..<6)
+            guard (1...12).contains(month), number(9..<11) < 24, number(11..<13) < 60, number(13..<15) < 61 else { return false }
+            let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+            let days: Int
+            switch month {
+            case 2: days = leap ? 29 : 28
+            case 4, 6, 9, 11: days = 30
+            default: days = 31
+            }
+            guard (1...days).contains(number(6..<8)) else { return false }
+            return HexEncoding.isHex(bytes[17...])
+        }
     }
 
     private static func timestampFormatter(_ date: Date) -> String {

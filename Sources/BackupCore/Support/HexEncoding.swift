@@ -16,6 +16,11 @@ public enum HexEncoding {
     /// True when `text` is exactly `length` lowercase hex digits.
     public static func isHex(_ text: String, length: Int) -> Bool {
         let utf8 = text.utf8
-        return utf8.count == length && utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }
+        return utf8.count == length && isHex(utf8)
+    }
+
+    /// True when every byte is a lowercase hex digit.
+    public static func isHex(_ bytes: some Sequence<UInt8>) -> Bool {
+        bytes.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }
     }
 }
