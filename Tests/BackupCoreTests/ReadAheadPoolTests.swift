@@ -57,13 +57,13 @@ final class ReadAheadPoolTests: KeepsakeTestCase {
         let pool = ReadAhead(readers: 3, cancellation: CancellationFlag(), readPause: 0, budget: budget)
         defer { pool.stop() }
         let submitted = files.map { pool.submit($0) }
-        // Nothing is written for a while: the readers stop at the budget (a first piece of a
-        // reader's may start it when nothing is held).
         // The first file is read ahead whole; how long that takes depends on the machine (a
         // loaded one under ThreadSanitizer took over 300 ms), so wait for it, bounded.
         let deadline = Date().addingTimeInterval(60)
         while !pool.isComplete(submitted[0]), Date() < deadline { usleep(10_000) }
         XCTAssertTrue(pool.isComplete(submitted[0]), "the first file was not read ahead within 60 s")
+        // Nothing is written for a while: the readers stop at the budget (a first piece of a
+        // reader's may start it when nothing is held).
         usleep(300_000)
         XCTAssertLessThanOrEqual(pool.heldBytes, budget + SourceFileReader.bufferSize)
         for (index, prefetched) in submitted.enumerated() {
