@@ -12,7 +12,7 @@ final class ArgumentParserTests: KeepsakeTestCase {
     private let backup = CommandSpec(
         name: "backup",
         abstract: "Back up files or stdin.",
-        arguments: [ArgumentSpec(name: "PATH", help: "What to back up.", repeating: true)],
+        arguments: [ArgumentSpec(ArgumentKey("PATH"), help: "What to back up.", repeating: true)],
         options: [
             OptionSpec(.dest, short: "d", kind: .value(valueName: "dir"), environment: "KEEPSAKE_DEST", help: "Where backups are kept."),
             OptionSpec(.compression, short: "c", kind: .value(valueName: "codec"), allowedValues: codecs, defaultDescription: "zstd", help: "Codec."),
@@ -29,8 +29,8 @@ final class ArgumentParserTests: KeepsakeTestCase {
         name: "restore",
         abstract: "Restore a backup.",
         arguments: [
-            ArgumentSpec(name: "BACKUP", help: "The backup id."),
-            ArgumentSpec(name: "TARGET", help: "Where to restore.", optional: true),
+            ArgumentSpec(ArgumentKey("BACKUP"), help: "The backup id."),
+            ArgumentSpec(ArgumentKey("TARGET"), help: "Where to restore.", optional: true),
         ]
     )
 
@@ -38,8 +38,8 @@ final class ArgumentParserTests: KeepsakeTestCase {
         name: "copy",
         abstract: "Copy.",
         arguments: [
-            ArgumentSpec(name: "SRC", help: "Source.", optional: true),
-            ArgumentSpec(name: "DEST", help: "Destination."),
+            ArgumentSpec(ArgumentKey("SRC"), help: "Source.", optional: true),
+            ArgumentSpec(ArgumentKey("DEST"), help: "Destination."),
         ]
     )
 
@@ -131,7 +131,7 @@ final class ArgumentParserTests: KeepsakeTestCase {
         let parsed = parse(["-q", "--", "--weird", "-v", "--"])
         XCTAssertEqual(parsed.positionals, ["--weird", "-v", "--"])
         XCTAssertFalse(parsed.flag(.verbose))
-        XCTAssertEqual(parsed.arguments("PATH"), ["--weird", "-v", "--"])
+        XCTAssertEqual(parsed.arguments(ArgumentKey("PATH")), ["--weird", "-v", "--"])
     }
 
     func testLoneDashIsPositional() {
@@ -160,19 +160,19 @@ final class ArgumentParserTests: KeepsakeTestCase {
 
     func testOptionalAndRequiredArguments() {
         let one = parse(["id1"], restore)
-        XCTAssertEqual(one.argument("BACKUP"), "id1")
-        XCTAssertNil(one.argument("TARGET"))
+        XCTAssertEqual(one.argument(ArgumentKey("BACKUP")), "id1")
+        XCTAssertNil(one.argument(ArgumentKey("TARGET")))
         let two = parse(["id1", "/tmp/out"], restore)
-        XCTAssertEqual(two.argument("TARGET"), "/tmp/out")
+        XCTAssertEqual(two.argument(ArgumentKey("TARGET")), "/tmp/out")
     }
 
     func testOptionalArgumentBeforeRequiredYieldsToIt() {
         let one = parse(["only"], copy)
-        XCTAssertNil(one.argument("SRC"))
-        XCTAssertEqual(one.argument("DEST"), "only")
+        XCTAssertNil(one.argument(ArgumentKey("SRC")))
+        XCTAssertEqual(one.argument(ArgumentKey("DEST")), "only")
         let two = parse(["a", "b"], copy)
-        XCTAssertEqual(two.argument("SRC"), "a")
-        XCTAssertEqual(two.argument("DEST"), "b")
+        XCTAssertEqual(two.argument(ArgumentKey("SRC")), "a")
+        XCTAssertEqual(two.argument(ArgumentKey("DEST")), "b")
     }
 
     // MARK: Help

@@ -7,7 +7,7 @@ final class ByteArgumentParsingTests: KeepsakeTestCase {
 
     private let spec = CommandSpec(
         name: "restore", abstract: "",
-        arguments: [ArgumentSpec(name: "BACKUP", help: ""), ArgumentSpec(name: "PATH", help: "", optional: true, repeating: true, takesPath: true)],
+        arguments: [ArgumentSpec(ArgumentKey("BACKUP"), help: ""), ArgumentSpec(ArgumentKey("PATH"), help: "", optional: true, repeating: true, takesPath: true)],
         options: [OptionSpec(.target, short: "C", kind: .value(valueName: "dir"), help: "", takesPath: true),
                   OptionSpec(.tag, kind: .value(valueName: "tag"), help: "")]
     )
@@ -30,11 +30,11 @@ final class ByteArgumentParsingTests: KeepsakeTestCase {
     func testPathsKeepTheirBytes() throws {
         let parsed = try ArgumentParser.parse([CommandLineArgument("latest"), argument("a"), argument("--target=t"),
                                                CommandLineArgument("-C"), argument("u")], for: spec)
-        XCTAssertEqual(parsed.argumentPaths("PATH"), [Array("a".utf8) + [0xff]])
+        XCTAssertEqual(parsed.argumentPaths(ArgumentKey("PATH")), [Array("a".utf8) + [0xff]])
         XCTAssertEqual(parsed.paths(.target), [Array("t".utf8) + [0xff], Array("u".utf8) + [0xff]])
         XCTAssertEqual(parsed.path(.target), Array("u".utf8) + [0xff])
         XCTAssertEqual(parsed.value(.target), "u\\xff", "the text shows the byte")
-        XCTAssertEqual(parsed.argument("BACKUP"), "latest")
+        XCTAssertEqual(parsed.argument(ArgumentKey("BACKUP")), "latest")
     }
 
     func testTextThatIsNotUTF8IsAUsageErrorNamingIt() {

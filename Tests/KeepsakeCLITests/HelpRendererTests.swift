@@ -12,7 +12,7 @@ final class HelpRendererTests: KeepsakeTestCase {
         name: "backup",
         abstract: "Back up files or directories into a compressed archive.",
         discussion: "Each run writes one archive and its manifest to the destination. Nothing is visible until the backup is complete.",
-        arguments: [ArgumentSpec(name: "PATH", help: "Files or directories to back up; '-' reads stdin.", repeating: true)],
+        arguments: [ArgumentSpec(ArgumentKey("PATH"), help: "Files or directories to back up; '-' reads stdin.", repeating: true)],
         options: [
             OptionSpec(.dest, short: "d", kind: .value(valueName: "dir"), environment: "KEEPSAKE_DEST", help: "Where backups are kept."),
             OptionSpec(
@@ -35,8 +35,8 @@ final class HelpRendererTests: KeepsakeTestCase {
         name: "restore",
         abstract: "Restore all or part of a backup.",
         arguments: [
-            ArgumentSpec(name: "BACKUP", help: "A backup id, a unique prefix, or 'latest'."),
-            ArgumentSpec(name: "TARGET", help: "Where to restore.", optional: true),
+            ArgumentSpec(ArgumentKey("BACKUP"), help: "A backup id, a unique prefix, or 'latest'."),
+            ArgumentSpec(ArgumentKey("TARGET"), help: "Where to restore.", optional: true),
         ]
     )
 
@@ -272,7 +272,7 @@ final class HelpRendererTests: KeepsakeTestCase {
         XCTAssertEqual(CommandSpec(name: "list", abstract: "List.").usage(), "keepsake list")
         let hiddenOnly = CommandSpec(
             name: "gc", abstract: "Collect.",
-            arguments: [ArgumentSpec(name: "ID", help: "", optional: true, repeating: true)],
+            arguments: [ArgumentSpec(ArgumentKey("ID"), help: "", optional: true, repeating: true)],
             options: [OptionSpec(OptionKey("secret"), help: "", hidden: true)]
         )
         XCTAssertEqual(hiddenOnly.usage(), "keepsake gc [ID...]")

@@ -5,8 +5,8 @@ struct ArgumentSpec: Sendable, Hashable {
 
     // MARK: Properties
 
-    /// The placeholder shown in usage and messages, conventionally upper case (`"PATH"`).
-    var name: String
+    /// How the command looks it up; its name is the placeholder shown in usage and messages.
+    var key: ArgumentKey
     /// One or two sentences for the help screen.
     var help: String
     /// Whether the command runs without it.
@@ -20,8 +20,8 @@ struct ArgumentSpec: Sendable, Hashable {
     // MARK: Init
 
     /// Creates a positional argument spec; required and single by default.
-    init(name: String, help: String, optional: Bool = false, repeating: Bool = false, takesPath: Bool = false) {
-        self.name = name
+    init(_ key: ArgumentKey, help: String, optional: Bool = false, repeating: Bool = false, takesPath: Bool = false) {
+        self.key = key
         self.help = help
         self.optional = optional
         self.repeating = repeating
@@ -29,6 +29,9 @@ struct ArgumentSpec: Sendable, Hashable {
     }
 
     // MARK: Display
+
+    /// The placeholder, conventionally upper case (`PATH`).
+    var name: String { key.name }
 
     /// `PATH` or `PATH...`: used in messages and in the ARGUMENTS section.
     var displayName: String { repeating ? name + "..." : name }

@@ -73,20 +73,20 @@ struct ParsedArguments: Sendable, Hashable {
 
     // MARK: Positionals
 
-    /// The positional assigned to the argument named `name`, or `nil` when it was left out.
+    /// The positional assigned to the argument `key`, or `nil` when it was left out.
     /// For a repeating argument this is the first of its values.
-    func argument(_ name: String) -> String? {
-        assignedArguments[name]?.first?.text
+    func argument(_ key: ArgumentKey) -> String? {
+        assignedArguments[key.name]?.first?.text
     }
 
-    /// Every positional assigned to the argument named `name` (for `PATH...`).
-    func arguments(_ name: String) -> [String] {
-        (assignedArguments[name] ?? []).map(\.text)
+    /// Every positional assigned to the argument `key` (for `PATH...`).
+    func arguments(_ key: ArgumentKey) -> [String] {
+        (assignedArguments[key.name] ?? []).map(\.text)
     }
 
-    /// The bytes of every positional assigned to the argument named `name` (paths).
-    func argumentPaths(_ name: String) -> [[UInt8]] {
-        (assignedArguments[name] ?? []).map(\.bytes)
+    /// The bytes of every positional assigned to the argument `key` (paths).
+    func argumentPaths(_ key: ArgumentKey) -> [[UInt8]] {
+        (assignedArguments[key.name] ?? []).map(\.bytes)
     }
 
     /// Every positional as text, in command-line order.

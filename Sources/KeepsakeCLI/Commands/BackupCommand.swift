@@ -10,7 +10,7 @@ struct BackupCommand: KeepsakeCommand {
         name: "backup",
         abstract: "Back up files and folders (or standard input) into the destination.",
         discussion: "Each backup is one pax tar archive, compressed (zstd by default), with a manifest holding a SHA-256 for every file. Nothing is visible in the destination until the backup is complete. Files that cannot be read are reported; the backup is still committed and the exit code is 3.",
-        arguments: [ArgumentSpec(name: "PATH", help: "A file or folder to back up.", optional: true, repeating: true, takesPath: true)],
+        arguments: [ArgumentSpec(.path, help: "A file or folder to back up.", optional: true, repeating: true, takesPath: true)],
         options: [
             CommonOptions.dest, CommonOptions.s3Endpoint,
             OptionSpec(.compression, short: "c", kind: .value(valueName: "codec"),
@@ -67,7 +67,7 @@ struct BackupCommand: KeepsakeCommand {
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         var problems = UsageProblems(Self.spec)
-        let paths = arguments.argumentPaths("PATH")
+        let paths = arguments.argumentPaths(.path)
         let readsStdin = arguments.flag(.stdin)
         if readsStdin && !paths.isEmpty {
             problems.add("Give either PATHs or '--stdin', not both.")

@@ -9,7 +9,7 @@ struct CompletionsCommand: KeepsakeCommand {
         name: "completions",
         abstract: "Print a shell completion script (bash, zsh or fish).",
         discussion: "Completes commands, options, option values (codecs, overwrite modes, colour modes) and backup ids.",
-        arguments: [ArgumentSpec(name: "SHELL", help: "bash, zsh or fish.")],
+        arguments: [ArgumentSpec(.shell, help: "bash, zsh or fish.")],
         options: CommonOptions.global,
         examples: [
             .init(command: "keepsake completions bash > ~/.local/share/bash-completion/completions/keepsake",
@@ -22,14 +22,12 @@ struct CompletionsCommand: KeepsakeCommand {
     private let shell: String
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
-        guard let shell = arguments.positionals.first else {
-            throw UsageError(.missingArgument("SHELL"), command: Self.spec)
+        // The parser has already insisted on exactly one positional.
+        guard let shell = arguments.argument(.shell) else {
+            throw UsageError(.missingArgument(ArgumentKey.shell.name), command: Self.spec)
         }
         guard Self.shells.contains(shell) else {
-            throw UsageError(.invalidValue(shell, option: "SHELL", allowed: Self.shells), command: Self.spec)
-        }
-        if arguments.positionals.count > 1 {
-            throw UsageError(.unexpectedArgument(arguments.positionals[1]), command: Self.spec)
+            throw UsageError(.invalidValue(shell, option: ArgumentKey.shell.name, allowed: Self.shells), command: Self.spec)
         }
         self.shell = shell
     }
@@ -43,4 +41,11 @@ struct CompletionsCommand: KeepsakeCommand {
         }
         return .success
     }
+}
+
+// MARK: - Arguments
+
+extension ArgumentKey {
+    /// The shell to write completions for.
+    static let shell = ArgumentKey("SHELL")
 }

@@ -10,7 +10,7 @@ struct CopyCommand: KeepsakeCommand {
         name: "copy",
         abstract: "Copy backups to another destination (a second disk, a bucket), verified on the way.",
         discussion: "Each archive streams from --from to --to while its size and SHA-256 are checked against its manifest; the manifest is stored last, so a copy is listed only once whole and checked. Backups --to already holds are skipped, and an incremental backup brings the backups it relies on, so chains arrive whole. A damaged source backup is not copied (exit 4); the others are.",
-        arguments: [ArgumentSpec(name: "BACKUP", help: "Backup ids, unique prefixes or 'latest' (this host's newest); every backup when none.",
+        arguments: [ArgumentSpec(.backup, help: "Backup ids, unique prefixes or 'latest' (this host's newest); every backup when none.",
                                  optional: true, repeating: true)],
         options: [
             OptionSpec(.from, kind: .value(valueName: "where"), defaultDescription: "the default destination",
@@ -36,7 +36,7 @@ struct CopyCommand: KeepsakeCommand {
     private let lockWait: TimeInterval
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
-        references = arguments.positionals
+        references = arguments.arguments(.backup)
         fromOption = arguments.value(.from)
         guard let to = arguments.value(.to), !to.isEmpty else {
             throw UsageError.custom("Give the destination to copy to with '--to <where>' (a folder, s3://BUCKET/PREFIX, or rclone:REMOTE:PATH).",

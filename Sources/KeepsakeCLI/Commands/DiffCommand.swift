@@ -11,8 +11,8 @@ struct DiffCommand: KeepsakeCommand {
         abstract: "Show what changed between two backups.",
         discussion: "Compares the manifests of two backups path by path (no archive is read): paths added, removed, modified (content or type changed: size or SHA-256 differ) and changed in metadata only (mode, owner, modification time, symlink target or hard link), sorted by path. Content is compared by SHA-256, wherever it is stored. A difference is not a failure: the exit code is 0.",
         arguments: [
-            ArgumentSpec(name: "FROM", help: "The older backup: an id, unique id prefix, 'latest', or an archive file."),
-            ArgumentSpec(name: "TO", help: "The newer backup: an id, unique id prefix, 'latest', or an archive file."),
+            ArgumentSpec(.from, help: "The older backup: an id, unique id prefix, 'latest', or an archive file."),
+            ArgumentSpec(.to, help: "The newer backup: an id, unique id prefix, 'latest', or an archive file."),
         ],
         options: [CommonOptions.dest, CommonOptions.s3Endpoint, CommonOptions.source, CommonOptions.hostFilter]
             + KeyOptions.reading + CommonOptions.global,
@@ -32,8 +32,8 @@ struct DiffCommand: KeepsakeCommand {
     init(arguments: ParsedArguments, context: CommandContext) throws {
         context.keyring = try KeyOptions.keyring(arguments, context: context)
         // The parser has already insisted on exactly two positionals.
-        guard let from = arguments.argument("FROM"), let to = arguments.argument("TO") else {
-            throw UsageError(.missingArgument("FROM TO"), command: Self.spec)
+        guard let from = arguments.argument(.from), let to = arguments.argument(.to) else {
+            throw UsageError(.missingArgument("\(ArgumentKey.from) \(ArgumentKey.to)"), command: Self.spec)
         }
         fromReference = from
         toReference = to
@@ -214,4 +214,13 @@ struct DiffCommand: KeepsakeCommand {
         }
         return .object(object)
     }
+}
+
+// MARK: - Arguments
+
+extension ArgumentKey {
+    /// The older backup of the two compared.
+    static let from = ArgumentKey("FROM")
+    /// The newer backup of the two compared.
+    static let to = ArgumentKey("TO")
 }

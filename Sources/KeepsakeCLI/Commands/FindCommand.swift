@@ -10,7 +10,7 @@ struct FindCommand: KeepsakeCommand {
         name: "find",
         abstract: "Find which backups hold a file, with each version's size, time and SHA-256.",
         discussion: "PATTERN follows the --exclude rules: without a slash it matches a name at any depth (notes.txt, '*.pdf'); with a slash it matches the whole path (home/*/notes.txt; the leading / is optional); ** spans folders; a trailing / matches folders only. Every backup is searched, oldest first, from its manifest (no archive is read). Exit 1 when nothing matches.",
-        arguments: [ArgumentSpec(name: "PATTERN", help: "A name or path pattern; quote it so the shell leaves * alone.")],
+        arguments: [ArgumentSpec(.pattern, help: "A name or path pattern; quote it so the shell leaves * alone.")],
         options: [CommonOptions.dest, CommonOptions.s3Endpoint, CommonOptions.source, CommonOptions.hostFilter]
             + KeyOptions.reading + CommonOptions.global,
         examples: [
@@ -25,7 +25,7 @@ struct FindCommand: KeepsakeCommand {
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         context.keyring = try KeyOptions.keyring(arguments, context: context)
-        let pattern = arguments.argument("PATTERN") ?? ""
+        let pattern = arguments.argument(.pattern) ?? ""
         do {
             search = try BackupSearch(pattern: pattern)
         } catch {
@@ -155,4 +155,11 @@ struct FindCommand: KeepsakeCommand {
         }
         return .object(object)
     }
+}
+
+// MARK: - Arguments
+
+extension ArgumentKey {
+    /// The name or path pattern to look for.
+    static let pattern = ArgumentKey("PATTERN")
 }

@@ -8,7 +8,7 @@ struct HelpCommand: KeepsakeCommand {
     static let spec = CommandSpec(
         name: "help",
         abstract: "Show help for keepsake or for one command.",
-        arguments: [ArgumentSpec(name: "COMMAND", help: "The command to explain.", optional: true)],
+        arguments: [ArgumentSpec(.command, help: "The command to explain.", optional: true)],
         options: [OptionSpec(.man, help: "Print the keepsake(1) manual page (roff), for 'man -l -' or to install.")]
             + CommonOptions.global,
         examples: [.init(command: "keepsake help restore", explanation: "Explain the restore command."),
@@ -32,7 +32,7 @@ struct HelpCommand: KeepsakeCommand {
     ]
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
-        topic = arguments.positionals.first
+        topic = arguments.argument(.command)
         manPage = arguments.flag(.man)
         if let topic, CommandRegistry.command(named: topic) == nil {
             throw UsageError.unknownCommand(topic, known: CommandRegistry.all.map { $0.spec.name })
@@ -120,4 +120,11 @@ struct HelpCommand: KeepsakeCommand {
 extension OptionKey {
     static let man = OptionKey("man")
     static let version = OptionKey("version")
+}
+
+// MARK: - Arguments
+
+extension ArgumentKey {
+    /// The command to explain.
+    static let command = ArgumentKey("COMMAND")
 }

@@ -30,9 +30,7 @@ struct KeygenCommand: KeepsakeCommand {
     private let output: String?
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
-        if let extra = arguments.positionals.first {
-            throw UsageError(.unexpectedArgument(extra), command: Self.spec)
-        }
+        // The spec takes no positionals: the parser refuses any.
         output = arguments.value(.output)
         if output == nil && context.json {
             throw UsageError.custom("'--json' needs '--output FILE': the identity is a secret and is never printed as JSON.",

@@ -10,7 +10,7 @@ struct ListCommand: KeepsakeCommand {
         name: "list",
         abstract: "List the backups, or the files of one backup.",
         discussion: "Without an argument: a table of the backups in the destination, oldest first. With a backup id (any unique prefix, or 'latest') or an archive file: its files, one path per line; --long adds mode, owner, size, time and SHA-256.",
-        arguments: [ArgumentSpec(name: "BACKUP", help: "A backup id, unique id prefix, 'latest', or an archive file.", optional: true)],
+        arguments: [ArgumentSpec(.backup, help: "A backup id, unique id prefix, 'latest', or an archive file.", optional: true)],
         options: [
             CommonOptions.dest, CommonOptions.s3Endpoint,
             OptionSpec(.long, short: "l", help: "With BACKUP: show mode, owner, size, modification time and SHA-256."),
@@ -40,7 +40,7 @@ struct ListCommand: KeepsakeCommand {
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         context.keyring = try KeyOptions.keyring(arguments, context: context)
-        reference = arguments.positionals.first
+        reference = arguments.argument(.backup)
         destinationOption = arguments.value(.dest)
         long = arguments.flag(.long)
         wide = arguments.flag(.wide)

@@ -10,7 +10,7 @@ struct RepairCommand: KeepsakeCommand {
         name: "repair",
         abstract: "Rebuild manifests that are missing or damaged from the archives' own copies.",
         discussion: "Every archive carries its manifest as its last entry. When the copy beside the archive is missing, unreadable, or names another backup, repair reads the archive whole, measures its size and SHA-256, and writes the manifest beside it again. A manifest that reads fine is never touched. Exit 4 when an archive's own manifest cannot be read either.",
-        arguments: [ArgumentSpec(name: "BACKUP", help: "Backup ids or unique prefixes to check; all archives when none.",
+        arguments: [ArgumentSpec(.backup, help: "Backup ids or unique prefixes to check; all archives when none.",
                                  optional: true, repeating: true)],
         options: [CommonOptions.dest, CommonOptions.s3Endpoint] + CommonOptions.global,
         examples: [
@@ -22,7 +22,7 @@ struct RepairCommand: KeepsakeCommand {
     private let destinationOption: String?
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
-        references = arguments.positionals
+        references = arguments.arguments(.backup)
         destinationOption = arguments.value(.dest)
     }
 

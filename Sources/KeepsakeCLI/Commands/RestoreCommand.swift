@@ -11,9 +11,9 @@ struct RestoreCommand: KeepsakeCommand {
         abstract: "Restore all or part of a backup, or of an archive file.",
         discussion: "Every file gets its name only once its SHA-256 matches the manifest: damaged or half-written content never lands under it (exit 4 for damage). Nothing is written outside the target: absolute paths, '..' and paths through symlinks are refused. Existing files are kept unless --overwrite says otherwise; kept files that differ from the backup are named (exit 3). A target that refuses writes is an error (exit 1), or exit 3 when only some paths could not be written. A lone incremental archive needs its parent's archive beside it (exit 3 without it). Plain tar archives (tar, tar.gz, tar.zst, tar.xz) restore too, without a manifest to check against.",
         arguments: [
-            ArgumentSpec(name: "BACKUP", help: "A backup id, unique id prefix, 'latest', or an archive file. On a terminal, leave it out to pick a backup from a list.",
+            ArgumentSpec(.backup, help: "A backup id, unique id prefix, 'latest', or an archive file. On a terminal, leave it out to pick a backup from a list.",
                          optional: true),
-            ArgumentSpec(name: "PATH", help: "Restore only these paths (a folder brings its contents; patterns like '*.conf' allowed).",
+            ArgumentSpec(.path, help: "Restore only these paths (a folder brings its contents; patterns like '*.conf' allowed).",
                          optional: true, repeating: true, takesPath: true),
         ],
         options: [
@@ -57,7 +57,7 @@ struct RestoreCommand: KeepsakeCommand {
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         context.keyring = try KeyOptions.keyring(arguments, context: context)
-        reference = arguments.argument("BACKUP")
+        reference = arguments.argument(.backup)
         if arguments.value(.host) != nil && arguments.flag(.allHosts) {
             throw UsageError.custom("Give either '--host' or '--all-hosts', not both.", command: Self.spec)
         }
@@ -72,7 +72,7 @@ struct RestoreCommand: KeepsakeCommand {
                                      samePermissions: geteuid() == 0 || arguments.flag(.samePermissions))
         // Paths go as bytes: a name need not be UTF-8.
         request.targetPath = DestinationResolver.absolute(arguments.path(.target) ?? Array(".".utf8))
-        request.selectionPaths = arguments.argumentPaths("PATH")
+        request.selectionPaths = arguments.argumentPaths(.path)
         if let text = arguments.value(.stripComponents) {
             guard let count = Int(text), count >= 0, count <= 4096 else {
                 throw UsageError.custom("The value '\(text)' is invalid for '--strip-components <n>'. Use a whole number of 0 or more.",

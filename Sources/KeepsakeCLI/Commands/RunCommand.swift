@@ -18,7 +18,7 @@ struct RunCommand: KeepsakeCommand {
         name: "run",
         abstract: "Run a profile of the configuration file: backup, prune, verify (for cron).",
         discussion: "Runs the profile's 'before' command (a non-zero exit stops the run with exit 1), backs up, prunes with the profile's retention policy, verifies the new backup, then runs the 'after' command with KEEPSAKE_STATUS (success or failure), KEEPSAKE_EXIT_CODE and KEEPSAKE_BACKUP_ID set. Prints nothing on standard output on success unless --verbose or --json; warnings and errors go to standard error. The exit code is the most severe of the steps: 130, 5, 4, 1, 3, 0 in that order.",
-        arguments: [ArgumentSpec(name: "PROFILE", help: "The profile's name ([profiles.NAME] in the configuration file).")],
+        arguments: [ArgumentSpec(.profile, help: "The profile's name ([profiles.NAME] in the configuration file).")],
         options: [
             ProfileLoader.configOption,
             OptionSpec(.verbose, short: "v", help: "Print the summaries of the backup, the prune and the verification."),
@@ -40,7 +40,7 @@ struct RunCommand: KeepsakeCommand {
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         var problems = UsageProblems(Self.spec)
-        profileName = arguments.argument("PROFILE") ?? ""
+        profileName = arguments.argument(.profile) ?? ""
         configOption = arguments.value(.config)
         verbose = arguments.flag(.verbose)
         progress = arguments.flag(.progress)

@@ -13,8 +13,8 @@ struct ScheduleCommand: KeepsakeCommand {
         abstract: "Print a crontab line and systemd timer units that run a profile (or install the crontab line).",
         discussion: "Give one of --hourly [MM], --daily HH:MM or --weekly DAY HH:MM. The lines call this keepsake binary by its absolute path with the absolute path of the configuration file, so they work from cron's bare environment. --install replaces any earlier crontab line of the profile (the one ending with '#\u{00A0}keepsake:PROFILE') with the new one; without cron, use the systemd units.",
         arguments: [
-            ArgumentSpec(name: "PROFILE", help: "The profile's name ([profiles.NAME] in the configuration file)."),
-            ArgumentSpec(name: "TIME", help: "The minute for --hourly (default 0), or HH:MM for --weekly.", optional: true),
+            ArgumentSpec(.profile, help: "The profile's name ([profiles.NAME] in the configuration file)."),
+            ArgumentSpec(.time, help: "The minute for --hourly (default 0), or HH:MM for --weekly.", optional: true),
         ],
         options: [
             OptionSpec(.hourly, help: "Every hour, at minute TIME (default 0)."),
@@ -40,10 +40,10 @@ struct ScheduleCommand: KeepsakeCommand {
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         var problems = UsageProblems(Self.spec)
-        profileName = arguments.argument("PROFILE") ?? ""
+        profileName = arguments.argument(.profile) ?? ""
         configOption = arguments.value(.config)
         install = arguments.flag(.install)
-        var timeText = arguments.argument("TIME")
+        var timeText = arguments.argument(.time)
         let forms = [arguments.flag(.hourly), arguments.value(.daily) != nil, arguments.value(.weekly) != nil]
         var parsed: ScheduleTime?
         if forms.filter({ $0 }).count != 1 {
@@ -208,4 +208,11 @@ extension OptionKey {
     static let hourly = OptionKey("hourly")
     static let install = OptionKey("install")
     static let weekly = OptionKey("weekly")
+}
+
+// MARK: - Arguments
+
+extension ArgumentKey {
+    /// The minute for `--hourly`, or `HH:MM` for `--weekly`.
+    static let time = ArgumentKey("TIME")
 }

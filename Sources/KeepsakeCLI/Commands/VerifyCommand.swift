@@ -10,7 +10,7 @@ struct VerifyCommand: KeepsakeCommand {
         name: "verify",
         abstract: "Check that backups are intact: every file's SHA-256 and the archive's own.",
         discussion: "Decompresses each archive completely, checks every file against the manifest, that every file in the manifest is present, and the archive's size and SHA-256 recorded when it was stored. Exit 4 names each damaged backup and, where possible, the damaged files.",
-        arguments: [ArgumentSpec(name: "BACKUP", help: "Backup ids, unique prefixes, 'latest', or archive files; all backups when none.",
+        arguments: [ArgumentSpec(.backup, help: "Backup ids, unique prefixes, 'latest', or archive files; all backups when none.",
                                  optional: true, repeating: true)],
         options: [CommonOptions.dest, CommonOptions.s3Endpoint, CommonOptions.progress] + KeyOptions.reading + CommonOptions.global,
         examples: [
@@ -25,7 +25,7 @@ struct VerifyCommand: KeepsakeCommand {
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         context.keyring = try KeyOptions.keyring(arguments, context: context)
-        references = arguments.positionals
+        references = arguments.arguments(.backup)
         destinationOption = arguments.value(.dest)
         progress = arguments.flag(.progress)
     }
