@@ -66,10 +66,21 @@ final class ManifestLineDecoderTests: KeepsakeTestCase {
             #"{"path":"a","type":"file","inode":99999999999999999999}"#, // too big
             "[1,2]",
             "{}",
+            #"{"path":"a\\b","type":"file"}"#,                       // an escaped backslash
+            #"{"path":"a\u0041","type":"file"}"#,                      // a \u escape
+            "{\"path\":\"a\tb\",\"type\":\"file\"}",                   // a raw control character
+            "{\"path\":\"a\u{0}b\",\"type\":\"file\"}",                // a raw NUL
+            #"{"path":"a","type":"file"#,                               // a line cut short
+            #"{"path":"a"#,                                             // a string that never ends
         ]
         for line in unusual {
             XCTAssertNil(try fast(line), line)
         }
+        // Bytes that are not UTF-8 inside a string are the general parser's to refuse.
+        let notUTF8 = Array(#"{"path":"a"#.utf8) + [0xFF] + Array(#"b","type":"file"}"#.utf8)
+        XCTAssertNil(try notUTF8.withUnsafeBufferPointer { try ManifestLineDecoder.decode($0, lineNumber: 7) })
+        // Valid UTF-8 beyond ASCII is read here, whole.
+        XCTAssertEqual(try fast(#"{"path":"é/ü","type":"file"}"#)?.path, Array("é/ü".utf8))
         // Those the general parser accepts, it reads as before.
         XCTAssertEqual(try general(unusual[0]).path, Array("a\"b".utf8))
         XCTAssertEqual(try general(unusual[2]).path, Array("a".utf8))

@@ -320,19 +320,30 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
         var text = text
         return text.withUTF8 { utf8 -> (UInt64, UInt64, UInt64, UInt64)? in
             guard utf8.count == 64 else { return nil }
+            let values = hexValues
+            // Every manifest entry of a file has one: a table lookup per digit, and one test
+            // per word for a byte that is no lowercase hex digit (0xFF in the table).
             func word(_ index: Int) -> UInt64? {
                 var value: UInt64 = 0
+                var invalid: UInt8 = 0
                 for byte in utf8[(index * 16)..<(index * 16 + 16)] {
-                    switch byte {
-                    case 48...57: value = value << 4 | UInt64(byte - 48)
-                    case 97...102: value = value << 4 | UInt64(byte - 87)
-                    default: return nil
-                    }
+                    let digit = values[Int(byte)]
+                    invalid |= digit & 0x80
+                    value = value << 4 | UInt64(digit & 0x0F)
                 }
-                return value
+                return invalid == 0 ? value : nil
             }
             guard let first = word(0), let second = word(1), let third = word(2), let fourth = word(3) else { return nil }
             return (first, second, third, fourth)
+        }
+    }
+
+    /// The value of each lowercase hex digit by byte; 0xFF for every other byte.
+    private static let hexValues: [UInt8] = (0...255).map { byte in
+        switch byte {
+        case 48...57: UInt8(byte - 48)
+        case 97...102: UInt8(byte - 87)
+        default: 0xFF
         }
     }
 

@@ -1,3 +1,5 @@
+import Glibc
+
 /// Decodes the manifest lines Keepsake writes straight from their bytes, without building
 /// a JSON tree: a no-change backup of 100,000 files reads its parent's manifest mostly in
 /// here. Anything it does not expect (an escape, an unknown key, a fraction, a `_b64`
@@ -149,14 +151,19 @@ struct ManifestLineDecoder {
         }
     }
 
-    /// Key names by length, to compare a key's bytes against only a few candidates.
-    private static let keysByLength: [Int: [(name: [UInt8], key: Key)]] =
-        Dictionary(grouping: Key.allCases.map { ($0.name, $0) }, by: { $0.0.count })
+    /// Key names by length (the index), to compare a key's bytes against only a few
+    /// candidates; an array rather than a dictionary, since every key of every line is looked up.
+    private static let keysByLength: [[(name: [UInt8], key: Key)]] = {
+        let keys = Key.allCases.map { ($0.name, $0) }
+        let longest = keys.map(\.0.count).max() ?? 0
+        return (0...longest).map { length in keys.filter { $0.0.count == length } }
+    }()
 
     private func key(_ range: Range<Int>) -> Key? {
-        guard let candidates = ManifestLineDecoder.keysByLength[range.count] else { return nil }
+        let table = ManifestLineDecoder.keysByLength
+        guard range.count < table.count else { return nil }
         let slice = bytes[range]
-        return candidates.first { $0.name.elementsEqual(slice) }?.key
+        return table[range.count].first { $0.name.elementsEqual(slice) }?.key
     }
 
     private func text(_ range: Range<Int>) -> String {
@@ -173,25 +180,24 @@ struct ManifestLineDecoder {
 
     /// A string without escapes (nil otherwise): where its bytes are in the line.
     private mutating func string() -> Range<Int>? {
-        guard take(UInt8(ascii: "\"")) else { return nil }
-        let start = position
-        var ascii = true
-        while position < bytes.count {
-            let byte = bytes[position]
-            if byte == UInt8(ascii: "\"") {
-                position += 1
-                let range = start..<(position - 1)
-                // JSON text is UTF-8: anything else is the general parser's to refuse.
-                if !ascii && PathBytes.validString(Array(bytes[range])) == nil { return nil }
-                return range
-            }
-            if byte >= 0x80 { ascii = false }
-            // Escapes and control characters (a NUL among them): the general parser knows what
-            // they mean, and refuses a NUL in a path or link (see ManifestEntry.init(json:line:)).
-            if byte == UInt8(ascii: "\\") || byte < 0x20 { return nil }
-            position += 1
+        guard take(UInt8(ascii: "\"")), let base = bytes.baseAddress, position < bytes.count,
+              let quote = memchr(base + position, 0x22, bytes.count - position) else { return nil }
+        let range = position..<base.distance(to: quote.assumingMemoryBound(to: UInt8.self))
+        // One pass without early exits (the compiler reads it a vector at a time): escapes and
+        // control characters (a NUL among them) are the general parser's to read, and it
+        // refuses a NUL in a path or link (see ManifestEntry.init(json:line:)). An escaped
+        // quote is found above as the end, with its backslash before it: refused here too.
+        var special: UInt8 = 0
+        var high: UInt8 = 0
+        for byte in UnsafeBufferPointer(rebasing: bytes[range]) {
+            special |= (byte == 0x5C ? 1 : 0) | (byte < 0x20 ? 1 : 0)
+            high |= byte
         }
-        return nil
+        guard special == 0 else { return nil }
+        // JSON text is UTF-8: anything else is the general parser's to refuse.
+        if high >= 0x80 && PathBytes.validString(Array(bytes[range])) == nil { return nil }
+        position = range.upperBound + 1
+        return range
     }
 
     /// A whole number that fits an Int64; nil for anything else (fractions, exponents).
@@ -217,7 +223,10 @@ struct ManifestLineDecoder {
         }
         let digits = position - start
         guard digits > 0, !(digits > 1 && bytes[start] == 48) else { return nil }
-        if position < bytes.count, [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[position]) { return nil }
+        if position < bytes.count {
+            let next = bytes[position]
+            if next == 0x2E || next == 0x65 || next == 0x45 { return nil } // . e E: not a whole number
+        }
         return value
     }
 }

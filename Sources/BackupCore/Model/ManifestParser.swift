@@ -1,3 +1,5 @@
+import Glibc
+
 /// Parses a manifest as its bytes arrive, a line at a time, into compact entries (or hands
 /// each entry to a visitor and keeps none): the manifest's text is never held whole
 /// (100,000 entries are about 33 MB of JSON lines). Throws `ManifestError` naming the line
@@ -52,7 +54,7 @@ struct ManifestParser {
         let bytes = chunk.bindMemory(to: UInt8.self)
         var start = 0
         if !pending.isEmpty {
-            guard let newline = bytes.firstIndex(of: UInt8(ascii: "\n")) else {
+            guard let newline = ManifestParser.newline(in: bytes, from: 0) else {
                 pending.append(contentsOf: bytes)
                 try checkPendingSummary()
                 return
@@ -64,7 +66,7 @@ struct ManifestParser {
             start = newline + 1
         }
         while start < bytes.count {
-            guard let newline = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) else {
+            guard let newline = ManifestParser.newline(in: bytes, from: start) else {
                 pending.append(contentsOf: bytes[start...])
                 try checkPendingSummary()
                 return
@@ -72,6 +74,14 @@ struct ManifestParser {
             try take(UnsafeBufferPointer(rebasing: bytes[start..<newline]))
             start = newline + 1
         }
+    }
+
+    /// Where the next newline is at or after `start` (memchr: the C library's search reads
+    /// a word or a vector at a time, where a loop in Swift reads a byte).
+    private static func newline(in bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
+        guard let base = bytes.baseAddress, start < bytes.count,
+              let found = memchr(base + start, 0x0A, bytes.count - start) else { return nil }
+        return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
     }
 
     /// Parses what is left and returns the manifest.
