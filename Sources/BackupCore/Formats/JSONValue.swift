@@ -146,7 +146,7 @@ public enum JSONValue: Sendable, Equatable {
 
     private static func newline(_ bytes: inout [UInt8], indent: Int) {
         bytes.append(UInt8(ascii: "\n"))
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: indent * 2))
+        bytes.append(contentsOf: [UInt8](repeating: UInt8(ascii: " "), count: indent * 2))
     }
 }
 

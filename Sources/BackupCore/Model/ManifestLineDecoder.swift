@@ -161,9 +161,16 @@ struct ManifestLineDecoder {
 
     private func key(_ range: Range<Int>) -> Key? {
         let table = ManifestLineDecoder.keysByLength
-        guard range.count < table.count else { return nil }
-        let slice = bytes[range]
-        return table[range.count].first { $0.name.elementsEqual(slice) }?.key
+        guard range.count < table.count, let base = bytes.baseAddress else { return nil }
+        // memcmp rather than elementsEqual: as fast optimised, and a debug build (the test
+        // suite's) does not walk the bytes through generic iterators.
+        for candidate in table[range.count]
+        where candidate.name.withUnsafeBufferPointer({ name in
+            name.baseAddress.map { memcmp($0, base + range.lowerBound, range.count) == 0 } ?? false
+        }) {
+            return candidate.key
+        }
+        return nil
     }
 
     private func text(_ range: Range<Int>) -> String {
