@@ -162,13 +162,16 @@ struct ManifestLineDecoder {
     private func key(_ range: Range<Int>) -> Key? {
         let table = ManifestLineDecoder.keysByLength
         guard range.count < table.count, let base = bytes.baseAddress else { return nil }
-        // memcmp rather than elementsEqual: as fast optimised, and a debug build (the test
-        // suite's) does not walk the bytes through generic iterators.
-        for candidate in table[range.count]
-        where candidate.name.withUnsafeBufferPointer({ name in
-            name.baseAddress.map { memcmp($0, base + range.lowerBound, range.count) == 0 } ?? false
-        }) {
-            return candidate.key
+        // Compared through pointers rather than elementsEqual on a slice: the same loop
+        // optimised, and a debug build (the test suite's) does not walk generic iterators.
+        let start = base + range.lowerBound
+        for candidate in table[range.count] {
+            let equal = candidate.name.withUnsafeBufferPointer { name in
+                var index = 0
+                while index < name.count, name[index] == start[index] { index += 1 }
+                return index == name.count
+            }
+            if equal { return candidate.key }
         }
         return nil
     }
