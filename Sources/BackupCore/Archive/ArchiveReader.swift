@@ -148,7 +148,7 @@ public final class ArchiveReader {
             guard block.offset >= 0, !end.overflow, end.partialValue <= Int64(limit) else {
                 throw ArchiveError.damaged(archive: name, reason: "an entry is larger than \(limit) bytes")
             }
-            if Int(block.offset) > content.count { content.append(contentsOf: [UInt8](repeating: 0, count: Int(block.offset) - content.count)) }
+            if Int(block.offset) > content.count { content.appendZeros(Int(block.offset) - content.count) }
             content.replaceSubrange(Int(block.offset)..<min(content.count, Int(end.partialValue)), with: block.bytes)
         }
         return content

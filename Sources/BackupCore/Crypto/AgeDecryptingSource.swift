@@ -135,7 +135,7 @@ public final class AgeDecryptingSource: RandomAccessSource {
                 // is read past the header always fits the staging buffer.
                 let piece = min(max(16384, headerBytes.count), 1 << 19)
                 let old = headerBytes.count
-                headerBytes += [UInt8](repeating: 0, count: piece)
+                headerBytes.appendZeros(piece)
                 let got = try headerBytes.withUnsafeMutableBytes { try stream.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[old...])) }
                 headerBytes.removeLast(piece - got)
                 atEnd = got == 0

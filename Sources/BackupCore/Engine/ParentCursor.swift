@@ -99,9 +99,7 @@ final class ParentCursor {
             buffer.removeSubrange(0..<start)
             start = 0
             let filled = buffer.count
-            // Array(repeating:) is one memset; appending repeatElement walks the bytes one at a
-            // time, 0.4 s a MiB in a debug build (every incremental of the test suite paid it).
-            buffer.append(contentsOf: [UInt8](repeating: 0, count: ParentCursor.chunk))
+            buffer.appendZeros(ParentCursor.chunk)
             let count = try SidecarManifest.decoding {
                 try buffer.withUnsafeMutableBytes {
                     try source.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...]))

@@ -57,7 +57,7 @@ public struct ManifestSizeLimit {
         guard offset >= 0, !end.overflow else { throw tooLarge(Int64.max) }
         try check(end.partialValue)
         let start = Int(offset)
-        if start > bytes.count { bytes.append(contentsOf: [UInt8](repeating: 0, count: start - bytes.count)) }
+        if start > bytes.count { bytes.appendZeros(start - bytes.count) }
         let overlap = min(bytes.count, start + chunk.count)
         bytes.replaceSubrange(start..<overlap, with: chunk)
         if limit == nil { try findSummary() }

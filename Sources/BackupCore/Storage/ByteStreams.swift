@@ -44,7 +44,7 @@ extension ByteSource {
         while true {
             if filled == result.count {
                 guard result.count <= limit else { throw StorageError.tooLarge(limit: limit) }
-                result.append(contentsOf: [UInt8](repeating: 0, count: result.count))
+                result.appendZeros(result.count)
             }
             let count = try result.withUnsafeMutableBytes { try read(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...])) }
             if count == 0 { break }
