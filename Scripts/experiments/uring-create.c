@@ -68,11 +68,12 @@ static void submit_and_wait(long *results) {
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
 
 int main(int argc, char **argv) {
-    if (argc < 4) { fprintf(stderr, "usage: iou sys|uring SIZES TARGET\n"); return 2; }
+    if (argc < 4) { fprintf(stderr, "usage: uring-create sys|uring|uring-write SIZES TARGET\n"); return 2; }
     int uring = strcmp(argv[1], "uring") == 0, uringWrite = strcmp(argv[1], "uring-write") == 0;
     if (!uring && !uringWrite && strcmp(argv[1], "sys") != 0) { fprintf(stderr, "unknown mode %s\n", argv[1]); return 2; }
     FILE *f = fopen(argv[2], "r");
-    if (!f) { perror(argv[2]); return 1; } size_t cap = 1 << 16, n = 0; long *sizes = malloc(cap * sizeof *sizes);
+    if (!f) { perror(argv[2]); return 1; }
+    size_t cap = 1 << 16, n = 0; long *sizes = malloc(cap * sizeof *sizes);
     while (fscanf(f, "%ld", &sizes[n]) == 1) if (++n == cap) sizes = realloc(sizes, (cap *= 2) * sizeof *sizes);
     size_t maxsize = 0; for (size_t i = 0; i < n; i++) if ((size_t)sizes[i] > maxsize) maxsize = sizes[i];
     char *content = malloc(maxsize + 1); memset(content, 'x', maxsize + 1);
