@@ -58,7 +58,7 @@ let package = Package(
         // MARK: Tests
         // The base class of every test case (a skip under CI=true must be allow-listed).
         .target(name: "KeepsakeTestSupport", dependencies: ["BackupCore", "TerminalUI"], path: "Tests/KeepsakeTestSupport"),
-        .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore", "KeepsakeTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore", "CArchive", "KeepsakeTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "KeepsakeConfigTests", dependencies: ["KeepsakeConfig", "KeepsakeTestSupport"]),
         .testTarget(name: "TerminalUITests", dependencies: ["TerminalUI", "KeepsakeTestSupport"]),
         .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "KeepsakeConfig", "TerminalUI", "KeepsakeTestSupport"]),

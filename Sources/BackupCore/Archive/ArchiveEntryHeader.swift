@@ -77,51 +77,6 @@ public struct ArchiveEntryHeader: Sendable, Equatable {
 
     // MARK: libarchive bridging
 
-    /// Fills a (cleared) libarchive entry from the header; throws `PathBytes.EmbeddedNUL`
-    /// for a path or link target no tar header can carry.
-    func fill(_ entry: OpaquePointer) throws {
-        try PathBytes.withCString(path) { archive_entry_copy_pathname(entry, $0) }
-        archive_entry_set_size(entry, type == .file ? size : 0)
-        archive_entry_set_perm(entry, mode_t(permissions & 0o7777))
-        archive_entry_set_uid(entry, la_int64_t(uid))
-        archive_entry_set_gid(entry, la_int64_t(gid))
-        if let userName { archive_entry_copy_uname(entry, userName) }
-        if let groupName { archive_entry_copy_gname(entry, groupName) }
-        // libarchive 3.6 writes pax times before 1970 as "-sec.nsec" where the fraction
-        // should count toward zero; handing it (sec + 1, 1e9 - nsec) yields the right text.
-        if mtimeSeconds < 0 && mtimeNanoseconds > 0 {
-            archive_entry_set_mtime(entry, time_t(mtimeSeconds + 1), Int(1_000_000_000 - mtimeNanoseconds))
-        } else {
-            archive_entry_set_mtime(entry, time_t(mtimeSeconds), Int(mtimeNanoseconds))
-        }
-        switch type {
-        case .file: archive_entry_set_filetype(entry, KS_AE_IFREG)
-        case .directory: archive_entry_set_filetype(entry, KS_AE_IFDIR)
-        case .symlink:
-            archive_entry_set_filetype(entry, KS_AE_IFLNK)
-            try PathBytes.withCString(linkTarget ?? []) { archive_entry_copy_symlink(entry, $0) }
-        case .hardlink:
-            archive_entry_set_filetype(entry, KS_AE_IFREG)
-            try PathBytes.withCString(linkTarget ?? []) { archive_entry_copy_hardlink(entry, $0) }
-        case .fifo: archive_entry_set_filetype(entry, KS_AE_IFIFO)
-        case .characterDevice:
-            archive_entry_set_filetype(entry, KS_AE_IFCHR)
-            archive_entry_set_rdev(entry, dev_t(rdev))
-        case .blockDevice:
-            archive_entry_set_filetype(entry, KS_AE_IFBLK)
-            archive_entry_set_rdev(entry, dev_t(rdev))
-        case .socket: archive_entry_set_filetype(entry, KS_AE_IFSOCK)
-        }
-        for attribute in xattrs {
-            attribute.value.withUnsafeBytes { raw in
-                archive_entry_xattr_add_entry(entry, attribute.name, raw.baseAddress, raw.count)
-            }
-        }
-        for region in sparseRegions {
-            archive_entry_sparse_add_entry(entry, region.offset, region.length)
-        }
-    }
-
     /// Reads a header from a libarchive entry; nil when it has no usable name.
     init?(entry: OpaquePointer) {
         guard var name = PathBytes.fromCString(archive_entry_pathname(entry)), !name.isEmpty else { return nil }

@@ -1,98 +1,57 @@
-import CArchive
-import Foundation
-
-/// Writes a POSIX pax tar, compressed, to a byte sink through libarchive.
+/// Writes a POSIX pax tar, compressed, to a byte sink.
+///
+/// Headers are encoded here (`PaxHeaderEncoder`); zstd goes through Keepsake's own
+/// compressor (independent frames and a seek table), gzip, xz and lz4 through libarchive's
+/// filters (`LibarchiveCompressor`).
 public final class ArchiveWriter {
     // MARK: State
 
-    private let archive: OpaquePointer
-    private let entry: OpaquePointer
-    private let output: SinkBox
-    /// Our own zstd compressor (independent frames and a seek table), used for zstd instead
-    /// of libarchive's filter, which writes one long frame.
+    /// Where the uncompressed tar stream goes.
+    private let downstream: ByteSink
     private let seekable: SeekableZstdSink?
+    private let compressor: LibarchiveCompressor?
+    private var encoder = PaxHeaderEncoder()
+    /// Headers and small writes gathered into larger ones.
+    private var staged: [UInt8] = []
+    private var written: Int64 = 0
+    private var entry: OpenEntry?
     private var closed = false
 
-    /// Receives libarchive's output; keeps the first error the sink threw.
-    private final class SinkBox {
-        let sink: ByteSink
-        var error: Error?
-        init(sink: ByteSink) { self.sink = sink }
+    /// Gathers writes up to this size; larger content goes straight through.
+    private static let stageCapacity = 64 * 1024
+
+    /// The entry whose content is being written.
+    private struct OpenEntry {
+        let path: [UInt8]
+        let layout: PaxHeaderEncoder.ContentLayout
+        /// Bytes of content the caller has written (holes included).
+        var logicalOffset: Int64 = 0
+        /// The stored run that `logicalOffset` is in or before.
+        var regionIndex = 0
     }
 
     // MARK: Life cycle
 
     /// Opens a writer. `threads` only matters for zstd and xz.
     public init(sink: ByteSink, compression: Compression, level: Int?, threads: Int) throws {
-        _ = LibarchiveSetup.prepared
-        guard let archive = archive_write_new(), let entry = archive_entry_new() else {
-            throw ArchiveError.setup("out of memory")
-        }
-        self.archive = archive
-        self.entry = entry
-        do {
-            seekable = compression == .zstd
-                ? try SeekableZstdSink(downstream: sink, level: level ?? Compression.zstd.defaultLevel ?? 3, workers: threads,
-                                       adaptive: true)
-                : nil
-        } catch {
-            archive_entry_free(entry)
-            archive_write_free(archive)
-            throw error
-        }
-        self.output = SinkBox(sink: seekable ?? sink)
-        // From here on a throw runs deinit, which frees both handles.
-        try configure(compression: seekable == nil ? compression : .none, level: level, threads: threads,
-                      buffered: seekable == nil)
-        let client = Unmanaged.passUnretained(output).toOpaque()
-        let status = archive_write_open2(archive, client, nil, { _, client, buffer, length in
-            guard let client, let buffer else { return -1 }
-            let box = Unmanaged<SinkBox>.fromOpaque(client).takeUnretainedValue()
-            do {
-                try box.sink.write(UnsafeRawBufferPointer(start: buffer, count: length))
-                return length
-            } catch {
-                box.error = box.error ?? error
-                return -1
-            }
-        }, nil, nil)
-        guard status == ARCHIVE_OK else { throw ArchiveError.setup(LibarchiveSetup.errorMessage(archive)) }
-    }
-
-    deinit {
-        archive_entry_free(entry)
-        archive_write_free(archive)
-    }
-
-    /// `buffered` false hands every write straight to the sink (ours buffers whole frames).
-    private func configure(compression: Compression, level: Int?, threads: Int, buffered: Bool) throws {
-        func check(_ status: Int32) throws {
-            guard status == ARCHIVE_OK else { throw ArchiveError.setup(LibarchiveSetup.errorMessage(archive)) }
-        }
-        try check(archive_write_set_format_pax(archive))
-        // Without this, xattrs are written twice and GNU tar warns.
-        try check(archive_write_set_format_option(archive, "pax", "xattrheader", "SCHILY"))
-        // Large blocks mean fewer callbacks; the last one is not padded, so zstd -t accepts the file.
-        try check(archive_write_set_bytes_per_block(archive, buffered ? 64 * 1024 : 0))
-        try check(archive_write_set_bytes_in_last_block(archive, 1))
         switch compression {
-        case .zstd: try check(archive_write_add_filter_zstd(archive))
-        case .gzip: try check(archive_write_add_filter_gzip(archive))
-        case .xz: try check(archive_write_add_filter_xz(archive))
-        case .lz4: try check(archive_write_add_filter_lz4(archive))
-        case .none: break
+        case .zstd:
+            let seekable = try SeekableZstdSink(downstream: sink, level: level ?? Compression.zstd.defaultLevel ?? 3,
+                                                workers: threads, adaptive: true)
+            self.seekable = seekable
+            compressor = nil
+            downstream = seekable
+        case .none:
+            seekable = nil
+            compressor = nil
+            downstream = sink
+        case .gzip, .xz, .lz4:
+            let compressor = try LibarchiveCompressor(downstream: sink, compression: compression, level: level, threads: threads)
+            seekable = nil
+            self.compressor = compressor
+            downstream = compressor
         }
-        let filterName = compression.rawValue
-        if let level, compression != .none {
-            try check(archive_write_set_filter_option(archive, filterName, "compression-level", String(level)))
-        }
-        if compression.supportsThreads, threads > 1 {
-            try check(archive_write_set_filter_option(archive, filterName, "threads", String(threads)))
-        }
-        if compression == .gzip {
-            // Keep the archive reproducible: no file name or time in the gzip header.
-            _ = archive_write_set_filter_option(archive, "gzip", "timestamp", nil)
-        }
+        staged.reserveCapacity(Self.stageCapacity)
     }
 
     // MARK: Writing
@@ -100,50 +59,112 @@ public final class ArchiveWriter {
     /// Writes an entry's header; for a regular file, `writeData` must follow with exactly
     /// the header's size in bytes (a sparse file's holes included, as zeros).
     public func writeHeader(_ header: ArchiveEntryHeader) throws {
-        archive_entry_clear(entry)
-        do {
-            try header.fill(entry)
-        } catch {
-            throw ArchiveError.write(path: PathBytes.display(header.path), reason: "\(error)")
-        }
-        let status = archive_write_header(archive, entry)
-        if status < ARCHIVE_WARN { throw failure(for: header.path) }
+        try finishEntry()
+        let before = staged.count
+        let layout = try encoder.encode(header, into: &staged)
+        written += Int64(staged.count - before)
+        entry = OpenEntry(path: header.path, layout: layout)
+        if staged.count >= Self.stageCapacity { try flush() }
     }
 
-    /// Writes content bytes of the current entry.
+    /// Writes content bytes of the current entry; bytes in a sparse file's holes are dropped.
     public func writeData(_ buffer: UnsafeRawBufferPointer, path: [UInt8]) throws {
-        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
-        var offset = 0
-        while offset < buffer.count {
-            let written = archive_write_data(archive, base + offset, buffer.count - offset)
-            if written <= 0 { throw failure(for: path) }
-            offset += written
+        guard buffer.count > 0 else { return }
+        guard var current = entry else {
+            throw ArchiveError.write(path: PathBytes.display(path), reason: "content came without a header")
         }
+        let size = current.layout.logicalSize
+        guard Int64(buffer.count) <= size - current.logicalOffset else {
+            throw ArchiveError.write(path: PathBytes.display(path),
+                                     reason: "more than the \(size) bytes its header gave (\(current.logicalOffset + Int64(buffer.count)))")
+        }
+        let regions = current.layout.storedRegions
+        var rest = buffer
+        while !rest.isEmpty {
+            guard current.regionIndex < regions.count else { break } // the rest is a trailing hole
+            let region = regions[current.regionIndex]
+            if current.logicalOffset >= region.offset + region.length {
+                current.regionIndex += 1
+                continue
+            }
+            let count: Int
+            if current.logicalOffset < region.offset {
+                count = Int(min(region.offset - current.logicalOffset, Int64(rest.count)))
+            } else {
+                count = Int(min(region.offset + region.length - current.logicalOffset, Int64(rest.count)))
+                try emit(UnsafeRawBufferPointer(rebasing: rest[..<count]))
+            }
+            current.logicalOffset += Int64(count)
+            rest = UnsafeRawBufferPointer(rebasing: rest[count...])
+        }
+        current.logicalOffset += Int64(rest.count)
+        entry = current
     }
 
-    /// Ends the current entry (its padding is written now rather than before the next
-    /// header), so that `position` is where the next entry will start.
+    /// Ends the current entry: content the caller did not write is stored as zeros, then
+    /// the padding to a whole block, so that `position` is where the next entry will start.
     public func finishEntry() throws {
-        if archive_write_finish_entry(archive) < ARCHIVE_WARN { throw failure(for: Array("end of entry".utf8)) }
+        guard let current = entry else { return }
+        entry = nil
+        var missing: Int64 = 0
+        for region in current.layout.storedRegions {
+            missing += max(0, region.offset + region.length - max(region.offset, current.logicalOffset))
+        }
+        let block = Int64(TarHeaderBlock.size)
+        try emitZeros(missing + (block - current.layout.storedBytes % block) % block)
     }
 
     /// Bytes of uncompressed tar written so far: after `finishEntry`, the offset at which
     /// the next entry's headers begin.
-    public var position: Int64 { Int64(archive_filter_bytes(archive, 0)) }
+    public var position: Int64 { written }
 
     /// Finishes the archive (end-of-archive blocks, compressor flush, seek table).
     public func finish() throws {
         guard !closed else { return }
+        try finishEntry()
         closed = true
-        if archive_write_close(archive) != ARCHIVE_OK {
-            if let error = output.error { throw error }
-            throw ArchiveError.write(path: "end of archive", reason: LibarchiveSetup.errorMessage(archive))
-        }
+        try emitZeros(2 * Int64(TarHeaderBlock.size))
+        try flush()
+        try compressor?.finish()
         try seekable?.finish()
     }
 
-    private func failure(for path: [UInt8]) -> Error {
-        if let error = output.error { return error }
-        return ArchiveError.write(path: PathBytes.display(path), reason: LibarchiveSetup.errorMessage(archive))
+    // MARK: Output
+
+    /// Passes bytes on: gathered when small, straight through when large.
+    private func emit(_ bytes: UnsafeRawBufferPointer) throws {
+        written += Int64(bytes.count)
+        if staged.count + bytes.count <= Self.stageCapacity {
+            staged.append(contentsOf: bytes)
+            return
+        }
+        try flush()
+        if bytes.count >= Self.stageCapacity / 2 {
+            try downstream.write(bytes)
+        } else {
+            staged.append(contentsOf: bytes)
+        }
+    }
+
+    private func emitZeros(_ count: Int64) throws {
+        var remaining = count
+        while remaining > 0 {
+            let room = Self.stageCapacity - staged.count
+            if room == 0 {
+                try flush()
+                continue
+            }
+            let chunk = Int(min(Int64(room), remaining))
+            staged.appendZeros(chunk)
+            written += Int64(chunk)
+            remaining -= Int64(chunk)
+        }
+    }
+
+    /// Passes the gathered bytes on now.
+    func flush() throws {
+        guard !staged.isEmpty else { return }
+        try staged.withUnsafeBytes { try downstream.write($0) }
+        staged.removeAll(keepingCapacity: true)
     }
 }
