@@ -113,6 +113,15 @@ final class PaxHeaderEncoderTests: KeepsakeTestCase {
         }
     }
 
+    func testWriterRefusesEntriesAfterTheEnd() throws {
+        let writer = try ArchiveWriter(sink: DiscardingSink(), compression: .none, level: nil, threads: 1)
+        try writer.finish()
+        XCTAssertThrowsError(try writer.writeHeader(ArchiveEntryHeader(path: Array("late".utf8), type: .file, size: 1))) { error in
+            XCTAssertTrue("\(error)".contains("late"), "\(error)")
+        }
+        XCTAssertThrowsError(try [UInt8]("x".utf8).withUnsafeBytes { try writer.writeData($0, path: Array("late".utf8)) })
+    }
+
     /// Content that stops short is stored as zeros to the size the header gave, as
     /// libarchive did, so the archive stays readable; the same for a sparse file's runs.
     func testContentThatStopsShortIsPaddedWithZeros() throws {

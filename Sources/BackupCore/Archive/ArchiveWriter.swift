@@ -59,6 +59,9 @@ public final class ArchiveWriter {
     /// Writes an entry's header; for a regular file, `writeData` must follow with exactly
     /// the header's size in bytes (a sparse file's holes included, as zeros).
     public func writeHeader(_ header: ArchiveEntryHeader) throws {
+        guard !closed else {
+            throw ArchiveError.write(path: PathBytes.display(header.path), reason: "the archive was already finished")
+        }
         try finishEntry()
         let before = staged.count
         let layout = try encoder.encode(header, into: &staged)
