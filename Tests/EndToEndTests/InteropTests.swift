@@ -85,6 +85,33 @@ final class InteropTests: EndToEndTestCase {
         XCTAssertEqual([roundTrip.st_mtim.tv_sec, roundTrip.st_mtim.tv_nsec], [-100, 250_000_000])
     }
 
+    /// A sparse file whose name is long and not UTF-8: the name travels in the sparse
+    /// format's own record (`GNU.sparse.name`), which GNU tar and libarchive restore under.
+    /// libarchive's writer put the shortened ustar name there, so such a file came back from
+    /// Keepsake's own restore as damage, and GNU tar named it wrongly.
+    func testSparseFileWithALongNameThatIsNotUTF8RestoresEverywhere() throws {
+        let source = path("src")
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(source))
+        let name = Array(String(repeating: "n", count: 110).utf8) + [0xff]
+        let file = RawFileSystem.join(RawFileSystem.bytes(source), name)
+        try RawFileSystem.writeSparseFile(file, size: 4 << 20, chunks: [(offset: 1 << 20, bytes: Array("island".utf8))])
+        guard let info = RawFileSystem.lstat(file), info.st_blocks * 512 < 4 << 20 else {
+            throw XCTSkip("the file system of \(work) did not keep the file sparse")
+        }
+        let dest = path("dest")
+        try backup([source], dest: dest, options: ["--compression", "none"])
+
+        let ours = path("ours")
+        assertExit(try run(["restore", "latest", "--dest", dest, "--target", ours]), 0)
+        XCTAssertTrue(try RawFileSystem.filesEqual(file, RawFileSystem.join(RawFileSystem.bytes(ours + source), name)))
+
+        let extracted = path("extracted")
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(extracted))
+        _ = try tool("tar", ["-xpf", try onlyArchive(in: dest), "-C", extracted])
+        XCTAssertTrue(try RawFileSystem.filesEqual(file, RawFileSystem.join(RawFileSystem.bytes(extracted + source), name)),
+                      "GNU tar did not extract the sparse file under its own name")
+    }
+
     // MARK: Their tarballs, our restore
 
     // GNU tar's default (gnu) format stores whole seconds; pax keeps nanoseconds.
