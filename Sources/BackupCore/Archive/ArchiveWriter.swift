@@ -22,7 +22,6 @@ public final class ArchiveWriter {
 
     /// The entry whose content is being written.
     private struct OpenEntry {
-        let path: [UInt8]
         let layout: PaxHeaderEncoder.ContentLayout
         /// Bytes of content the caller has written (holes included).
         var logicalOffset: Int64 = 0
@@ -66,7 +65,7 @@ public final class ArchiveWriter {
         let before = staged.count
         let layout = try encoder.encode(header, into: &staged)
         written += Int64(staged.count - before)
-        entry = OpenEntry(path: header.path, layout: layout)
+        entry = OpenEntry(layout: layout)
         if staged.count >= Self.stageCapacity { try flush() }
     }
 
@@ -153,7 +152,7 @@ public final class ArchiveWriter {
         var remaining = count
         while remaining > 0 {
             let room = Self.stageCapacity - staged.count
-            if room == 0 {
+            if room <= 0 {
                 try flush()
                 continue
             }

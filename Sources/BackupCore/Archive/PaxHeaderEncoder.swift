@@ -5,10 +5,12 @@
 /// Keepsake's archives were written by libarchive 3.6's pax writer until it cost a sixth of
 /// a backup's instructions per entry (it clones every entry and converts every name). This
 /// encoder writes the same bytes, the same records in the same order, for every entry
-/// Keepsake makes; `PaxHeaderEncoderTests` compares the two. It differs in two places, both
-/// on purpose: a time between -1 and 0 seconds keeps its sign (`-0.5`, where libarchive
-/// wrote `0.5`), and a name in CESU-8 is stored as it is, marked binary (libarchive rewrote
-/// it as UTF-8, so the restored name differed).
+/// Keepsake makes; `PaxHeaderEncoderTests` compares the two. It differs in three places, all
+/// on purpose, where libarchive lost information: a time between -1 and 0 seconds keeps its
+/// sign (`-0.5`, where libarchive wrote `0.5`); a name in CESU-8 is stored as it is, marked
+/// binary (libarchive rewrote it as UTF-8, so the restored name differed); a sparse file's
+/// long name that is not UTF-8 goes whole into `GNU.sparse.name` (libarchive wrote the
+/// shortened ustar name there, under which readers restored the file).
 struct PaxHeaderEncoder {
     // MARK: Result
 
