@@ -112,8 +112,7 @@ public final class ArchiveWriter {
         for region in current.layout.storedRegions {
             missing += max(0, region.offset + region.length - max(region.offset, current.logicalOffset))
         }
-        let block = Int64(TarHeaderBlock.size)
-        try emitZeros(missing + (block - current.layout.storedBytes % block) % block)
+        try emitZeros(missing + TarHeaderBlock.padding(after: current.layout.storedBytes))
     }
 
     /// Bytes of uncompressed tar written so far: after `finishEntry`, the offset at which

@@ -124,7 +124,8 @@ struct PaxHeaderEncoder {
             addRecord(Array("SCHILY.xattr.".utf8) + Self.percentEncoded(attribute.name), attribute.value)
         }
 
-        let ustarSize = sparseMap.isEmpty ? storedBytes : Int64(Self.padded(sparseMap.count)) + storedBytes
+        let mapSize = Int64(sparseMap.count)
+        let ustarSize = (sparseMap.isEmpty ? 0 : mapSize + TarHeaderBlock.padding(after: mapSize)) + storedBytes
         if ustarSize >= 1 << 33 { addRecord("size", Self.decimal(ustarSize)) }
 
         if !records.isEmpty {
@@ -138,8 +139,7 @@ struct PaxHeaderEncoder {
             block.setOwnerNames(user: userName[...], group: groupName[...], in: &output)
             block.setNumber(min(max(seconds, 0), 0x7fff_ffff), .mtime, strict: true, in: &output)
             block.seal(in: &output)
-            output.append(contentsOf: records)
-            output.appendZeros(Self.padded(records.count) - records.count)
+            Self.appendPadded(records, to: &output)
         }
 
         let block = TarHeaderBlock(appendingTo: &output)
@@ -157,10 +157,7 @@ struct PaxHeaderEncoder {
             block.setNumber(Int64(minor), .deviceMinor, strict: false, in: &output)
         }
         block.seal(in: &output)
-        if !sparseMap.isEmpty {
-            output.append(contentsOf: sparseMap)
-            output.appendZeros(Self.padded(sparseMap.count) - sparseMap.count)
-        }
+        if !sparseMap.isEmpty { Self.appendPadded(sparseMap, to: &output) }
         return ContentLayout(logicalSize: logicalSize, storedRegions: storedRegions, storedBytes: storedBytes)
     }
 
@@ -250,14 +247,7 @@ struct PaxHeaderEncoder {
 
     /// Decimal digits, with a `-` when negative.
     static func decimal(_ value: Int64) -> [UInt8] {
-        var magnitude = value.magnitude
-        var digits: [UInt8] = []
-        repeat {
-            digits.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
-            magnitude /= 10
-        } while magnitude > 0
-        if value < 0 { digits.append(UInt8(ascii: "-")) }
-        return digits.reversed()
+        Array(String(value).utf8)
     }
 
     /// Every byte outside `!`…`~`, and `%` and `=`, as `%XX`.
@@ -295,14 +285,17 @@ struct PaxHeaderEncoder {
         UInt32(truncatingIfNeeded: device & 0xff) | (UInt32(truncatingIfNeeded: device >> 12) & ~0xff)
     }
 
-    /// A length rounded up to whole blocks.
-    static func padded(_ count: Int) -> Int { (count + TarHeaderBlock.size - 1) / TarHeaderBlock.size * TarHeaderBlock.size }
+    /// Appends `bytes` and the zeros that fill their last block.
+    private static func appendPadded(_ bytes: [UInt8], to output: inout [UInt8]) {
+        output.append(contentsOf: bytes)
+        output.appendZeros(Int(TarHeaderBlock.padding(after: Int64(bytes.count))))
+    }
 
     private static func hasNonASCII(_ bytes: [UInt8]) -> Bool {
         bytes.contains { $0 >= 0x80 }
     }
 
     private static func isUTF8(_ bytes: [UInt8]) -> Bool {
-        !hasNonASCII(bytes) || String(validating: bytes, as: UTF8.self) != nil
+        !hasNonASCII(bytes) || PathBytes.validString(bytes) != nil
     }
 }

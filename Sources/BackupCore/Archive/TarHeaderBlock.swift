@@ -10,6 +10,12 @@ struct TarHeaderBlock {
     /// The size of a tar block.
     static let size = 512
 
+    /// The zeros after `count` bytes of content or records that fill their last block.
+    static func padding(after count: Int64) -> Int64 {
+        let block = Int64(size)
+        return (block - count % block) % block
+    }
+
     /// A numeric field: where it is, how many octal digits it holds with its terminator, and
     /// how many when the number may take the terminator's place.
     struct NumberField {
