@@ -96,7 +96,7 @@ final class InteropTests: EndToEndTestCase {
         let file = RawFileSystem.join(RawFileSystem.bytes(source), name)
         try RawFileSystem.writeSparseFile(file, size: 4 << 20, chunks: [(offset: 1 << 20, bytes: Array("island".utf8))])
         guard let info = RawFileSystem.lstat(file), info.st_blocks * 512 < 4 << 20 else {
-            throw XCTSkip("the file system of \(work) did not keep the file sparse")
+            return XCTFail("the file system of \(work) did not keep the file sparse: the sparse form would go untested")
         }
         let dest = path("dest")
         try backup([source], dest: dest, options: ["--compression", "none"])
