@@ -6,9 +6,11 @@ import Foundation
 ///
 /// Reading ahead keeps several reads in flight (a cold disk serves many requests faster
 /// than one at a time) and moves reading and hashing off the writing thread. Memory stays
-/// bounded: bytes read but not yet written are held to `budget`; the file being written may
-/// go past it by `headAllowance` of its own (so the writer always gets what it waits for,
-/// and a big file read faster than it is written cannot fill memory). Whole-size pieces are
+/// bounded: bytes read but not yet written are held to `budget`, which only the earliest
+/// file still being read (the one the writer needs soonest) may pass, by `headAllowance` at
+/// most in all. So read-ahead follows scan order (a later file that filled the budget first
+/// cannot keep it waiting), the writer always gets what it waits for, and a big file read
+/// faster than it is written cannot fill memory. Whole-size pieces are
 /// reused rather than freed: freshly mapped memory costs a page fault every 4 KiB.
 final class ReadAhead: @unchecked Sendable {
     // MARK: Types
@@ -27,7 +29,7 @@ final class ReadAhead: @unchecked Sendable {
     /// Bytes read ahead and not yet written, at most.
     static let defaultBudget = 16 << 20
     private let budget: Int
-    /// What the file being written may hold besides, unwritten, whatever the budget.
+    /// How far past the budget the earliest file still being read may take what is held.
     static let headAllowance = 4 << 20
     /// The size of a whole piece (what one read asks for at most).
     private static let pieceSize = SourceFileReader.bufferSize
@@ -45,6 +47,8 @@ final class ReadAhead: @unchecked Sendable {
     /// Files submitted; `nextToRead` is the first no reader has taken.
     private var submitted: [PrefetchedFile] = []
     private var nextToRead = 0
+    /// Files taken by readers and not yet read whole, in scan order.
+    private var reading: [PrefetchedFile] = []
     /// Bytes held in chunks not yet written.
     private var buffered = 0
     /// Whole-size pieces given back, for the next reads.
@@ -79,6 +83,7 @@ final class ReadAhead: @unchecked Sendable {
         monitor.broadcast(roomFreed)
         while running > 0 { monitor.wait(contentArrived) }
         submitted.removeAll()
+        reading.removeAll()
         for piece in spare { piece.deallocate() }
         spare.removeAll()
         monitor.unlock()
@@ -112,15 +117,12 @@ final class ReadAhead: @unchecked Sendable {
     /// read found (or throws what stopped it: an interruption).
     func consume(_ file: PrefetchedFile, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> SourceFileReader.Content {
         monitor.lock()
-        // Its reader may now go past the budget: nothing else can be written before it.
-        file.isBeingWritten = true
-        monitor.broadcast(roomFreed)
         while true {
             if !file.chunks.isEmpty {
                 let chunk = file.chunks.removeFirst()
                 monitor.unlock()
                 let written = Result { try body(UnsafeRawBufferPointer(rebasing: chunk.memory[0..<chunk.count])) }
-                release(chunk.memory, of: file)
+                release(chunk.memory)
                 try written.get()
                 monitor.lock()
                 continue
@@ -148,13 +150,17 @@ final class ReadAhead: @unchecked Sendable {
             if stopped { break }
             let file = submitted[nextToRead]
             nextToRead += 1
+            reading.append(file)
             monitor.unlock()
             var destination = Destination(pool: self, file: file)
             let outcome = Result { try reader.readContent(of: file.file, into: &destination) }
             destination.releaseUnfilled()
             monitor.lock()
             file.outcome = outcome
+            reading.removeAll { $0 === file }
             monitor.signal(contentArrived)
+            // The next file in scan order may now be the earliest one being read.
+            monitor.broadcast(roomFreed)
         }
         running -= 1
         monitor.broadcast(contentArrived)
@@ -162,7 +168,8 @@ final class ReadAhead: @unchecked Sendable {
     }
 
     /// Memory for the next piece of `file`: waits while the budget is spent (nothing at all
-    /// held is never too much), and for the file being written while its own allowance is.
+    /// held is never too much), and for the earliest file being read while the allowance
+    /// past the budget is.
     fileprivate func allocate(_ wanted: Int, for file: PrefetchedFile) throws -> UnsafeMutableRawBufferPointer {
         // A whole piece comes from (and goes back to) the spare ones; a small one from malloc.
         let size = wanted >= ReadAhead.pieceSize / 4 ? ReadAhead.pieceSize : wanted
@@ -173,7 +180,6 @@ final class ReadAhead: @unchecked Sendable {
             throw Stopped()
         }
         buffered += size
-        file.held += size
         let reused = size == ReadAhead.pieceSize ? spare.popLast() : nil
         monitor.unlock()
         return reused ?? UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 64)
@@ -182,14 +188,14 @@ final class ReadAhead: @unchecked Sendable {
     /// Whether `file` may take `size` bytes more now (called with the lock held).
     private func mayHold(_ size: Int, more file: PrefetchedFile) -> Bool {
         if buffered == 0 || buffered + size <= budget { return true }
-        return file.isBeingWritten && file.held + size <= ReadAhead.headAllowance
+        // Files before it are read whole, so it is the one the writer waits for next.
+        return file === reading.first && buffered + size <= budget + ReadAhead.headAllowance
     }
 
-    /// Gives back memory `file` took with `allocate`.
-    fileprivate func release(_ memory: UnsafeMutableRawBufferPointer, of file: PrefetchedFile) {
+    /// Gives back memory a reader took with `allocate`.
+    fileprivate func release(_ memory: UnsafeMutableRawBufferPointer) {
         monitor.lock()
         buffered -= memory.count
-        file.held -= memory.count
         let kept = memory.count == ReadAhead.pieceSize && !stopped
         if kept { spare.append(memory) }
         monitor.broadcast(roomFreed)
@@ -232,7 +238,7 @@ final class ReadAhead: @unchecked Sendable {
 
         /// Gives back the buffer handed out last if it was never filled.
         mutating func releaseUnfilled() {
-            if let memory = current { pool.release(memory, of: file) }
+            if let memory = current { pool.release(memory) }
             current = nil
         }
     }
@@ -245,9 +251,6 @@ final class PrefetchedFile: @unchecked Sendable {
     let file: SourceFileReader.OpenFile
     fileprivate var chunks: [ReadAhead.Chunk] = []
     fileprivate var outcome: Result<SourceFileReader.Content, Error>?
-    fileprivate var isBeingWritten = false
-    /// Bytes taken for its chunks and not yet given back.
-    fileprivate var held = 0
 
     fileprivate init(file: SourceFileReader.OpenFile) {
         self.file = file
