@@ -72,6 +72,11 @@ public struct ArchiveEntryHeader: Sendable, Equatable {
         self.sparseRegions = sparseRegions
     }
 
+    /// The most runs of data (and holes) a sparse file's map holds in an archive Keepsake
+    /// writes; a file with more is stored whole, its holes as zeros. It bounds the memory
+    /// reading a map can take (16 bytes a run).
+    public static let mostSparseRuns = 1 << 20
+
     /// The modification time in nanoseconds since the epoch.
     public var mtimeTotalNanoseconds: Int64 { mtimeSeconds &* 1_000_000_000 &+ Int64(mtimeNanoseconds) }
 

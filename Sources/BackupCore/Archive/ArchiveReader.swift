@@ -1,52 +1,53 @@
-import CArchive
 import Foundation
 
-/// Reads a tar archive (any compression libarchive knows) from a byte source, entry by
-/// entry, front to back.
+/// Reads a tar archive (plain, or compressed in any way libarchive knows) from a byte
+/// source, entry by entry, front to back.
+///
+/// zstd is decompressed by Keepsake itself, several frames at once when the stream is made
+/// of independent frames. An archive Keepsake wrote (its first entry is the `.keepsake`
+/// folder) is then read by `KeepsakeTarReader`; any other tar, and archives compressed with
+/// gzip, xz or lz4, by libarchive (`LibarchiveTarReader`).
 public final class ArchiveReader {
     // MARK: State
 
-    private let archive: OpaquePointer
-    private let input: SourceBox
+    /// Which reader parses the tar stream.
+    private enum Parser {
+        case keepsake(KeepsakeTarReader)
+        case libarchive(LibarchiveTarReader)
+    }
+
+    private let parser: Parser
+    private let input: TarInput
+    /// The source after decompression (a `ParallelZstdSource` for zstd).
+    private let decoded: ByteSource
     /// The archive's name, for messages.
     public let name: String
     /// What libarchive warned about while reading (not damage).
-    public private(set) var warnings: [String] = []
+    public var warnings: [String] {
+        if case .libarchive(let reader) = parser { return reader.warnings }
+        return []
+    }
     /// The first zstd frame that could not be read, once reading stopped at damage in a
     /// zstd archive made of frames; nil otherwise (then the entry being read says where).
-    public var unreadableFrame: Int? { (input.source as? ParallelZstdSource)?.unreadableFrame }
+    public var unreadableFrame: Int? { (decoded as? ParallelZstdSource)?.unreadableFrame }
 
-    /// Feeds libarchive from the source; keeps the first error the source threw.
-    private final class SourceBox {
-        let source: ByteSource
-        /// The source, when it can hand over its decompressed frames without a copy.
-        let lending: LendingSource?
-        var buffer: UnsafeMutableRawBufferPointer
-        var error: Error?
-        /// Checked before every read: libarchive's own loops (skipping an entry, finding
-        /// the next header) pass through here.
-        let cancellation: CancellationFlag?
-        init(source: ByteSource, cancellation: CancellationFlag?) {
-            self.source = source
-            self.cancellation = cancellation
-            lending = source as? LendingSource
-            buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
-        }
-        deinit { buffer.deallocate() }
+    /// Whether Keepsake's own reader parses this archive (rather than libarchive).
+    var readsItself: Bool {
+        if case .keepsake = parser { return true }
+        return false
     }
 
     // MARK: Life cycle
 
     /// Opens a reader. Plain (uncompressed) tar and every compression libarchive supports
-    /// are recognised from the bytes, not the name; zstd is decompressed by Keepsake itself,
-    /// several frames at once when the stream is made of independent frames. With
-    /// `plainTar`, the bytes are known to be uncompressed tar and are not inspected. Once
-    /// `cancellation` is set, reading throws `EngineError.interrupted`.
-    public init(source: ByteSource, name: String, plainTar: Bool = false, cancellation: CancellationFlag? = nil) throws {
-        _ = LibarchiveSetup.prepared
+    /// are recognised from the bytes, not the name. With `keepsakeTar`, the bytes are known
+    /// to be the uncompressed tar of a Keepsake archive (or parts of one, whole entries each)
+    /// and are not inspected. Once `cancellation` is set, reading throws
+    /// `EngineError.interrupted`.
+    public init(source: ByteSource, name: String, keepsakeTar: Bool = false, cancellation: CancellationFlag? = nil) throws {
         let decoded: ByteSource
         do {
-            decoded = plainTar ? source : try DecodedArchiveSource.wrap(source, name: name)
+            decoded = keepsakeTar ? source : try DecodedArchiveSource.wrap(source, name: name)
         } catch let error as StorageError {
             throw error
         } catch let error as ArchiveError {
@@ -54,44 +55,14 @@ public final class ArchiveReader {
         } catch {
             throw ArchiveError.damaged(archive: name, reason: "\(error)")
         }
-        guard let archive = archive_read_new() else { throw ArchiveError.setup("out of memory") }
-        self.archive = archive
+        self.decoded = decoded
         self.name = name
-        self.input = SourceBox(source: decoded, cancellation: cancellation)
-        archive_read_support_filter_all(archive)
-        archive_read_support_format_tar(archive)
-        archive_read_support_format_gnutar(archive)
-        let client = Unmanaged.passUnretained(input).toOpaque()
-        let status = archive_read_open2(archive, client, nil, { _, client, bufferOut in
-            guard let client, let bufferOut else { return -1 }
-            let box = Unmanaged<SourceBox>.fromOpaque(client).takeUnretainedValue()
-            do {
-                try box.cancellation?.check()
-                if let lending = box.lending {
-                    let view = try lending.lend(scratch: box.buffer)
-                    bufferOut.pointee = view.baseAddress.map { UnsafeRawPointer($0) } ?? UnsafeRawPointer(box.buffer.baseAddress)
-                    return view.count
-                }
-                let count = try box.source.read(into: box.buffer)
-                bufferOut.pointee = UnsafeRawPointer(box.buffer.baseAddress)
-                return count
-            } catch {
-                box.error = box.error ?? error
-                return -1
-            }
-        }, nil, nil)
-        guard status == ARCHIVE_OK else {
-            // deinit frees the handle: every stored property is set by now.
-            if let stop = input.error as? EngineError { throw stop }
-            // The source's own error already says the archive is damaged: not wrapped again.
-            if let damaged = input.error as? ArchiveError { throw damaged }
-            let reason = input.error.map { "\($0)" } ?? LibarchiveSetup.errorMessage(archive)
-            throw ArchiveError.damaged(archive: name, reason: reason)
+        input = TarInput(source: decoded, cancellation: cancellation)
+        if try keepsakeTar || input.startsWithKeepsakeMarker() {
+            parser = .keepsake(KeepsakeTarReader(input: input, name: name))
+        } else {
+            parser = .libarchive(try LibarchiveTarReader(input: input, name: name))
         }
-    }
-
-    deinit {
-        archive_read_free(archive)
     }
 
     // MARK: Reading
@@ -99,45 +70,28 @@ public final class ArchiveReader {
     /// The next entry's header, or nil at the end of the archive. Throws when the archive
     /// is damaged or truncated.
     public func nextHeader() throws -> ArchiveEntryHeader? {
-        while true {
-            var entry: OpaquePointer?
-            let status = archive_read_next_header(archive, &entry)
-            if status == ARCHIVE_EOF { return nil }
-            if status < ARCHIVE_WARN || entry == nil { throw failure() }
-            if status == ARCHIVE_RETRY {
-                // A header whose checksum fails ("Damaged tar archive"), with no name. Asked
-                // again, libarchive reads the next 512 bytes as a header, and on through file
-                // content or decoded garbage until a block passes the checksum by chance: an
-                // entry with a made-up name. Damage ends the archive here.
-                throw ArchiveError.damaged(archive: name, reason: LibarchiveSetup.errorMessage(archive)
-                    + " (a tar header does not match its checksum)")
-            }
-            if status == ARCHIVE_WARN {
-                // A warning that speaks of damage is damage, not a detail (other warnings,
-                // such as names it cannot convert, are kept for the caller).
-                let message = LibarchiveSetup.errorMessage(archive)
-                let lowered = message.lowercased()
-                if lowered.contains("damaged") || lowered.contains("checksum") || lowered.contains("truncated") {
-                    throw ArchiveError.damaged(archive: name, reason: message)
-                }
-                warnings.append(message)
-            }
-            guard let entry else { throw failure() }
-            // Entries without a usable name cannot be restored or listed; skip them.
-            if let header = ArchiveEntryHeader(entry: entry) { return header }
+        switch parser {
+        case .keepsake(let reader): return try reader.nextHeader()
+        case .libarchive(let reader): return try reader.nextHeader()
         }
     }
 
     /// Reads the next block of the current entry's content: the bytes and their offset in
-    /// the file (offsets jump over the holes of a sparse file). Nil at the entry's end.
+    /// the file (offsets jump over the holes of a sparse file). Nil at the entry's end. The
+    /// bytes stay valid until the next call.
     public func nextBlock() throws -> (bytes: UnsafeRawBufferPointer, offset: Int64)? {
-        var buffer: UnsafeRawPointer?
-        var size = 0
-        var offset: la_int64_t = 0
-        let status = archive_read_data_block(archive, &buffer, &size, &offset)
-        if status == ARCHIVE_EOF { return nil }
-        if status < ARCHIVE_WARN { throw failure() }
-        return (UnsafeRawBufferPointer(start: buffer, count: size), offset)
+        switch parser {
+        case .keepsake(let reader): return try reader.nextBlock()
+        case .libarchive(let reader): return try reader.nextBlock()
+        }
+    }
+
+    /// Skips the current entry's content.
+    public func skipContent() throws {
+        switch parser {
+        case .keepsake(let reader): try reader.skipContent()
+        case .libarchive(let reader): try reader.skipContent()
+        }
     }
 
     /// Reads the whole current entry into memory, refusing more than `limit` bytes.
@@ -169,26 +123,18 @@ public final class ArchiveReader {
     /// returned nil.
     public func readToEnd() throws {
         do {
-            while try input.source.read(into: input.buffer) > 0 {}
-            if let problem = (input.source as? ParallelZstdSource)?.seekTableProblem {
+            try input.drain()
+            if let problem = (decoded as? ParallelZstdSource)?.seekTableProblem {
                 throw ArchiveError.damaged(archive: name, reason: problem)
             }
         } catch let error as ArchiveError {
             throw error
         } catch let error as StorageError {
             throw error
+        } catch let error as EngineError {
+            throw error
         } catch {
             throw ArchiveError.damaged(archive: name, reason: "\(error)")
         }
-    }
-
-    /// Skips the current entry's content.
-    public func skipContent() throws {
-        if archive_read_data_skip(archive) < ARCHIVE_WARN { throw failure() }
-    }
-
-    private func failure() -> Error {
-        if let error = input.error { return error }
-        return ArchiveError.damaged(archive: name, reason: LibarchiveSetup.errorMessage(archive))
     }
 }

@@ -216,7 +216,8 @@ struct PaxHeaderEncoder {
         if let last = runs.last, last.offset + last.length < size {
             runs.append(.init(offset: size, length: 0))
         }
-        return runs
+        // More runs than a reader should hold in memory: stored whole instead.
+        return runs.count <= ArchiveEntryHeader.mostSparseRuns ? runs : nil
     }
 
     /// The pax text of a time: seconds, and a fraction without trailing zeros.

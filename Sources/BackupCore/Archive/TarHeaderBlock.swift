@@ -16,20 +16,22 @@ struct TarHeaderBlock {
         return (block - count % block) % block
     }
 
-    /// A numeric field: where it is, how many octal digits it holds with its terminator, and
-    /// how many when the number may take the terminator's place.
+    /// A numeric field: where it is, how many octal digits it holds with its terminator,
+    /// how many when the number may take the terminator's place, and the field's width.
     struct NumberField {
         let offset: Int
         let digits: Int
         let widest: Int
+        let width: Int
 
-        static let mode = NumberField(offset: 100, digits: 6, widest: 8)
-        static let uid = NumberField(offset: 108, digits: 6, widest: 8)
-        static let gid = NumberField(offset: 116, digits: 6, widest: 8)
-        static let size = NumberField(offset: 124, digits: 11, widest: 12)
-        static let mtime = NumberField(offset: 136, digits: 11, widest: 11)
-        static let deviceMajor = NumberField(offset: 329, digits: 6, widest: 8)
-        static let deviceMinor = NumberField(offset: 337, digits: 6, widest: 8)
+        static let mode = NumberField(offset: 100, digits: 6, widest: 8, width: 8)
+        static let uid = NumberField(offset: 108, digits: 6, widest: 8, width: 8)
+        static let gid = NumberField(offset: 116, digits: 6, widest: 8, width: 8)
+        static let size = NumberField(offset: 124, digits: 11, widest: 12, width: 12)
+        static let mtime = NumberField(offset: 136, digits: 11, widest: 11, width: 12)
+        static let checksum = NumberField(offset: 148, digits: 6, widest: 6, width: 8)
+        static let deviceMajor = NumberField(offset: 329, digits: 6, widest: 8, width: 8)
+        static let deviceMinor = NumberField(offset: 337, digits: 6, widest: 8, width: 8)
     }
 
     private static let nameOffset = 0

@@ -179,7 +179,7 @@ final class RestoreRun {
         }
         do {
             let input: ByteSource = ranged.map { $0 as ByteSource } ?? counting.map { $0 as ByteSource } ?? source
-            let reader = try ArchiveReader(source: input, name: name, plainTar: ranged != nil,
+            let reader = try ArchiveReader(source: input, name: name, keepsakeTar: ranged != nil,
                                            cancellation: cancellation)
             while let header = try reader.nextHeader() {
                 try cancellation.check()
