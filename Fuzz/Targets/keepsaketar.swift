@@ -36,7 +36,8 @@ let maxEntries = 20_000
 
 /// Stops the run with a line naming the broken invariant (libFuzzer reports it as a crash).
 func broken(_ what: String) -> Never {
-    fputs("keepsaketar: \(what)\n", stderr)
+    let text = "keepsaketar invariant broken: \(what)\n"
+    _ = text.withCString { write(2, $0, strlen($0)) }
     abort()
 }
 

@@ -17,6 +17,8 @@ final class KeepsakeTarReader {
     /// What is left of the current entry.
     private var current = Content()
     private var ended = false
+    /// The last owner names seen, as bytes and as text: most entries repeat them.
+    private var ownerNames: [(bytes: [UInt8], text: String?)] = []
 
     /// The bytes after the current header: the data runs still to hand out (with where each
     /// starts in the file), then what is stored but not handed out, then the block padding.
@@ -135,8 +137,8 @@ final class KeepsakeTarReader {
         var name = extended.sparseName.flatMap { $0.isEmpty ? nil : $0 } ?? extended.path.flatMap { $0.isEmpty ? nil : $0 } ?? view.name
         let link = extended.linkPath.flatMap { $0.isEmpty ? nil : $0 } ?? view.link
         let flag = view.typeFlag
-        let userName = Self.ownerName(extended.userName, view.userName)
-        let groupName = Self.ownerName(extended.groupName, view.groupName)
+        let userName = ownerName(extended.userName, view.userName)
+        let groupName = ownerName(extended.groupName, view.groupName)
         let devices = flag == UInt8(ascii: "3") || flag == UInt8(ascii: "4")
         let major = extended.deviceMajor ?? (devices ? view.number(.deviceMajor) ?? 0 : 0)
         let minor = extended.deviceMinor ?? (devices ? view.number(.deviceMinor) ?? 0 : 0)
@@ -157,7 +159,7 @@ final class KeepsakeTarReader {
         // Only files and hard links have content; the others' size field is not read, as
         // libarchive did not (a pax size record still says what follows). What a folder
         // named as a file holds is passed over.
-        let fileFlag = [0, UInt8(ascii: "0"), UInt8(ascii: "7")].contains(flag)
+        let fileFlag = flag == UInt8(ascii: "0") || flag == 0 || flag == UInt8(ascii: "7")
         let stored = extended.storedSize ?? (fileFlag || flag == UInt8(ascii: "1") ? ustarSize : 0)
         var size = type == .file || type == .hardlink ? stored : 0
         current = Content(unread: stored, padding: TarHeaderBlock.padding(after: stored))
@@ -191,9 +193,14 @@ final class KeepsakeTarReader {
 
     /// An owner name as text: the pax record when it has one, the ustar field otherwise; nil
     /// when empty or not UTF-8.
-    private static func ownerName(_ record: [UInt8]?, _ field: [UInt8]) -> String? {
+    private func ownerName(_ record: [UInt8]?, _ field: [UInt8]) -> String? {
         let bytes = record.flatMap { $0.isEmpty ? nil : $0 } ?? field
-        return bytes.isEmpty ? nil : PathBytes.validString(bytes)
+        guard !bytes.isEmpty else { return nil }
+        if let known = ownerNames.first(where: { $0.bytes == bytes }) { return known.text }
+        let text = PathBytes.validString(bytes)
+        if ownerNames.count == 4 { ownerNames.removeFirst() }
+        ownerNames.append((bytes, text))
+        return text
     }
 
     /// A device number from its parts, as glibc's `makedev` builds it.
