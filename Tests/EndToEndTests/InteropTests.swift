@@ -85,6 +85,29 @@ final class InteropTests: EndToEndTestCase {
         XCTAssertEqual([roundTrip.st_mtim.tv_sec, roundTrip.st_mtim.tv_nsec], [-100, 250_000_000])
     }
 
+    /// Half a second before 1970 is tv_sec -1, tv_nsec 500000000, written "mtime=-0.5".
+    /// libarchive's reader dropped the sign (the file came back at +0.5 s); Keepsake's own
+    /// reader, which reads its archives, keeps it, and so does GNU tar.
+    func testATimeJustBeforeTheEpochComesBackWithItsSign() throws {
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["edge.txt": "edge\n"])
+        let file = RawFileSystem.bytes(source + "/edge.txt")
+        try RawFileSystem.setModificationTime(file, seconds: -1, nanoseconds: 500_000_000)
+        let dest = path("dest")
+        try backup([source], dest: dest)
+
+        let ours = path("ours")
+        assertExit(try run(["restore", "latest", "--dest", dest, "--target", ours]), 0)
+        let restored = try XCTUnwrap(RawFileSystem.lstat(ours + source + "/edge.txt"))
+        XCTAssertEqual([restored.st_mtim.tv_sec, restored.st_mtim.tv_nsec], [-1, 500_000_000])
+
+        let extracted = path("extracted")
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(extracted))
+        _ = try tool("tar", ["--zstd", "-xpf", try onlyArchive(in: dest), "-C", extracted])
+        let byTar = try XCTUnwrap(RawFileSystem.lstat(extracted + source + "/edge.txt"))
+        XCTAssertEqual([byTar.st_mtim.tv_sec, byTar.st_mtim.tv_nsec], [-1, 500_000_000])
+    }
+
     /// A sparse file whose name is long and not UTF-8: the name travels in the sparse
     /// format's own record (`GNU.sparse.name`), which GNU tar and libarchive restore under.
     /// libarchive's writer put the shortened ustar name there, so such a file came back from
