@@ -48,17 +48,19 @@ public final class ArchiveReader {
         let decoded: ByteSource
         do {
             decoded = keepsakeTar ? source : try DecodedArchiveSource.wrap(source, name: name)
-        } catch let error as StorageError {
-            throw error
-        } catch let error as ArchiveError {
-            throw error
         } catch {
-            throw ArchiveError.damaged(archive: name, reason: "\(error)")
+            throw Self.readingError(error, archive: name)
         }
         self.decoded = decoded
         self.name = name
         input = TarInput(source: decoded, cancellation: cancellation)
-        if try keepsakeTar || input.startsWithKeepsakeMarker() {
+        let ours: Bool
+        do {
+            ours = try keepsakeTar || input.startsWithKeepsakeMarker()
+        } catch {
+            throw Self.readingError(error, archive: name)
+        }
+        if ours {
             parser = .keepsake(KeepsakeTarReader(input: input, name: name))
         } else {
             parser = .libarchive(try LibarchiveTarReader(input: input, name: name))
@@ -124,17 +126,20 @@ public final class ArchiveReader {
     public func readToEnd() throws {
         do {
             try input.drain()
-            if let problem = (decoded as? ParallelZstdSource)?.seekTableProblem {
-                throw ArchiveError.damaged(archive: name, reason: problem)
-            }
-        } catch let error as ArchiveError {
-            throw error
-        } catch let error as StorageError {
-            throw error
-        } catch let error as EngineError {
-            throw error
         } catch {
-            throw ArchiveError.damaged(archive: name, reason: "\(error)")
+            throw Self.readingError(error, archive: name)
+        }
+        if let problem = (decoded as? ParallelZstdSource)?.seekTableProblem {
+            throw ArchiveError.damaged(archive: name, reason: problem)
+        }
+    }
+
+    /// What a failure to read the bytes means: the storage's own error, an interruption, or
+    /// damage the source already named pass as they are; anything else is damage.
+    private static func readingError(_ error: Error, archive name: String) -> Error {
+        switch error {
+        case is StorageError, is ArchiveError, is EngineError: return error
+        default: return ArchiveError.damaged(archive: name, reason: "\(error)")
         }
     }
 }
