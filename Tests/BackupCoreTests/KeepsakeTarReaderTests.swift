@@ -142,7 +142,10 @@ final class KeepsakeTarReaderTests: KeepsakeTestCase {
         for flag in "LKSVMNgA".utf8 where flag != UInt8(ascii: "g") {
             assertDamaged(patched(archive) { $0[156] = flag }, "type \(flag)")
         }
-        // Numbers that are not numbers.
+        // Numbers that are not numbers, and the largest size there is (base 256), which the
+        // archive does not hold.
+        assertDamaged(patched(archive) { $0.replaceSubrange(124..<136, with: [0x80, 0, 0, 0, 0x7f] + [UInt8](repeating: 0xff, count: 7)) },
+                      "a size of 2^63 - 1")
         assertDamaged(patched(archive) { $0[124] = UInt8(ascii: "9") }, "size with a 9")
         assertDamaged(patched(archive) { $0[100] = UInt8(ascii: "x") }, "mode with an x")
     }

@@ -113,14 +113,12 @@ final class KeepsakeTarReader {
 
     /// Passes over what is left of the current entry's content.
     func skipContent() throws {
-        let rest = current.unread + current.padding
+        // One after the other: a size near 2^63 plus its padding would not fit.
+        let (unread, padding) = (current.unread, current.padding)
         current = Content()
-        guard try input.skip(rest) == rest else { throw damaged("it ends inside an entry's content") }
-    }
-
-    /// Reads whatever follows the end of the tar stream, to the end of the input.
-    func drain() throws {
-        try input.drain()
+        guard try input.skip(unread) == unread, try input.skip(padding) == padding else {
+            throw damaged("it ends inside an entry's content")
+        }
     }
 
     // MARK: Headers
