@@ -85,6 +85,32 @@ final class InteropTests: EndToEndTestCase {
         XCTAssertEqual([roundTrip.st_mtim.tv_sec, roundTrip.st_mtim.tv_nsec], [-100, 250_000_000])
     }
 
+    /// xattr names travel percent-encoded in the archive (`SCHILY.xattr.user.%C3%BCn%C3%AF`);
+    /// a restore gives them back as they were, whether Keepsake's own reader reads the archive
+    /// (zstd) or libarchive does (gzip). Before, `user.ünï` came back as `user.%C3%BCn%C3%AF`.
+    func testXattrNamesWithSpecialBytesComeBackAsTheyWere() throws {
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["tagged.txt": "tagged\n"])
+        let file = RawFileSystem.bytes(source + "/tagged.txt")
+        let names = ["user.ünï", "user.a=b%c d", "user.%41", "user.plain"]
+        for (index, name) in names.enumerated() {
+            guard RawFileSystem.setXattr(file, name: name, value: Array("value \(index)".utf8)) == 0 else {
+                throw XCTSkip("the file system of \(work) refuses user xattrs")
+            }
+        }
+        for compression in ["zstd", "gzip"] {
+            let dest = path("dest-\(compression)")
+            try backup([source], dest: dest, options: ["--compression", compression])
+            let target = path("restored-\(compression)")
+            assertExit(try run(["restore", "latest", "--dest", dest, "--target", target]), 0)
+            let restored = RawFileSystem.bytes(target + source + "/tagged.txt")
+            for (index, name) in names.enumerated() {
+                XCTAssertEqual(RawFileSystem.getXattr(restored, name: name), Array("value \(index)".utf8), "\(compression): \(name)")
+            }
+            XCTAssertNil(RawFileSystem.getXattr(restored, name: "user.%C3%BCn%C3%AF"), "\(compression): the encoded name")
+        }
+    }
+
     /// Half a second before 1970 is tv_sec -1, tv_nsec 500000000, written "mtime=-0.5".
     /// libarchive's reader dropped the sign (the file came back at +0.5 s); Keepsake's own
     /// reader, which reads its archives, keeps it, and so does GNU tar.

@@ -4,7 +4,7 @@
 ///
 /// It gives what libarchive's reader gave for the same archives, without its cost (libarchive
 /// turned every regular file's name into wide characters) and without its slips (a time
-/// between -1 and 0 s lost its sign). Nothing read is trusted: every number is checked
+/// between -1 and 0 s lost its sign, xattr names stayed percent-encoded). Nothing read is trusted: every number is checked
 /// against its field and what follows, a sparse map against the file's size and the bytes
 /// stored, and anything Keepsake does not write is damage. Paths are handed on as bytes
 /// for `ArchivePath` to judge; a NUL in one is kept, not cut at, so that it is refused there.

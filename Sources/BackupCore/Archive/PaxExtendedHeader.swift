@@ -77,8 +77,9 @@ struct PaxExtendedHeader {
         case Key.sparseRealSize: sparseRealSize = try Self.count(value, "GNU.sparse.realsize")
         default:
             if key.starts(with: Key.xattrPrefix) {
-                // The name as libarchive reads it (its writer percent-encoded it).
-                guard let name = PathBytes.validString(Array(key.dropFirst(Key.xattrPrefix.count))), !name.isEmpty else { return }
+                // Keepsake's writer percent-encodes the name (see `PaxXattrName`).
+                let raw = Array(key.dropFirst(Key.xattrPrefix.count))
+                guard let name = PaxXattrName.name(PaxXattrName.decoded(raw)) else { return }
                 xattrs.append(ArchiveEntryHeader.XAttribute(name: name, value: Array(value)))
             } else if key.starts(with: Key.sparsePrefix) || Key.otherSparseForms.contains(key) {
                 throw Malformed(reason: "a sparse file in a form Keepsake does not write (\(String(decoding: key, as: UTF8.self)))")

@@ -121,7 +121,7 @@ struct PaxHeaderEncoder {
         // Extended attributes, newest first as libarchive's list held them; the name is
         // percent-encoded so that it holds no `=`.
         for attribute in header.xattrs.reversed() {
-            addRecord(Array("SCHILY.xattr.".utf8) + Self.percentEncoded(attribute.name), attribute.value)
+            addRecord(Array("SCHILY.xattr.".utf8) + PaxXattrName.encoded(attribute.name), attribute.value)
         }
 
         let mapSize = Int64(sparseMap.count)
@@ -249,20 +249,6 @@ struct PaxHeaderEncoder {
     /// Decimal digits, with a `-` when negative.
     static func decimal(_ value: Int64) -> [UInt8] {
         Array(String(value).utf8)
-    }
-
-    /// Every byte outside `!`…`~`, and `%` and `=`, as `%XX`.
-    private static func percentEncoded(_ name: String) -> [UInt8] {
-        let hex = Array("0123456789ABCDEF".utf8)
-        var encoded: [UInt8] = []
-        for byte in name.utf8 {
-            if byte < 33 || byte > 126 || byte == UInt8(ascii: "%") || byte == UInt8(ascii: "=") {
-                encoded += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0f)]]
-            } else {
-                encoded.append(byte)
-            }
-        }
-        return encoded
     }
 
     private static func typeFlag(_ type: EntryType) -> UInt8 {
