@@ -18,9 +18,9 @@ public final class ArchiveReader {
 
     private let parser: Parser
     /// Whether libarchive reads an archive Keepsake wrote (compressed with gzip, xz or lz4):
-    /// its first entry was the `.keepsake` folder. Its xattr names then come encoded.
-    private var libarchiveReadsKeepsakeArchive = false
-    private var headersRead = 0
+    /// its first entry was the `.keepsake` folder, and its xattr names come encoded. Nil until
+    /// the first entry is read.
+    private var libarchiveReadsKeepsakeArchive: Bool?
     private let input: TarInput
     /// The source after decompression (a `ParallelZstdSource` for zstd).
     private let decoded: ByteSource
@@ -80,11 +80,10 @@ public final class ArchiveReader {
         case .keepsake(let reader): return try reader.nextHeader()
         case .libarchive(let reader):
             guard var header = try reader.nextHeader() else { return nil }
-            headersRead += 1
-            if headersRead == 1 && header.path == BackupNaming.markerEntryPath && header.type == .directory {
-                libarchiveReadsKeepsakeArchive = true
-            }
-            if libarchiveReadsKeepsakeArchive && !header.xattrs.isEmpty {
+            let keepsakeArchive = libarchiveReadsKeepsakeArchive
+                ?? (header.path == BackupNaming.markerEntryPath && header.type == .directory)
+            libarchiveReadsKeepsakeArchive = keepsakeArchive
+            if keepsakeArchive && !header.xattrs.isEmpty {
                 // libarchive 3.6 leaves SCHILY.xattr names as they were written.
                 header.xattrs = header.xattrs.compactMap { attribute in
                     PaxXattrName.decoded(attribute.name).map { .init(name: $0, value: attribute.value) }
