@@ -134,6 +134,127 @@ final class ManifestLineDecoderTests: KeepsakeTestCase {
         }
     }
 
+    // MARK: Many lines, stored straight from the line
+
+    /// Seeded entries of every shape Keepsake writes: owners that change and come back,
+    /// folders left and met again, names beyond ASCII, links, devices, digests, holders,
+    /// archive locations, numbers at their limits.
+    private func variedEntries(_ count: Int, seed: UInt64) -> [ManifestEntry] {
+        var random = SeededBytes(seed: seed)
+        let owners = ["root", "ann", "bob", "éva", "a-very-long-user-name-of-thirty-two"]
+        let folders = ["", "etc", "etc/ssh", "home/ann", "home/ann/é dir", "srv/data/deep/er/still"]
+        let holders = ["20261101T000000Z-00000001", "20261102T000000Z-0000abcd"].compactMap { BackupID($0) }
+        let numbers: [Int64] = [0, 1, 9, 10, 99_999, 999_999_999_999_999_999, 1_000_000_000_000_000_000, Int64.max, -1, Int64.min]
+        let hex = Array("0123456789abcdef".utf8)
+        return (0..<count).map { index in
+            let folder = folders[random.below(folders.count)]
+            let name = "f\(index)" + (random.below(4) == 0 ? "-ü" : "")
+            let type = EntryType.allCases[random.below(EntryType.allCases.count)]
+            var entry = ManifestEntry(
+                path: Array((folder.isEmpty ? name : folder + "/" + name).utf8), type: type,
+                size: abs(numbers[random.below(numbers.count)] / 2), mode: UInt32(random.below(0o10000)),
+                uid: UInt32(random.below(3) == 0 ? Int(UInt32.max) : random.below(70_000)), gid: UInt32(random.below(70_000)),
+                userName: random.below(5) == 0 ? nil : owners[random.below(owners.count)],
+                groupName: random.below(5) == 0 ? nil : owners[random.below(owners.count)],
+                mtimeNanoseconds: numbers[random.below(numbers.count)], ctimeNanoseconds: numbers[random.below(numbers.count)],
+                inode: random.below(4) == 0 ? UInt64.max : UInt64(random.below(1 << 30)), device: UInt64(random.below(1 << 20)),
+                rdev: type == .characterDevice || type == .blockDevice ? UInt64(1 + random.below(1 << 16)) : 0,
+                linkTarget: type == .symlink || type == .hardlink ? Array("../target \(index)".utf8) : nil,
+                sha256: type == .file || type == .hardlink
+                    ? String(decoding: (0..<64).map { _ in hex[random.below(16)] }, as: UTF8.self) : nil,
+                storedIn: random.below(3) == 0 ? holders[random.below(holders.count)] : nil)
+            if random.below(2) == 0 {
+                entry.archiveOffset = Int64(512 * random.below(1 << 20))
+                entry.archiveLength = Int64(512 * (1 + random.below(100)))
+            }
+            return entry
+        }
+    }
+
+    func testAWholeManifestStoredFromItsLinesEqualsItsEntries() throws {
+        let entries = variedEntries(3_000, seed: 16)
+        var writer = JSONWriter()
+        writer.value(BackupSummary(id: BackupID("20261129T162535Z-73787fa1")!, created: Date(timeIntervalSince1970: 0),
+                                   host: "h", user: "u", sources: ["/"], tags: [], compression: .zstd, level: 3,
+                                   fileCount: Int64(entries.count), toolVersion: "test").json)
+        writer.endLine()
+        for entry in entries {
+            entry.write(to: &writer)
+            writer.endLine()
+        }
+        // Stored from the decoded lines, it holds what storing the entries themselves holds.
+        let parsed = try Manifest.parse(writer.bytes)
+        XCTAssertEqual(parsed.entries.count, entries.count)
+        for (index, (got, wanted)) in zip(parsed.entries, entries).enumerated() {
+            XCTAssertEqual(got, wanted, "entry \(index)")
+        }
+        XCTAssertEqual(parsed.entries, ManifestEntries(entries))
+        XCTAssertEqual(parsed.entries.holdingBackups, ManifestEntries(entries).holdingBackups)
+        // With a filter, the entries it accepts, in order.
+        let kept = try Manifest.parse(writer.bytes) { path, _ in Array(path).starts(with: Array("home/ann".utf8)) }
+        XCTAssertEqual(Array(kept.entries), entries.filter { $0.path.starts(with: Array("home/ann".utf8)) })
+    }
+
+    func testKeysInAnyOrderDecodeAlike() throws {
+        var random = SeededBytes(seed: 61)
+        for entry in variedEntries(300, seed: 7) {
+            var writer = JSONWriter()
+            entry.write(to: &writer)
+            guard case .object(let object) = try writer.bytes.withUnsafeBufferPointer({ try JSONParser.parse($0) }) else {
+                return XCTFail("a written line is an object")
+            }
+            // The same pairs, shuffled: no longer in the order Keepsake writes them in.
+            var pairs = Array(object)
+            for index in pairs.indices.reversed() where index > 0 { pairs.swapAt(index, random.below(index + 1)) }
+            let line = "{" + pairs.map { JSONValue.string($0.key).serialized() + ":" + $0.value.serialized() }
+                .joined(separator: ",") + "}"
+            XCTAssertEqual(try fast(line), entry, line)
+            XCTAssertEqual(try general(line), entry, line)
+        }
+    }
+
+    func testDigestsAreReadFromEveryByteTheWayTheGeneralParserReadsThem() {
+        // Each byte value at the start, the middle and the end of a digest: lowercase hex
+        // digits are read, anything else is refused, as the general parser refuses it.
+        for byte in UInt8.min...UInt8.max {
+            for place in [0, 31, 63] {
+                var digits = Array(repeating: UInt8(ascii: "7"), count: 64)
+                digits[place] = byte
+                let valid = (48...57).contains(byte) || (97...102).contains(byte)
+                let decoded = digits.withUnsafeBufferPointer { ManifestEntries.digest(fromHex: $0) }
+                XCTAssertEqual(decoded != nil, valid, "byte \(byte) at \(place)")
+                guard valid, byte < 0x80 else { continue }
+                let text = String(decoding: digits, as: UTF8.self)
+                let entry = ManifestEntry(path: Array("a".utf8), type: .file, sha256: text)
+                XCTAssertEqual(ManifestEntries([entry])[0].sha256, text)
+            }
+        }
+        XCTAssertNil(Array(repeating: UInt8(ascii: "a"), count: 63).withUnsafeBufferPointer { ManifestEntries.digest(fromHex: $0) })
+    }
+
+    func testNumbersAtTheirLimitsDecodeAlike() throws {
+        for inode in ["0", "9", "9999999999999999999", "10000000000000000000", "18446744073709551615"] {
+            let line = #"{"path":"a","type":"file","inode":"# + inode + "}"
+            XCTAssertEqual(try fast(line)?.inode, UInt64(inode), line)
+            XCTAssertEqual(try general(line).inode, UInt64(inode), line)
+        }
+        for time in ["-9223372036854775808", "9223372036854775807", "-1", "1000000000000000000"] {
+            let line = #"{"path":"a","type":"file","mtime_ns":"# + time + "}"
+            XCTAssertEqual(try fast(line)?.mtimeNanoseconds, Int64(time), line)
+        }
+        // One past the limits: handed over, and the general parser says what is wrong.
+        for line in [#"{"path":"a","type":"file","inode":18446744073709551616}"#,
+                     #"{"path":"a","type":"file","mtime_ns":9223372036854775808}"#,
+                     #"{"path":"a","type":"file","mtime_ns":-9223372036854775809}"#] {
+            XCTAssertNil(try fast(line), line)
+        }
+        for mode in ["0", "7", "0644", "7777", "0000000644", "+644"] {
+            let line = #"{"path":"a","type":"file","mode":""# + mode + #""}"#
+            XCTAssertEqual(message { try self.fast(line) }, message { try self.general(line) }, line)
+            XCTAssertEqual(try fast(line)?.mode, try general(line).mode, line)
+        }
+    }
+
     // MARK: Keeping some entries
 
     func testPeekReadsPathAndTypeOfLinesKeepsakeWrites() {

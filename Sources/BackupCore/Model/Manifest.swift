@@ -47,11 +47,16 @@ public struct Manifest: Sendable {
     /// once for every reader (verify, restore, diff, prune, repair).
     static func parseEntryLine(_ line: UnsafeBufferPointer<UInt8>, lineNumber: Int, owner: BackupID) throws -> ManifestEntry {
         let entry = try parseEntryLine(line, lineNumber: lineNumber)
-        if let holder = entry.storedIn, holder >= owner {
+        try checkHolder(entry.storedIn, of: owner, lineNumber: lineNumber)
+        return entry
+    }
+
+    /// Refuses an `in` on line `lineNumber` that names `owner` or a newer backup.
+    static func checkHolder(_ holder: BackupID?, of owner: BackupID, lineNumber: Int) throws {
+        if let holder, holder >= owner {
             throw ManifestError.invalidLine(line: lineNumber, reason: "'in' names backup \(holder), which is not older than "
                 + "this backup (\(owner)); the manifest is damaged or forged: run 'keepsake verify', restore an earlier backup")
         }
-        return entry
     }
 
     /// One entry line: the fast decoder for the lines Keepsake writes, the general JSON

@@ -1,3 +1,5 @@
+import Glibc
+
 /// The entries of a manifest, in manifest order, stored compactly: one fixed-size record per
 /// entry, each folder path once and every name and link target back to back in byte buffers,
 /// each user, group and holding backup once, digests as 32 bytes. A `[ManifestEntry]` of
@@ -37,6 +39,20 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
         var linkStart: Int { Int(nameStart) + Int(nameLength) }
     }
 
+    /// The fixed-size values of an entry, as both ways of appending one have them.
+    private struct Numbers {
+        var type: EntryType
+        var size: Int64
+        var mode: UInt32
+        var uid: UInt32
+        var gid: UInt32
+        var mtime: Int64
+        var ctime: Int64
+        var inode: UInt64
+        var device: UInt64
+        var rdev: UInt64
+    }
+
     /// `Record.folder` of a path without a slash.
     private static let noFolder = UInt32.max
 
@@ -68,6 +84,9 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
     /// The backups named by `in`, each once.
     private var holders: [BackupID] = []
     private var holderNumbers: [BackupID: UInt32] = [:]
+    /// The user and group names met last while appending decoded lines.
+    private var lastUser: (bytes: [UInt8], number: UInt32)?
+    private var lastGroup: (bytes: [UInt8], number: UInt32)?
 
     private static let types = EntryType.allCases
 
@@ -93,21 +112,13 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
 
     /// Adds `entry` at the end.
     public mutating func append(_ entry: ManifestEntry) {
-        let slash = entry.path.lastIndex(of: UInt8(ascii: "/"))
-        let name = slash.map { entry.path[($0 + 1)...] } ?? entry.path[...]
-        var record = Record(nameStart: UInt32(truncatingIfNeeded: bytes.count), nameLength: UInt32(truncatingIfNeeded: name.count),
-                            folder: slash.map { number(ofFolder: entry.path[..<$0]) } ?? ManifestEntries.noFolder,
-                            uid: entry.uid, gid: entry.gid, mode: UInt16(truncatingIfNeeded: entry.mode),
-                            type: UInt8(truncatingIfNeeded: ManifestEntries.types.firstIndex(of: entry.type) ?? 0),
-                            size: entry.size, mtime: entry.mtimeNanoseconds, ctime: entry.ctimeNanoseconds, inode: entry.inode,
-                            device: entry.device)
-        bytes.append(contentsOf: name)
-        if let link = entry.linkTarget {
-            record.flags |= Flag.link
-            record.linkLength = UInt32(truncatingIfNeeded: link.count)
-            bytes.append(contentsOf: link)
+        var record = entry.path.withUnsafeBufferPointer { path in
+            let numbers = Numbers(type: entry.type, size: entry.size, mode: entry.mode, uid: entry.uid, gid: entry.gid,
+                                  mtime: entry.mtimeNanoseconds, ctime: entry.ctimeNanoseconds, inode: entry.inode,
+                                  device: entry.device, rdev: entry.rdev)
+            guard let link = entry.linkTarget else { return newRecord(path: path, link: nil, numbers) }
+            return link.withUnsafeBufferPointer { newRecord(path: path, link: $0, numbers) }
         }
-        if entry.rdev != 0 { deviceNumbers[records.count] = entry.rdev }
         if let user = entry.userName {
             record.flags |= Flag.user
             record.user = number(ofName: user)
@@ -117,7 +128,8 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
             record.group = number(ofName: group)
         }
         if let sha256 = entry.sha256 {
-            if let digest = ManifestEntries.digest(fromHex: sha256) {
+            var text = sha256
+            if let digest = text.withUTF8({ ManifestEntries.digest(fromHex: $0) }) {
                 record.flags |= Flag.digest
                 record.digest = digest
             } else {
@@ -125,14 +137,72 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
                 record.digest.0 = UInt64(number(ofName: sha256))
             }
         }
-        if let holder = entry.storedIn {
+        finish(&record, storedIn: entry.storedIn, archiveOffset: entry.archiveOffset, archiveLength: entry.archiveLength)
+    }
+
+    /// Adds the entry of a manifest line as `ManifestLineDecoder` read it, without building
+    /// a `ManifestEntry` (whose path, link and names are each a heap allocation).
+    mutating func append(_ fields: ManifestLineDecoder.Fields) {
+        var record = newRecord(path: fields.path, link: fields.link,
+                               Numbers(type: fields.type, size: fields.size, mode: fields.mode, uid: fields.uid, gid: fields.gid,
+                                       mtime: fields.mtime, ctime: fields.ctime, inode: fields.inode, device: fields.device,
+                                       rdev: fields.rdev))
+        if let user = fields.user {
+            record.flags |= Flag.user
+            var last = lastUser
+            record.user = number(ofName: user, last: &last)
+            lastUser = last
+        }
+        if let group = fields.group {
+            record.flags |= Flag.group
+            var last = lastGroup
+            record.group = number(ofName: group, last: &last)
+            lastGroup = last
+        }
+        if let sha256 = fields.sha256 {
+            if let digest = fields.digest ?? ManifestEntries.digest(fromHex: sha256) {
+                record.flags |= Flag.digest
+                record.digest = digest
+            } else {
+                record.flags |= Flag.digestText
+                record.digest.0 = UInt64(number(ofName: String(decoding: sha256, as: UTF8.self)))
+            }
+        }
+        finish(&record, storedIn: fields.storedIn, archiveOffset: fields.archiveOffset, archiveLength: fields.archiveLength)
+    }
+
+    /// The record of an entry with its path, link and numbers (the rest is added by the caller).
+    private mutating func newRecord(path: UnsafeBufferPointer<UInt8>, link: UnsafeBufferPointer<UInt8>?,
+                                    _ numbers: Numbers) -> Record {
+        let slash = path.lastIndex(of: UInt8(ascii: "/"))
+        let name = UnsafeBufferPointer(rebasing: path[(slash.map { $0 + 1 } ?? 0)...])
+        var record = Record(nameStart: UInt32(truncatingIfNeeded: bytes.count), nameLength: UInt32(truncatingIfNeeded: name.count),
+                            folder: slash.map { number(ofFolder: UnsafeBufferPointer(rebasing: path[..<$0])) }
+                                ?? ManifestEntries.noFolder,
+                            uid: numbers.uid, gid: numbers.gid, mode: UInt16(truncatingIfNeeded: numbers.mode),
+                            type: UInt8(truncatingIfNeeded: ManifestEntries.types.firstIndex(of: numbers.type) ?? 0),
+                            size: numbers.size, mtime: numbers.mtime, ctime: numbers.ctime,
+                            inode: numbers.inode, device: numbers.device)
+        bytes.append(contentsOf: name)
+        if let link {
+            record.flags |= Flag.link
+            record.linkLength = UInt32(truncatingIfNeeded: link.count)
+            bytes.append(contentsOf: link)
+        }
+        if numbers.rdev != 0 { deviceNumbers[records.count] = numbers.rdev }
+        return record
+    }
+
+    /// Adds what every entry may have last and stores the record.
+    private mutating func finish(_ record: inout Record, storedIn: BackupID?, archiveOffset: Int64?, archiveLength: Int64?) {
+        if let holder = storedIn {
             record.flags |= Flag.holder
             record.holder = number(ofHolder: holder)
         }
-        if let offset = entry.archiveOffset, let length = entry.archiveLength {
+        if let archiveOffset, let archiveLength {
             record.flags |= Flag.location
-            record.archiveOffset = offset
-            record.archiveLength = length
+            record.archiveOffset = archiveOffset
+            record.archiveLength = archiveLength
         }
         records.append(record)
     }
@@ -180,10 +250,17 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
     }
 
     private mutating func number(ofFolder folder: ArraySlice<UInt8>) -> UInt32 {
+        folder.withUnsafeBufferPointer { number(ofFolder: $0) }
+    }
+
+    private mutating func number(ofFolder folder: UnsafeBufferPointer<UInt8>) -> UInt32 {
         // Entries come folder by folder: the last folder is the likely one.
-        if let last = folderSpans.indices.last,
-           folderBytes[Int(folderSpans[last].start)..<Int(folderSpans[last].start + folderSpans[last].length)] == folder {
-            return UInt32(last)
+        if let last = folderSpans.indices.last, Int(folderSpans[last].length) == folder.count {
+            let start = Int(folderSpans[last].start)
+            let same = folderBytes.withUnsafeBufferPointer { known in
+                ManifestEntries.same(UnsafeBufferPointer(rebasing: known[start..<(start + folder.count)]), folder)
+            }
+            if same { return UInt32(last) }
         }
         let key = Array(folder)
         if let known = folderNumbers[key] { return known }
@@ -192,6 +269,23 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
         folderBytes.append(contentsOf: folder)
         folderNumbers[key] = number
         return number
+    }
+
+    /// The number of the user or group name `name`; `last` remembers the one met last
+    /// (a manifest names few owners, mostly the same one line after line), so that most
+    /// lines neither build a string nor hash one.
+    private mutating func number(ofName name: UnsafeBufferPointer<UInt8>, last: inout (bytes: [UInt8], number: UInt32)?) -> UInt32 {
+        if let last, last.bytes.withUnsafeBufferPointer({ ManifestEntries.same($0, name) }) { return last.number }
+        let number = number(ofName: String(decoding: name, as: UTF8.self))
+        last = (Array(name), number)
+        return number
+    }
+
+    /// Whether two runs of bytes are the same.
+    private static func same(_ first: UnsafeBufferPointer<UInt8>, _ second: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard first.count == second.count else { return false }
+        guard let one = first.baseAddress, let other = second.baseAddress else { return true }
+        return memcmp(one, other, first.count) == 0
     }
 
     private mutating func number(ofName name: String) -> UInt32 {
@@ -203,6 +297,8 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
     }
 
     private mutating func number(ofHolder holder: BackupID) -> UInt32 {
+        // An incremental's unchanged entries mostly name the same backup, line after line.
+        if let last = holders.indices.last, holders[last] == holder { return UInt32(last) }
         if let known = holderNumbers[holder] { return known }
         let number = UInt32(truncatingIfNeeded: holders.count)
         holders.append(holder)
@@ -315,36 +411,31 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
 
     // MARK: Digests
 
+    /// A SHA-256 as four big-endian words.
+    typealias Digest = (UInt64, UInt64, UInt64, UInt64)
+
     /// 64 lowercase hex digits as four big-endian words; nil for anything else.
-    private static func digest(fromHex text: String) -> (UInt64, UInt64, UInt64, UInt64)? {
-        var text = text
-        return text.withUTF8 { utf8 -> (UInt64, UInt64, UInt64, UInt64)? in
-            guard utf8.count == 64 else { return nil }
-            let values = hexValues
-            // Every manifest entry of a file has one: a table lookup per digit, and one test
-            // per word for a byte that is no lowercase hex digit (0xFF in the table).
-            func word(_ index: Int) -> UInt64? {
-                var value: UInt64 = 0
-                var invalid: UInt8 = 0
-                for byte in utf8[(index * 16)..<(index * 16 + 16)] {
-                    let digit = values[Int(byte)]
-                    invalid |= digit & 0x80
-                    value = value << 4 | UInt64(digit & 0x0F)
-                }
-                return invalid == 0 ? value : nil
-            }
-            guard let first = word(0), let second = word(1), let third = word(2), let fourth = word(3) else { return nil }
-            return (first, second, third, fourth)
-        }
+    static func digest(fromHex utf8: UnsafeBufferPointer<UInt8>) -> Digest? {
+        guard utf8.count == 64, let base = utf8.baseAddress else { return nil }
+        let (first, invalid1) = hexWord(base), (second, invalid2) = hexWord(base + 16)
+        let (third, invalid3) = hexWord(base + 32), (fourth, invalid4) = hexWord(base + 48)
+        return invalid1 | invalid2 | invalid3 | invalid4 < 16 ? (first, second, third, fourth) : nil
     }
 
-    /// The value of each lowercase hex digit by byte; 0xFF for every other byte.
-    private static let hexValues: [UInt8] = (0...255).map { byte in
-        switch byte {
-        case 48...57: UInt8(byte - 48)
-        case 97...102: UInt8(byte - 87)
-        default: 0xFF
+    /// The 16 hex digits at `start` as a number, and the digits' values or-ed together, with
+    /// 0xF0 for a byte that is no lowercase hex digit (so 16 or more means one was not).
+    /// Every file's manifest line has a digest: arithmetic per digit, no table, no branch to leave.
+    private static func hexWord(_ start: UnsafePointer<UInt8>) -> (UInt64, UInt8) {
+        var value: UInt64 = 0
+        var seen: UInt8 = 0
+        for index in 0..<16 {
+            let byte = start[index]
+            let digit = byte &- 48, letter = byte &- 97
+            let nibble: UInt8 = digit < 10 ? digit : (letter < 6 ? letter &+ 10 : 0xF0)
+            seen |= nibble
+            value = value << 4 | UInt64(nibble & 0x0F)
         }
+        return (value, seen)
     }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)

@@ -18,8 +18,14 @@ struct ManifestLineDecoder {
     /// The entry on `line`, or nil when the line needs the general parser. Throws only for
     /// lines that are well-formed but invalid, with the same messages as `ManifestEntry(json:line:)`.
     static func decode(_ line: UnsafeBufferPointer<UInt8>, lineNumber: Int) throws -> ManifestEntry? {
+        try fields(line, lineNumber: lineNumber)?.entry
+    }
+
+    /// What `line` holds, with its strings left where they are in it (see `Fields`); nil
+    /// and throws as `decode`.
+    static func fields(_ line: UnsafeBufferPointer<UInt8>, lineNumber: Int) throws -> Fields? {
         var decoder = ManifestLineDecoder(line)
-        return try decoder.entry(lineNumber: lineNumber)
+        return try decoder.fields(lineNumber: lineNumber)
     }
 
     /// The path and type at the start of a line as Keepsake writes it
@@ -42,60 +48,103 @@ struct ManifestLineDecoder {
         return (path, type)
     }
 
-    // MARK: Entry
+    // MARK: Fields
 
-    private mutating func entry(lineNumber: Int) throws -> ManifestEntry? {
-        var path: [UInt8]?
+    /// An entry line's values: numbers, and its strings as the places in the line where
+    /// they are (valid while the line is, already checked). Storing it in
+    /// `ManifestEntries` copies only the name's bytes; `entry` builds a `ManifestEntry`.
+    struct Fields {
+        var path: UnsafeBufferPointer<UInt8>
+        var type: EntryType
+        var size: Int64
+        var mode: UInt32
+        var uid: UInt32
+        var gid: UInt32
+        var user: UnsafeBufferPointer<UInt8>?
+        var group: UnsafeBufferPointer<UInt8>?
+        var mtime: Int64
+        var ctime: Int64
+        var inode: UInt64
+        var device: UInt64
+        var rdev: UInt64
+        var link: UnsafeBufferPointer<UInt8>?
+        /// 64 lowercase hex digits, and what they say.
+        var sha256: UnsafeBufferPointer<UInt8>?
+        var digest: ManifestEntries.Digest?
+        var storedIn: BackupID?
+        var archiveOffset: Int64?
+        var archiveLength: Int64?
+
+        /// The entry, its strings copied out of the line.
+        var entry: ManifestEntry {
+            func text(_ bytes: UnsafeBufferPointer<UInt8>?) -> String? { bytes.map { String(decoding: $0, as: UTF8.self) } }
+            var entry = ManifestEntry(path: Array(path), type: type, size: size, mode: mode, uid: uid, gid: gid,
+                                      userName: text(user), groupName: text(group), mtimeNanoseconds: mtime,
+                                      ctimeNanoseconds: ctime, inode: inode, device: device, rdev: rdev,
+                                      linkTarget: link.map { Array($0) }, sha256: text(sha256), storedIn: storedIn)
+            entry.archiveOffset = archiveOffset
+            entry.archiveLength = archiveLength
+            return entry
+        }
+    }
+
+    private mutating func fields(lineNumber: Int) throws -> Fields? {
+        var path: Range<Int>?
         var type: EntryType?
         var size: Int64 = 0
         var mode: UInt32 = 0o644
         var uid: Int64 = 0
         var gid: Int64 = 0
-        var userName: String?
-        var groupName: String?
+        var userName: Range<Int>?
+        var groupName: Range<Int>?
         var mtime: Int64 = 0
         var ctime: Int64 = 0
         var inode: UInt64 = 0
         var device: UInt64 = 0
         var rdev: UInt64 = 0
-        var link: [UInt8]?
-        var sha256: String?
+        var link: Range<Int>?
+        var sha256: Range<Int>?
+        var digest: ManifestEntries.Digest?
         var storedIn: BackupID?
         var offset: Int64?
         var length: Int64?
         var seen: UInt32 = 0
+        // Where in the order Keepsake writes keys in the next key is looked for first.
+        var expected = 0
+        let written = ManifestLineDecoder.writtenKeys
 
         func invalid(_ reason: String) -> ManifestError { .invalidLine(line: lineNumber, reason: reason) }
 
         guard take(UInt8(ascii: "{")) else { return nil }
         if take(UInt8(ascii: "}")) { return nil }
         repeat {
-            guard let keyRange = string(), take(UInt8(ascii: ":")), let key = key(keyRange) else { return nil }
+            guard let key = nextKey(expected: &expected, written: written) else { return nil }
             // A repeated key means something unusual: leave it to the general parser.
             let bit = UInt32(1) << UInt32(key.rawValue)
             guard seen & bit == 0 else { return nil }
             seen |= bit
             switch key {
-            case .path: guard let value = string() else { return nil }; path = Array(bytes[value])
-            case .link: guard let value = string() else { return nil }; link = Array(bytes[value])
+            case .path: guard let value = string() else { return nil }; path = value
+            case .link: guard let value = string() else { return nil }; link = value
             case .type:
                 guard let value = string() else { return nil }
-                type = EntryType(rawValue: text(value))
+                type = entryType(value)
                 if type == nil { throw invalid("missing or unknown 'type'") }
-            case .user: guard let value = string() else { return nil }; userName = text(value)
-            case .group: guard let value = string() else { return nil }; groupName = text(value)
+            case .user: guard let value = string() else { return nil }; userName = value
+            case .group: guard let value = string() else { return nil }; groupName = value
             case .mode:
                 guard let value = string() else { return nil }
-                guard let parsed = UInt32(text(value), radix: 8), parsed <= 0o7777 else {
+                guard let parsed = octal(value), parsed <= 0o7777 else {
                     throw invalid("'mode' must be octal like \"0644\"")
                 }
                 mode = parsed
             case .sha256:
                 guard let value = string() else { return nil }
-                guard value.count == 64, bytes[value].allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else {
+                guard let decoded = ManifestEntries.digest(fromHex: UnsafeBufferPointer(rebasing: bytes[value])) else {
                     throw invalid("'sha256' must be 64 lowercase hex digits")
                 }
-                sha256 = text(value)
+                sha256 = value
+                digest = decoded
             case .storedIn:
                 guard let value = string() else { return nil }
                 guard let id = BackupID(text(value)) else { throw invalid("'in' must be a backup id") }
@@ -124,12 +173,11 @@ struct ManifestLineDecoder {
         if let offset, let length, offset < 0 || length <= 0 {
             throw invalid("'at' and 'len' must be a position and a length")
         }
-        var entry = ManifestEntry(path: path, type: type, size: size, mode: mode, uid: uid32, gid: gid32,
-                                  userName: userName, groupName: groupName, mtimeNanoseconds: mtime, ctimeNanoseconds: ctime,
-                                  inode: inode, device: device, rdev: rdev, linkTarget: link, sha256: sha256, storedIn: storedIn)
-        entry.archiveOffset = offset
-        entry.archiveLength = length
-        return entry
+        func part(_ range: Range<Int>) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: bytes[range]) }
+        return Fields(path: part(path), type: type, size: size, mode: mode, uid: uid32, gid: gid32,
+                      user: userName.map(part), group: groupName.map(part), mtime: mtime, ctime: ctime, inode: inode,
+                      device: device, rdev: rdev, link: link.map(part), sha256: sha256.map(part), digest: digest, storedIn: storedIn,
+                      archiveOffset: offset, archiveLength: length)
     }
 
     /// The keys an entry line may have.
@@ -145,7 +193,18 @@ struct ManifestLineDecoder {
             case .offset: text = "at"
             case .length: text = "len"
             case .device: text = "dev"
-            default: text = "\(self)"
+            case .path: text = "path"
+            case .link: text = "link"
+            case .type: text = "type"
+            case .user: text = "user"
+            case .group: text = "group"
+            case .mode: text = "mode"
+            case .sha256: text = "sha256"
+            case .size: text = "size"
+            case .uid: text = "uid"
+            case .gid: text = "gid"
+            case .inode: text = "inode"
+            case .rdev: text = "rdev"
             }
             return Array(text.utf8)
         }
@@ -158,6 +217,96 @@ struct ManifestLineDecoder {
         let longest = keys.map(\.0.count).max() ?? 0
         return (0...longest).map { length in keys.filter { $0.0.count == length } }
     }()
+
+    /// A key as it appears on a line Keepsake writes (quoted, with its colon: at most 11
+    /// bytes), as two little-endian words to compare with the line's next 16 bytes.
+    private struct WrittenKey {
+        let key: Key
+        let count: Int
+        let first: UInt64
+        let second: UInt64
+        /// Which bits of each word are the key's (a key shorter than 16 bytes leaves some out).
+        let firstMask: UInt64
+        let secondMask: UInt64
+
+        init(_ key: Key) {
+            let pattern = [UInt8(ascii: "\"")] + key.name + Array("\":".utf8)
+            func word(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+                bytes.enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << UInt64(8 * $1.offset) }
+            }
+            self.key = key
+            count = pattern.count
+            first = word(pattern.prefix(8))
+            second = word(pattern.dropFirst(8))
+            func mask(_ bytes: Int) -> UInt64 { bytes >= 8 ? UInt64.max : (UInt64(1) << UInt64(8 * bytes)) &- 1 }
+            firstMask = mask(count)
+            secondMask = mask(max(0, count - 8))
+        }
+
+        /// Whether the line at `start`, with `left` bytes from there, begins with this key.
+        func isAt(_ start: UnsafePointer<UInt8>, left: Int) -> Bool {
+            guard count <= left else { return false }
+            if left >= 16 {
+                let raw = UnsafeRawPointer(start)
+                return raw.loadUnaligned(as: UInt64.self) & firstMask == first
+                    && raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self) & secondMask == second
+            }
+            for index in 0..<count where start[index] != UInt8(truncatingIfNeeded: (index < 8 ? first >> UInt64(8 * index)
+                                                                                       : second >> UInt64(8 * (index - 8)))) {
+                return false
+            }
+            return true
+        }
+    }
+
+    /// The keys in the order Keepsake writes them (see `ManifestEntry.write(to:)`).
+    private static let writtenKeys = [Key.path, .type, .size, .mode, .uid, .gid, .user, .group, .mtime, .ctime, .inode,
+                                      .device, .rdev, .link, .sha256, .storedIn, .offset, .length].map(WrittenKey.init)
+
+    /// The key at the reading position and its colon. A line Keepsake wrote has its keys in
+    /// `written` order, some left out: they are compared where they are expected, from
+    /// `expected` on, before the key is read as a string and looked up.
+    private mutating func nextKey(expected: inout Int, written: [WrittenKey]) -> Key? {
+        if let base = bytes.baseAddress {
+            let start = base + position, left = bytes.count - position
+            var candidate = expected
+            while candidate < written.count {
+                let key = written[candidate]
+                if key.isAt(start, left: left) {
+                    position += key.count
+                    expected = candidate + 1
+                    return key.key
+                }
+                candidate += 1
+            }
+        }
+        guard let range = string(), take(UInt8(ascii: ":")) else { return nil }
+        return key(range)
+    }
+
+    /// Types by their names' bytes.
+    private static let typeNames: [(name: [UInt8], type: EntryType)] = EntryType.allCases.map { (Array($0.rawValue.utf8), $0) }
+
+    private func entryType(_ range: Range<Int>) -> EntryType? {
+        guard let base = bytes.baseAddress else { return nil }
+        for (name, type) in ManifestLineDecoder.typeNames where name.count == range.count {
+            let same = name.withUnsafeBufferPointer { name in
+                name.baseAddress.map { memcmp($0, base + range.lowerBound, range.count) == 0 } ?? false
+            }
+            if same { return type }
+        }
+        return nil
+    }
+
+    /// The octal number of a mode; what is not 1 to 10 octal digits is read as
+    /// `UInt32(_:radix:)` reads it, so both agree on every string.
+    private func octal(_ range: Range<Int>) -> UInt32? {
+        let digits = UnsafeBufferPointer(rebasing: bytes[range])
+        guard (1...10).contains(digits.count), digits.allSatisfy({ $0 >= 48 && $0 <= 55 }) else {
+            return UInt32(text(range), radix: 8)
+        }
+        return digits.reduce(UInt32(0)) { $0 << 3 | UInt32($1 - 48) }
+    }
 
     private func key(_ range: Range<Int>) -> Key? {
         let table = ManifestLineDecoder.keysByLength
@@ -223,19 +372,29 @@ struct ManifestLineDecoder {
     /// A whole number without sign that fits a UInt64 (no leading zeros, as JSON says).
     private mutating func unsigned() -> UInt64? {
         let start = position
+        var end = start
         var value: UInt64 = 0
-        while position < bytes.count, bytes[position] >= 48, bytes[position] <= 57 {
+        // Wraps past 19 digits (UInt64.max has 20): those are read again below, with checks.
+        while end < bytes.count {
+            let digit = bytes[end] &- 48
+            guard digit < 10 else { break }
+            value = value &* 10 &+ UInt64(digit)
+            end += 1
+        }
+        position = end
+        let digits = end - start
+        guard digits > 0, !(digits > 1 && bytes[start] == 48) else { return nil }
+        if end < bytes.count {
+            let next = bytes[end]
+            if next == 0x2E || next == 0x65 || next == 0x45 { return nil } // . e E: not a whole number
+        }
+        guard digits > 19 else { return value }
+        value = 0
+        for index in start..<end {
             let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times.addingReportingOverflow(UInt64(bytes[position] - 48))
+            let (sum, overflow2) = times.addingReportingOverflow(UInt64(bytes[index] &- 48))
             if overflow1 || overflow2 { return nil }
             value = sum
-            position += 1
-        }
-        let digits = position - start
-        guard digits > 0, !(digits > 1 && bytes[start] == 48) else { return nil }
-        if position < bytes.count {
-            let next = bytes[position]
-            if next == 0x2E || next == 0x65 || next == 0x45 { return nil } // . e E: not a whole number
         }
         return value
     }

@@ -39,6 +39,8 @@ struct ManifestParser {
 
     /// The summary, once its line has been parsed.
     private(set) var summary: BackupSummary?
+    /// Its id, kept apart: reading it from `summary` for every line copied the whole summary.
+    private var owner: BackupID?
 
     // MARK: Feeding
 
@@ -132,11 +134,12 @@ struct ManifestParser {
 
     private mutating func take(_ line: UnsafeBufferPointer<UInt8>) throws {
         lineNumber += 1
-        guard let summary else {
+        guard let owner else {
             // Blank lines before the summary are allowed.
             guard !line.isEmpty else { return }
             let parsed = try Manifest.parseSummary(Array(line))
             self.summary = parsed
+            owner = parsed.id
             let counts = [parsed.fileCount, parsed.directoryCount, parsed.symlinkCount, parsed.hardlinkCount, parsed.otherCount]
             declared = counts.reduce(Int64(0)) { total, count in
                 let sum = total.addingReportingOverflow(max(0, count))
@@ -150,18 +153,28 @@ struct ManifestParser {
             return
         }
         if line.isEmpty { return }
-        guard let keeping else {
-            try keep(try Manifest.parseEntryLine(line, lineNumber: lineNumber, owner: summary.id))
+        // A line Keepsake wrote is judged from its start: one left out is not decoded.
+        if let keeping, let start = ManifestLineDecoder.peek(line) {
+            guard keeping(start.path, start.type) else { return }
+            try take(entryLine: line, owner: owner, keeping: nil)
+        } else {
+            try take(entryLine: line, owner: owner, keeping: keeping)
+        }
+    }
+
+    /// Decodes an entry line and keeps the entry when `keeping` (if any) accepts it. Stored
+    /// entries of the lines Keepsake writes go straight from the line into `entries`.
+    private mutating func take(entryLine line: UnsafeBufferPointer<UInt8>, owner: BackupID,
+                               keeping: Manifest.EntryFilter?) throws {
+        if visit == nil, let fields = try ManifestLineDecoder.fields(line, lineNumber: lineNumber) {
+            try Manifest.checkHolder(fields.storedIn, of: owner, lineNumber: lineNumber)
+            if let keeping, !keeping(fields.path, fields.type) { return }
+            entries.append(fields)
             return
         }
-        if let start = ManifestLineDecoder.peek(line) {
-            if keeping(start.path, start.type) {
-                try keep(try Manifest.parseEntryLine(line, lineNumber: lineNumber, owner: summary.id))
-            }
-            return
-        }
-        let entry = try Manifest.parseEntryLine(line, lineNumber: lineNumber, owner: summary.id)
-        if entry.path.withUnsafeBufferPointer({ keeping($0, entry.type) }) { try keep(entry) }
+        let entry = try Manifest.parseEntryLine(line, lineNumber: lineNumber, owner: owner)
+        if let keeping, !entry.path.withUnsafeBufferPointer({ keeping($0, entry.type) }) { return }
+        try keep(entry)
     }
 
     private mutating func keep(_ entry: ManifestEntry) throws {
