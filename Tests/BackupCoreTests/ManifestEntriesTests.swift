@@ -122,6 +122,10 @@ final class ManifestEntriesTests: KeepsakeTestCase {
         XCTAssertEqual(index.count, paths.count - 1)
         XCTAssertEqual(index.position(of: Array("a/b/c".utf8)), 11, "the later duplicate wins")
         XCTAssertEqual(index.distinctPositions, Array(0..<5) + Array(6..<12))
+        // Without duplicates every position is its path's; a subset keeps only its own.
+        XCTAssertEqual(ManifestIndex(stored, positions: [0, 2, 4, 11]).distinctPositions, [0, 2, 4, 11])
+        XCTAssertEqual(ManifestIndex(stored, positions: [0, 5, 7, 11]).distinctPositions, [0, 7, 11])
+        XCTAssertEqual(ManifestIndex(ManifestEntries(entries.prefix(5))).distinctPositions, Array(0..<5))
         for (position, path) in paths.enumerated() where position != 5 {
             XCTAssertEqual(index.position(of: Array(path.utf8)), position, path)
         }

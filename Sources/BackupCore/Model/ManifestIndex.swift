@@ -120,6 +120,9 @@ public struct ManifestIndex: Sendable, Sequence {
 
     /// The position of each distinct path's entry (the last of its duplicates), in manifest order.
     public var distinctPositions: [Int] {
+        // As many distinct paths as positions: no duplicates, every position is its path's
+        // (the usual case, and no path is hashed again).
+        if count == subset?.count ?? entries.count { return indexedPositions }
         let isLast = { (candidate: Int) in position(ofEntryAt: candidate) == candidate }
         return subset.map { $0.filter(isLast) } ?? entries.indices.filter(isLast)
     }
