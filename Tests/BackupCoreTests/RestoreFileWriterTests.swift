@@ -258,6 +258,7 @@ final class RestoreFileWriterTests: KeepsakeTestCase {
         XCTAssertEqual(outcome.files, 2000)
         XCTAssertEqual(outcome.warnings, [])
         XCTAssertLessThanOrEqual(most, RestoreFileWriter.maximumDescriptors, "folder descriptors held while queued")
+        XCTAssertEqual(openDescriptorCount() - before, 0, "no folder stays open once the writes are drained")
         XCTAssertEqual(try String(contentsOfFile: root + "/f1999/x", encoding: .utf8), "file 1999\n")
     }
 

@@ -438,15 +438,20 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
         return (value, seen)
     }
 
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
-    private static func hex(_ digest: (UInt64, UInt64, UInt64, UInt64)) -> String {
+    /// The digest as 64 lowercase hex digits (a restore asks for it once a file: no array,
+    /// no table).
+    private static func hex(_ digest: Digest) -> String {
         String(unsafeUninitializedCapacity: 64) { buffer in
-            for (index, word) in [digest.0, digest.1, digest.2, digest.3].enumerated() {
+            func put(_ word: UInt64, at start: Int) {
                 for nibble in 0..<16 {
-                    buffer[index * 16 + nibble] = hexDigits[Int(word >> UInt64(60 - 4 * nibble) & 0xf)]
+                    let value = UInt8(truncatingIfNeeded: word >> UInt64(60 - 4 * nibble)) & 0x0F
+                    buffer[start + nibble] = value < 10 ? 48 + value : 87 + value
                 }
             }
+            put(digest.0, at: 0)
+            put(digest.1, at: 16)
+            put(digest.2, at: 32)
+            put(digest.3, at: 48)
             return 64
         }
     }

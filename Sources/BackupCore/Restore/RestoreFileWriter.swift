@@ -106,6 +106,13 @@ final class RestoreFileWriter: @unchecked Sendable {
         /// Folder handles this batch introduced (each holds a descriptor while queued).
         var directories = 0
         init(capacity: Int) { buffer = FrameBuffer(capacity: capacity) }
+
+        /// Lets go of what the batch holds (folder handles among it), keeping its room.
+        func empty() {
+            buffer.count = 0
+            operations.removeAll(keepingCapacity: true)
+            directories = 0
+        }
     }
 
     /// The file being written, on the queue.
@@ -237,13 +244,16 @@ final class RestoreFileWriter: @unchecked Sendable {
     /// Waits until everything queued is done, and returns what happened since the last drain.
     func drain() -> Outcome {
         submit()
-        return queue.sync {
+        let done = queue.sync {
             let done = outcome
             outcome = Outcome()
             liveFiles.store(0, ordering: .relaxed)
             liveBytes.store(0, ordering: .relaxed)
             return done
         }
+        // Every batch is back: none keeps a folder open past this point.
+        spare.withLock { $0.forEach { $0.empty() } }
+        return done
     }
 
     /// Hands over the waiting files and links (after `drain`), and forgets them.
@@ -274,31 +284,41 @@ final class RestoreFileWriter: @unchecked Sendable {
         slots.wait()
         queue.async { [self] in
             run(batch)
-            batch.buffer.count = 0
-            batch.operations.removeAll(keepingCapacity: true)
-            batch.directories = 0
             spare.withLock { $0.append(batch) }
             slots.signal()
         }
-        filling = spare.withLock { $0.popLast() } ?? Batch(capacity: RestoreFileWriter.batchSize)
+        // What a used batch holds (each file's header, path and parts) is let go here, on
+        // the restoring thread: the writer's thread is the one a restore waits for.
+        if let used = spare.withLock({ $0.popLast() }) {
+            used.empty()
+            filling = used
+        } else {
+            filling = Batch(capacity: RestoreFileWriter.batchSize)
+        }
     }
 
     // MARK: Writing (queue)
 
     private func run(_ batch: Batch) {
-        for operation in batch.operations {
-            switch operation {
-            case .begin(let job):
-                begin(job)
-            case .data(let offset, let start, let count):
-                writeNow(UnsafeRawBufferPointer(rebasing: batch.buffer.bytes[start..<(start + count)]), at: offset)
-            case .end:
-                finish()
-            case .abort:
-                abandon()
-            case .link(let job):
-                makeLink(job)
-            }
+        // Read in place: iterating the array would copy each operation (retaining what it
+        // holds) and let the copy go, all on this thread.
+        batch.operations.withUnsafeBufferPointer { operations in
+            for index in operations.indices { run(operations[index], in: batch) }
+        }
+    }
+
+    private func run(_ operation: borrowing Operation, in batch: Batch) {
+        switch operation {
+        case .begin(let job):
+            begin(job)
+        case .data(let offset, let start, let count):
+            writeNow(UnsafeRawBufferPointer(rebasing: batch.buffer.bytes[start..<(start + count)]), at: offset)
+        case .end:
+            finish()
+        case .abort:
+            abandon()
+        case .link(let job):
+            makeLink(job)
         }
     }
 
