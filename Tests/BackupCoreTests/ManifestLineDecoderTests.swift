@@ -221,7 +221,7 @@ final class ManifestLineDecoderTests: KeepsakeTestCase {
                 var digits = Array(repeating: UInt8(ascii: "7"), count: 64)
                 digits[place] = byte
                 let valid = (48...57).contains(byte) || (97...102).contains(byte)
-                let decoded = digits.withUnsafeBufferPointer { ManifestEntries.digest(fromHex: $0) }
+                let decoded = digits.withUnsafeBufferPointer { HexEncoding.digest(fromHex: $0) }
                 XCTAssertEqual(decoded != nil, valid, "byte \(byte) at \(place)")
                 guard valid, byte < 0x80 else { continue }
                 let text = String(decoding: digits, as: UTF8.self)
@@ -229,7 +229,18 @@ final class ManifestLineDecoderTests: KeepsakeTestCase {
                 XCTAssertEqual(ManifestEntries([entry])[0].sha256, text)
             }
         }
-        XCTAssertNil(Array(repeating: UInt8(ascii: "a"), count: 63).withUnsafeBufferPointer { ManifestEntries.digest(fromHex: $0) })
+        XCTAssertNil(Array(repeating: UInt8(ascii: "a"), count: 63).withUnsafeBufferPointer { HexEncoding.digest(fromHex: $0) })
+        // Every byte value encodes as printf's %02x does, and a digest's words come back.
+        let everyByte = (0...255).map { UInt8($0) }
+        XCTAssertEqual(HexEncoding.encode(everyByte), everyByte.map { String(format: "%02x", $0) }.joined())
+        XCTAssertEqual(HexEncoding.encode([]), "")
+        var random = SeededBytes(seed: 64)
+        for _ in 0..<200 {
+            let bytes = (0..<32).map { _ in UInt8(random.below(256)) }
+            let text = HexEncoding.encode(bytes)
+            let words = Array(text.utf8).withUnsafeBufferPointer { HexEncoding.digest(fromHex: $0) }
+            XCTAssertEqual(words.map { HexEncoding.hex(ofDigest: $0) }, text)
+        }
     }
 
     func testNumbersAtTheirLimitsDecodeAlike() throws {

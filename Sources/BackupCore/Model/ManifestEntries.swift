@@ -129,7 +129,7 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
         }
         if let sha256 = entry.sha256 {
             var text = sha256
-            if let digest = text.withUTF8({ ManifestEntries.digest(fromHex: $0) }) {
+            if let digest = text.withUTF8({ HexEncoding.digest(fromHex: $0) }) {
                 record.flags |= Flag.digest
                 record.digest = digest
             } else {
@@ -160,7 +160,7 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
             lastGroup = last
         }
         if let sha256 = fields.sha256 {
-            if let digest = fields.digest ?? ManifestEntries.digest(fromHex: sha256) {
+            if let digest = fields.digest ?? HexEncoding.digest(fromHex: sha256) {
                 record.flags |= Flag.digest
                 record.digest = digest
             } else {
@@ -402,57 +402,10 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
     /// The SHA-256 of the entry at `position`, lowercase hex.
     public func sha256(at position: Int) -> String? {
         let record = records[position]
-        if record.flags & Flag.digest != 0 { return ManifestEntries.hex(record.digest) }
+        if record.flags & Flag.digest != 0 { return HexEncoding.hex(ofDigest: record.digest) }
         return record.flags & Flag.digestText != 0 ? names[Int(record.digest.0)] : nil
     }
 
     /// Every backup that `in` names, each once.
     public var holdingBackups: [BackupID] { holders }
-
-    // MARK: Digests
-
-    /// A SHA-256 as four big-endian words.
-    typealias Digest = (UInt64, UInt64, UInt64, UInt64)
-
-    /// 64 lowercase hex digits as four big-endian words; nil for anything else.
-    static func digest(fromHex utf8: UnsafeBufferPointer<UInt8>) -> Digest? {
-        guard utf8.count == 64, let base = utf8.baseAddress else { return nil }
-        let (first, invalid1) = hexWord(base), (second, invalid2) = hexWord(base + 16)
-        let (third, invalid3) = hexWord(base + 32), (fourth, invalid4) = hexWord(base + 48)
-        return invalid1 | invalid2 | invalid3 | invalid4 < 16 ? (first, second, third, fourth) : nil
-    }
-
-    /// The 16 hex digits at `start` as a number, and the digits' values or-ed together, with
-    /// 0xF0 for a byte that is no lowercase hex digit (so 16 or more means one was not).
-    /// Every file's manifest line has a digest: arithmetic per digit, no table, no branch to leave.
-    private static func hexWord(_ start: UnsafePointer<UInt8>) -> (UInt64, UInt8) {
-        var value: UInt64 = 0
-        var seen: UInt8 = 0
-        for index in 0..<16 {
-            let byte = start[index]
-            let digit = byte &- 48, letter = byte &- 97
-            let nibble: UInt8 = digit < 10 ? digit : (letter < 6 ? letter &+ 10 : 0xF0)
-            seen |= nibble
-            value = value << 4 | UInt64(nibble & 0x0F)
-        }
-        return (value, seen)
-    }
-
-    /// The digest as 64 lowercase hex digits (a restore asks for it once a file: no array,
-    /// no table).
-    private static func hex(_ digest: Digest) -> String {
-        String(unsafeUninitializedCapacity: 64) { buffer in
-            func put(_ word: UInt64, at start: Int) {
-                for nibble in 0..<16 {
-                    let value = UInt8(truncatingIfNeeded: word >> UInt64(60 - 4 * nibble)) & 0x0F
-                    buffer[start + nibble] = value < 10 ? 48 + value : 87 + value
-                }
-            }
-            put(digest.0, at: 0)
-            put(digest.1, at: 16)
-            put(digest.2, at: 32)
-            put(digest.3, at: 48)
-            return 64
-        }
-    }
 }

@@ -70,7 +70,7 @@ struct ManifestLineDecoder {
         var link: UnsafeBufferPointer<UInt8>?
         /// 64 lowercase hex digits, and what they say.
         var sha256: UnsafeBufferPointer<UInt8>?
-        var digest: ManifestEntries.Digest?
+        var digest: HexEncoding.Digest?
         var storedIn: BackupID?
         var archiveOffset: Int64?
         var archiveLength: Int64?
@@ -104,7 +104,7 @@ struct ManifestLineDecoder {
         var rdev: UInt64 = 0
         var link: Range<Int>?
         var sha256: Range<Int>?
-        var digest: ManifestEntries.Digest?
+        var digest: HexEncoding.Digest?
         var storedIn: BackupID?
         var offset: Int64?
         var length: Int64?
@@ -140,7 +140,7 @@ struct ManifestLineDecoder {
                 mode = parsed
             case .sha256:
                 guard let value = string() else { return nil }
-                guard let decoded = ManifestEntries.digest(fromHex: UnsafeBufferPointer(rebasing: bytes[value])) else {
+                guard let decoded = HexEncoding.digest(fromHex: UnsafeBufferPointer(rebasing: bytes[value])) else {
                     throw invalid("'sha256' must be 64 lowercase hex digits")
                 }
                 sha256 = value
