@@ -3,7 +3,7 @@ import XCTest
 @testable import BackupCore
 
 /// Prints encryption and decryption speed (no timed assertion: the machine is shared).
-/// `KEEPSAKE_AGE_BENCH_MIB=512 swift test --skip-build --filter AgeThroughput` measures 512 MiB;
+/// `KEEPSAKE_AGE_BENCH_MIB=512 Scripts/test --verbose --filter AgeThroughput` measures 512 MiB;
 /// by default 16 MiB, which still checks the bytes come back.
 final class AgeThroughputTests: KeepsakeTestCase {
     /// Throws writes away, counting them.
