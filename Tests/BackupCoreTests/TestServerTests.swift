@@ -184,6 +184,39 @@ final class TestServerTests: KeepsakeTestCase {
         XCTAssertTrue(FreePort.isFree(server.port))
     }
 
+    // MARK: Ports across test processes
+
+    /// Test classes run side by side in separate processes: a port another live process has
+    /// claimed is never handed out, a claim whose process is gone is taken over, and a claim
+    /// names the process that holds it.
+    func testAPortClaimedByAnotherLiveProcessIsNotHandedOut() throws {
+        let folder = try XCTUnwrap(scratch).appendingPathComponent("ports").path
+        XCTAssertTrue(FreePort.claimAcrossProcesses(40_002, in: folder), "a port nobody claimed")
+        XCTAssertEqual(try String(contentsOfFile: folder + "/40002", encoding: .utf8), "\(getpid())\n")
+
+        let sleeper = Process()
+        sleeper.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        sleeper.arguments = ["30"]
+        try sleeper.run()
+        defer { sleeper.terminate(); sleeper.waitUntilExit() }
+        try "\(sleeper.processIdentifier)\n".write(toFile: folder + "/40000", atomically: true, encoding: .utf8)
+        XCTAssertFalse(FreePort.claimAcrossProcesses(40_000, in: folder), "a port a live process holds")
+
+        let finished = Process()
+        finished.executableURL = URL(fileURLWithPath: "/bin/true")
+        try finished.run()
+        finished.waitUntilExit()
+        try "\(finished.processIdentifier)\n".write(toFile: folder + "/40001", atomically: true, encoding: .utf8)
+        XCTAssertTrue(FreePort.claimAcrossProcesses(40_001, in: folder), "the claim of a process that is gone")
+        XCTAssertEqual(try String(contentsOfFile: folder + "/40001", encoding: .utf8), "\(getpid())\n")
+
+        // FreePort's own picks are claimed in the shared folder, under this process's pid.
+        let picked = try FreePort.pick(3)
+        for port in picked {
+            XCTAssertEqual(try? String(contentsOfFile: FreePort.claimsFolder + "/\(port)", encoding: .utf8), "\(getpid())\n")
+        }
+    }
+
     // MARK: Clients
 
     /// What a command wrote and how it ended.

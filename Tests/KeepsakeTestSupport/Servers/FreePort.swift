@@ -10,8 +10,10 @@ import Glibc
 /// A port is found by binding a socket to port 0 on 127.0.0.1 and reading back the port the
 /// kernel chose; the socket is closed before the port is handed out, so the server can bind
 /// it. Several ports asked for at once are distinct (every socket stays open until all are
-/// chosen), and no port is handed out twice in one test process, so servers started side by
-/// side by parallel tests do not collide with each other.
+/// chosen), and no port is handed out twice while its holder lives: not in one test process,
+/// and not across the test processes that run side by side (Scripts/lib/run-tests runs a test
+/// class per process), which record the ports they hand out in `claimsFolder`. So servers
+/// started at the same moment by different test classes do not collide.
 public enum FreePort {
     // MARK: Errors
 
@@ -92,14 +94,70 @@ public enum FreePort {
         }
     }
 
+    // MARK: Claims across processes
+
+    /// Where test processes record the ports they have handed out: a file named by the port,
+    /// holding the pid of the process that holds it. A claim lasts as long as its process: at
+    /// exit a process removes its own, and a claim whose process is gone is taken over.
+    public static let claimsFolder = "/tmp/keepsake-test-ports"
+
+    /// Records `port` as this process's in `folder`; false when a live process other than this
+    /// one holds it. Claims are made one at a time, under an flock of `folder/.lock`, so that
+    /// two processes never both take over the same stale claim. Where the folder cannot be
+    /// used (another user's, say), only this process's own record protects its ports.
+    public static func claimAcrossProcesses(_ port: UInt16, in folder: String = claimsFolder) -> Bool {
+        if mkdir(folder, 0o1777) == 0 { chmod(folder, 0o1777) }  // any user's tests may claim
+        let lock = open(folder + "/.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o666)
+        guard lock >= 0 else { return true }
+        defer { close(lock) }
+        guard flock(lock, LOCK_EX) == 0 else { return true }
+        let path = folder + "/" + String(port)
+        if let text = try? String(contentsOfFile: path, encoding: .utf8),
+           let holder = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)),
+           holder != getpid(), holder > 0, kill(holder, 0) == 0 || errno == EPERM {
+            return false
+        }
+        _ = unlink(path)  // a claim of a process that is gone, or none
+        let file = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o644)
+        guard file >= 0 else { return true }
+        let text = Array("\(getpid())\n".utf8)
+        _ = text.withUnsafeBytes { write(file, $0.baseAddress, $0.count) }
+        close(file)
+        return true
+    }
+
+    /// Removes the claims this process made (at its exit).
+    private static func releaseClaims() {
+        let me = getpid()
+        for port in handedOut.withLock({ $0 }) {
+            let path = claimsFolder + "/" + String(port)
+            if let text = try? String(contentsOfFile: path, encoding: .utf8),
+               Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) == me {
+                _ = unlink(path)
+            }
+        }
+    }
+
     // MARK: Internals
 
     /// Ports already handed out in this process.
     private static let handedOut = LockedValue<Set<UInt16>>([])
 
-    /// Records `port` as handed out; false if it already was.
+    /// Whether the exit handler that releases this process's claims is registered.
+    private static let releaseRegistered = LockedValue(false)
+
+    /// Records `port` as handed out, here and across processes; false if it already was.
     private static func claim(_ port: UInt16) -> Bool {
-        handedOut.withLock { $0.insert(port).inserted }
+        releaseRegistered.withLock { registered in
+            guard !registered else { return }
+            registered = true
+            atexit { FreePort.releaseClaims() }
+        }
+        return handedOut.withLock { handed in
+            guard !handed.contains(port), claimAcrossProcesses(port) else { return false }
+            handed.insert(port)
+            return true
+        }
     }
 
     /// A socket bound to 127.0.0.1 on a port the kernel chose (still open), and that port.
