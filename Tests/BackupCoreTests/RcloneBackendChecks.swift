@@ -206,6 +206,56 @@ struct RcloneBackendChecks {
         XCTAssertThrowsError(try source.bytes(at: 0, count: 1), "reading after close", file: file, line: line)
     }
 
+    // MARK: Runs
+
+    /// A command lists a destination several times, and every rclone run costs a process
+    /// start (over sftp an SSH connection too): the listing is used again, for the size
+    /// `open` needs too, until the backend changes the folder or takes the lock; the lock
+    /// costs one run to read. The runs are counted by a script in `scratch` that names each
+    /// one in a log and hands over to the rclone on the PATH.
+    func checkListingIsUsedAgainUntilTheFolderChanges(scratch: String, file: StaticString = #filePath,
+                                                       line: UInt = #line) throws {
+        let log = scratch + "/rclone-runs"
+        let program = scratch + "/counting-rclone"
+        try writeFile(program, "#!/bin/sh\necho \"$1\" >> '\(log)'\nexec rclone \"$@\"\n")
+        XCTAssertEqual(chmod(program, 0o755), 0, file: file, line: line)
+        func runs(_ body: () throws -> Void) throws -> [String] {
+            try? FileManager.default.removeItem(atPath: log)
+            try body()
+            return ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        }
+        let backend = remote.backend(rclone: program)
+        try backend.prepare()
+        try store([1, 2, 3], as: "first", in: backend)
+
+        XCTAssertEqual(try runs { _ = try backend.list() }, ["lsjson"], file: file, line: line)
+        XCTAssertEqual(try runs {
+            XCTAssertEqual(try backend.list().map(\.name), ["first"], file: file, line: line)
+            let source = try backend.open("first")
+            defer { source.close() }
+            XCTAssertEqual(try source.size(), 3, file: file, line: line)
+            _ = try backend.removeLeftovers()
+        }, [], "the listing is used again, for the size of an object too", file: file, line: line)
+
+        // Another run's object, stored while this one did not hold the lock: seen once it does.
+        try remote.put([9], as: "second", in: backend)
+        var lock: DestinationLock?
+        XCTAssertEqual(try runs { lock = try backend.acquireLock(.current(operation: "backup")) }, ["cat", "rcat", "cat"],
+                       "a free lock: looked at, written, read back", file: file, line: line)
+        XCTAssertEqual(try backend.list().map(\.name), ["first", "second"], file: file, line: line)
+        try store([4], as: "third", in: backend)
+        XCTAssertEqual(try backend.list().map(\.name), ["first", "second", "third"], "its own store", file: file, line: line)
+        try backend.move("third", to: "fourth")
+        XCTAssertEqual(try backend.list().map(\.name), ["first", "fourth", "second"], "its own rename", file: file, line: line)
+        try backend.delete("first")
+        XCTAssertEqual(try backend.list().map(\.name), ["fourth", "second"], "its own delete", file: file, line: line)
+        XCTAssertThrowsError(try backend.open("first"), file: file, line: line) { error in
+            XCTAssertEqual(error as? StorageError, .notFound(name: "first", destination: backend.location), file: file, line: line)
+        }
+        XCTAssertEqual(try runs { lock?.release() }, ["cat", "deletefile"], "released: read, then removed", file: file, line: line)
+        XCTAssertEqual(try remote.rawNames(of: backend), ["fourth", "second"], file: file, line: line)
+    }
+
     // MARK: Locking
 
     /// The lock record names the holder and holds a token; release leaves a record that

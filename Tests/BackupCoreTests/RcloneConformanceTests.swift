@@ -78,6 +78,9 @@ final class RcloneConformanceTests: KeepsakeTestCase {
     func testReplacingAnObjectOfTheSameSizeAndTime() throws { try checks.checkReplacingAnObjectOfTheSameSizeAndTime() }
     func testCancellationStopsTheUpload() throws { try checks.checkCancellationStopsTheUpload() }
     func testListSkipsFoldersAndDotNames() throws { try checks.checkListSkipsFoldersAndDotNames() }
+    func testListingIsUsedAgainUntilTheFolderChanges() throws {
+        try checks.checkListingIsUsedAgainUntilTheFolderChanges(scratch: root)
+    }
     func testObjectGoneAfterOpenIsNotFound() throws { try checks.checkObjectGoneAfterOpenIsNotFound() }
     func testLockRecordAndReleaseOfAReplacedLock() throws { try checks.checkLockRecordAndReleaseOfAReplacedLock() }
     func testUnreadableLockIsHeldUntilOld() throws { try checks.checkUnreadableLockIsHeldUntilOld() }

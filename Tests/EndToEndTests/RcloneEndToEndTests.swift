@@ -85,6 +85,40 @@ final class RcloneEndToEndTests: EndToEndTestCase {
         XCTAssertTrue(text.stderrText.contains("damaged") && text.stderrText.contains("keepsake verify"), "\(text)")
     }
 
+    /// Every rclone run costs a process start and, over sftp, an SSH connection: a backup
+    /// and a restore take no more runs than they need (counted by a script that names each
+    /// run and hands over to rclone). A change that needs more says so here.
+    func testABackupAndARestoreTakeFewRcloneRuns() throws {
+        let (_, environment, base) = try remote()
+        let log = path("rclone-runs")
+        let program = path("counting-rclone")
+        try "#!/bin/sh\necho \"$1\" >> '\(log)'\nexec rclone \"$@\"\n".write(toFile: program, atomically: true, encoding: .utf8)
+        XCTAssertEqual(chmod(program, 0o755), 0)
+        let counted = environment.merging(["KEEPSAKE_RCLONE": program]) { $1 }
+        func runs(_ arguments: [String]) throws -> [String] {
+            try? FileManager.default.removeItem(atPath: log)
+            assertExit(try run(arguments, environment: counted), 0, arguments.joined(separator: " "))
+            return try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map(String.init)
+        }
+        let source = path("src")
+        try Fixtures.makeMixedTree(at: source)
+        let dest = "rclone:nas:\(base)/counted"
+        // The folder made; the lock looked at, written, read back; one listing; archive and
+        // manifest each streamed, their size checked and renamed; the lock read and removed.
+        let first = try runs(["backup", source, "--dest", dest, "-q"])
+        XCTAssertEqual(first, ["mkdir", "cat", "rcat", "cat", "lsjson", "rcat", "lsjson", "moveto", "rcat", "lsjson", "moveto",
+                               "cat", "deletefile"])
+        try "changed\n".write(toFile: source + "/readme.txt", atomically: true, encoding: .utf8)
+        // An incremental reads its parent's manifest as well (twice today: a ceiling, not a goal).
+        let second = try runs(["backup", source, "--dest", dest, "-q"])
+        XCTAssertLessThanOrEqual(second.count, first.count + 2, "\(second)")
+        // One listing, then the manifests and archives of the chain of two (7 reads today).
+        let restore = try runs(["restore", "latest", "--dest", dest, "--target", path("restored"), "-q"])
+        XCTAssertLessThanOrEqual(restore.count, 8, "\(restore)")
+        XCTAssertEqual(restore.filter { $0 == "lsjson" }.count, 1, "\(restore)")
+        try assertTreesEqual(expected: source, actual: restored(source, into: path("restored")))
+    }
+
     func testAMissingRemoteOrProgramIsNamed() throws {
         let (_, environment, _) = try remote()
         let unknown = try run(["list", "--dest", "rclone:no-such-remote:x"], environment: environment)

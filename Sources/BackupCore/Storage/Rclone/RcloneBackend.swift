@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A destination on an rclone remote (`rclone:REMOTE:PATH`), reached by running the
 /// `rclone` program (one run per operation; see `RcloneRunner`). Whatever the remote is
@@ -10,6 +11,11 @@ import Foundation
 ///   `rclone moveto`. Abort kills rcat and deletes the temporary.
 /// - read: `rclone cat` streams front to back; a read at an offset is `cat --offset --count`.
 /// - list: `rclone lsjson` of the folder, without temporaries, the lock or other dot-names.
+///   A command lists a destination several times (catalog, leftovers, change cache), and
+///   each rclone run costs a process start and, over sftp, an SSH connection: a listing is
+///   used again for `listingReuse` (also for the size `open` needs), and forgotten at once
+///   when this backend changes the folder or takes the lock (so a command sees its own
+///   changes, and what others did before it held the lock).
 /// - lock: the object `keepsake.lock` (see `acquireLock`).
 ///
 /// Object names follow `StoredObject.checkName`, temporaries its naming, so leftovers
@@ -30,6 +36,9 @@ public final class RcloneBackend: StorageBackend {
     static let lockSettleRange: ClosedRange<Double> = 0.5...10
     /// Lock attempts before a lock that keeps changing is reported as held.
     private static let lockAttempts = 4
+    /// How long a listing is used again by `list`, `removeLeftovers` and `open`, unless this
+    /// backend changes the folder before.
+    static let listingReuse: Duration = .seconds(30)
 
     // MARK: State
 
@@ -40,6 +49,8 @@ public final class RcloneBackend: StorageBackend {
     public var location: String { "rclone:\(remote):\(path)" }
     /// Runs rclone for this destination.
     let runner: RcloneRunner
+    /// The folder's last listing, kept for `files()`.
+    private let listingMemo = Mutex(ListingMemo())
 
     /// A backend for `path` on `remote`, running `rclone` (a path, or a name looked up on
     /// the PATH of `environment`) with `environment` (where RCLONE_CONFIG names the
@@ -55,6 +66,7 @@ public final class RcloneBackend: StorageBackend {
     // MARK: StorageBackend
 
     public func prepare() throws {
+        forgetListing()
         let outcome = try runner.run("mkdir", paths: [objectPath(nil)])
         guard outcome.succeeded else { throw failure(outcome, operation: "create", name: nil) }
     }
@@ -69,6 +81,7 @@ public final class RcloneBackend: StorageBackend {
     public func create(_ name: String) throws -> PendingObject {
         try StoredObject.checkName(name)
         let temporary = LocalFolderBackend.temporaryName(stem: name)
+        forgetListing()
         // No streaming cutoff: rclone would otherwise hold the first 100 KiB in memory and
         // make a small object appear only at its end; this way the temporary exists from
         // the start, as a local folder's does.
@@ -79,13 +92,15 @@ public final class RcloneBackend: StorageBackend {
 
     public func open(_ name: String) throws -> RandomAccessSource {
         try StoredObject.checkName(name)
-        // Looked up first: `rclone cat` of a folder would print every file in it.
-        let entry = try existingObject(name, operation: "open")
-        return RcloneObjectSource(backend: self, name: name, size: entry.size)
+        // Looked up first (in the kept listing, or by itself): `rclone cat` of a folder would
+        // print every file in it.
+        let size = try listedFile(name)?.size ?? existingObject(name, operation: "open").size
+        return RcloneObjectSource(backend: self, name: name, size: size)
     }
 
     public func delete(_ name: String) throws {
         try StoredObject.checkName(name)
+        forgetListing()
         let outcome = try runner.run("deletefile", paths: [objectPath(name)])
         guard !outcome.succeeded else { return }
         // rclone 1.60 gives the generic status for a missing file: a missing object is
@@ -104,6 +119,7 @@ public final class RcloneBackend: StorageBackend {
 
     public func removeLeftovers() throws -> [String] {
         var removed: [String] = []
+        defer { if !removed.isEmpty { forgetListing() } }
         for entry in try files() where LocalFolderBackend.isLeftoverTemporary(entry.name) {
             if try runner.run("deletefile", paths: [objectPath(entry.name)]).succeeded { removed.append(entry.name) }
         }
@@ -154,6 +170,8 @@ public final class RcloneBackend: StorageBackend {
             let range = RcloneBackend.lockSettleRange
             Thread.sleep(forTimeInterval: min(range.upperBound, max(range.lowerBound, 2 * seconds)))
             if case .present(_, token?, _) = try readLock() {
+                // What was listed before holding the lock may have changed while waiting for it.
+                forgetListing()
                 return RcloneLock(backend: self, token: token, tookOverFrom: previous)
             }
             // Another run's record replaced ours: look again, to name it (or take it over if
@@ -166,25 +184,30 @@ public final class RcloneBackend: StorageBackend {
     enum LockState {
         /// No lock record.
         case absent
-        /// A record: its holder and token (nil when it cannot be read) and its age.
+        /// A record: its holder and token (nil when it cannot be read) and, for a record that
+        /// cannot be read, its age.
         case present(holder: LockOwner?, token: String?, modified: Date?)
     }
 
     /// The lock record now (never cancelled: it is part of taking or giving back the lock).
+    /// `cat` alone where the record is absent or readable, as it nearly always is (one rclone
+    /// run, not two); a lookup only for what an unreadable record needs: its age, and whether
+    /// the name is a folder (whose `cat` would print the files inside it).
     func readLock() throws -> LockState {
+        let path = try objectPath(RcloneBackend.lockName)
+        let outcome = try runner.run("cat", paths: [path], outputLimit: RcloneBackend.lockSizeLimit + 1, cancellable: false)
+        if outcome.isNotFound { return .absent }
+        guard outcome.succeeded else { throw failure(outcome, operation: "read the lock", name: RcloneBackend.lockName) }
+        if outcome.output.count <= RcloneBackend.lockSizeLimit, let json = try? JSONParser.parse(outcome.output),
+           let holder = LockOwner(json: json) {
+            return .present(holder: holder, token: json["token"]?.stringValue, modified: nil)
+        }
         guard let entry = try entry(RcloneBackend.lockName, cancellable: false) else { return .absent }
         guard !entry.isDirectory else {
             throw StorageError.unusable(destination: location, reason: "\(displayName(RcloneBackend.lockName)) is a folder, "
                 + "which Keepsake never makes; remove it")
         }
-        let outcome = try runner.run("cat", paths: [objectPath(RcloneBackend.lockName)], outputLimit: RcloneBackend.lockSizeLimit + 1,
-                                     cancellable: false)
-        if outcome.isNotFound { return .absent }
-        guard outcome.succeeded else { throw failure(outcome, operation: "read the lock", name: RcloneBackend.lockName) }
-        guard outcome.output.count <= RcloneBackend.lockSizeLimit, let json = try? JSONParser.parse(outcome.output) else {
-            return .present(holder: nil, token: nil, modified: entry.modified)
-        }
-        return .present(holder: LockOwner(json: json), token: json["token"]?.stringValue, modified: entry.modified)
+        return .present(holder: nil, token: nil, modified: entry.modified)
     }
 
     /// Removes the lock if its record still holds `token` (a run that judged this one's lock
@@ -218,6 +241,9 @@ public final class RcloneBackend: StorageBackend {
     /// Every file in the destination's folder, temporaries and the lock among them; none when
     /// the folder does not exist yet.
     private func files() throws -> [RcloneEntry] {
+        let now = ContinuousClock.now
+        let (kept, generation) = listingMemo.withLock { memo in (memo.files(at: now), memo.generation) }
+        if let kept { return kept }
         let outcome = try runner.run("lsjson", options: ["--files-only", "--no-modtime", "--no-mimetype"], paths: [objectPath(nil)],
                                      outputLimit: RcloneBackend.listingLimit)
         if outcome.termination.exitStatus == 3 { return [] }
@@ -225,7 +251,20 @@ public final class RcloneBackend: StorageBackend {
         guard let entries = RcloneEntry.listing(outcome.output) else {
             throw StorageError.unusable(destination: location, reason: "'rclone lsjson' printed something that is not a listing")
         }
-        return entries.filter { !$0.isDirectory }
+        let files = entries.filter { !$0.isDirectory }
+        listingMemo.withLock { $0.keep(files, taken: now, generation: generation) }
+        return files
+    }
+
+    /// The file `name` in the kept listing, while it is kept (a listing holds no folders).
+    private func listedFile(_ name: String) -> RcloneEntry? {
+        listingMemo.withLock { $0.files(at: .now) }?.first { $0.name == name }
+    }
+
+    /// Makes the next `list` or `removeLeftovers` ask the remote again: called before this
+    /// backend changes the folder, and once it holds the lock.
+    func forgetListing() {
+        listingMemo.withLock { $0.forget() }
     }
 
     /// What `rclone lsjson --stat` says of `name`; nil when there is nothing of that name.
@@ -254,6 +293,7 @@ public final class RcloneBackend: StorageBackend {
     /// keeps it and deletes the source — losing the new bytes (likely on remotes that keep
     /// times to the second).
     func rename(_ name: String, to newName: String) throws {
+        forgetListing()
         let outcome = try runner.run("moveto", options: ["--ignore-times"], paths: [objectPath(name), objectPath(newName)])
         guard outcome.succeeded else { throw failure(outcome, operation: "rename", name: name) }
     }
@@ -289,5 +329,34 @@ public final class RcloneBackend: StorageBackend {
             process.terminate()
             return error
         }
+    }
+}
+
+// MARK: - Listing memo
+
+/// The last listing of an rclone destination's folder, for as long as it may be used again.
+private struct ListingMemo {
+    /// The files listed, and when; nil when forgotten.
+    private var kept: (files: [RcloneEntry], taken: ContinuousClock.Instant)?
+    /// Counts `forget()` calls: a listing that was running meanwhile is not kept, as it may
+    /// predate the change.
+    private(set) var generation = 0
+
+    /// The kept listing, while younger than `RcloneBackend.listingReuse`.
+    func files(at now: ContinuousClock.Instant) -> [RcloneEntry]? {
+        guard let kept, now - kept.taken < RcloneBackend.listingReuse else { return nil }
+        return kept.files
+    }
+
+    /// Keeps `files`, listed from `taken` on, unless the folder changed since (`generation`
+    /// read before listing).
+    mutating func keep(_ files: [RcloneEntry], taken: ContinuousClock.Instant, generation: Int) {
+        guard generation == self.generation else { return }
+        kept = (files, taken)
+    }
+
+    mutating func forget() {
+        kept = nil
+        generation += 1
     }
 }

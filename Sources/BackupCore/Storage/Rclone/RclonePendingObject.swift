@@ -84,6 +84,7 @@ final class RclonePendingObject: PendingObject {
     /// Deletes the temporary, whatever happened (not cancellable: this is the clean-up).
     private func removeTemporary() {
         guard let path = try? backend.objectPath(temporaryName) else { return }
+        backend.forgetListing()
         _ = try? backend.runner.run("deletefile", paths: [path], cancellable: false)
     }
 }
