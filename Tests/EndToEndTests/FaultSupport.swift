@@ -51,38 +51,6 @@ class FaultTestCase: EndToEndTestCase {
         try? FileManager.default.removeItem(atPath: root)
     }
 
-    // MARK: Mounts
-
-    /// The tmpfs mounts this test made, unmounted in tearDown (before the work folder goes).
-    private var mounts: [String] = []
-
-    override func tearDownWithError() throws {
-        for mount in mounts.reversed() {
-            let outcome = try? ProcessRunner.run("umount", [mount])
-            if outcome?.exitCode != 0 { _ = try? ProcessRunner.run("umount", ["-l", mount]) }
-        }
-        mounts = []
-        try super.tearDownWithError()
-    }
-
-    /// Mounts a tmpfs of `size` (e.g. `"4m"`, `"512k"`) at `directory` (created), or skips
-    /// the test with the reason when the machine does not allow it.
-    func mountTmpfs(at directory: String, size: String) throws {
-        try RawFileSystem.makeDirectory(RawFileSystem.bytes(directory), mode: 0o700)
-        let outcome = try ProcessRunner.run("mount", ["-t", "tmpfs", "-o", "size=\(size),mode=0700", "tmpfs", directory])
-        guard outcome.exitCode == 0 else {
-            throw XCTSkip("cannot mount a \(size) tmpfs at \(directory) (needs root and permission to mount; "
-                + "disk-full scenarios are not checked on this machine): \(outcome.stderrText)")
-        }
-        mounts.append(directory)
-    }
-
-    /// Unmounts a tmpfs made by `mountTmpfs` before tearDown.
-    func unmountTmpfs(_ directory: String) {
-        guard let index = mounts.firstIndex(of: directory) else { return }
-        if (try? ProcessRunner.run("umount", [directory]))?.exitCode == 0 { mounts.remove(at: index) }
-    }
-
     /// The bytes an unprivileged writer can still put on the file system holding `path`.
     func freeBytes(_ path: String) -> Int {
         var info = statvfs()

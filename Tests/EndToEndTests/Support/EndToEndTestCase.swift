@@ -31,6 +31,12 @@ class EndToEndTestCase: KeepsakeTestCase {
     }
 
     override func tearDownWithError() throws {
+        // The mounts first: the work folder holds them.
+        for mount in mounts.reversed() {
+            let outcome = try? ProcessRunner.run("umount", [mount])
+            if outcome?.exitCode != 0 { _ = try? ProcessRunner.run("umount", ["-l", mount]) }
+        }
+        mounts = []
         if !work.isEmpty, work.hasPrefix("/tmp/keepsake-e2e-") {
             // rm copes with names Foundation cannot represent and with modes like 000.
             _ = try? ProcessRunner.run("rm", ["-rf", "--one-file-system", work])
@@ -46,6 +52,28 @@ class EndToEndTestCase: KeepsakeTestCase {
     /// Where a source's files land under a restore target: the target plus the source's
     /// absolute path (archive entries are absolute paths without the leading `/`).
     func restored(_ source: String, into target: String) -> String { target + source }
+
+    // MARK: Mounts
+
+    /// The tmpfs mounts this test made, unmounted in tearDown (before the work folder goes).
+    private var mounts: [String] = []
+
+    /// Mounts a tmpfs of `size` (e.g. `"4m"`, `"512k"`) at `directory` (created), or skips
+    /// the test with the reason when the machine does not allow it.
+    func mountTmpfs(at directory: String, size: String) throws {
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(directory), mode: 0o700)
+        let outcome = try ProcessRunner.run("mount", ["-t", "tmpfs", "-o", "size=\(size),mode=0700", "tmpfs", directory])
+        guard outcome.exitCode == 0 else {
+            throw XCTSkip("cannot mount a \(size) tmpfs at \(directory) (needs root and permission to mount): \(outcome.stderrText)")
+        }
+        mounts.append(directory)
+    }
+
+    /// Unmounts a tmpfs made by `mountTmpfs` before tearDown.
+    func unmountTmpfs(_ directory: String) {
+        guard let index = mounts.firstIndex(of: directory) else { return }
+        if (try? ProcessRunner.run("umount", [directory]))?.exitCode == 0 { mounts.remove(at: index) }
+    }
 
     // MARK: Running
 
