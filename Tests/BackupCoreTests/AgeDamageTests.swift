@@ -199,11 +199,11 @@ final class AgeDamageTests: KeepsakeTestCase {
 extension AgeDamageTests {
     func testEndlessHeaderIsRefused() {
         // Stanzas without end (unknown ones, each with ten full body lines): refused once the
-        // header passes 1 MiB, not buffered without end. (4 MiB of them: the file must go on
-        // past the largest read, 4 MiB, for the reader not to meet its end first.)
+        // header passes 1 MiB, not buffered without end (the file goes on past that, so that
+        // the readers meet the limit before the file's end).
         var bytes = AgeFormat.versionLine
         let stanza = Array(("-> grease\n" + String(repeating: String(repeating: "A", count: 64) + "\n", count: 10) + "AAAA\n").utf8)
-        while bytes.count < (4 << 20) + 4096 { bytes += stanza }
+        while bytes.count < (1 << 20) + (64 << 10) { bytes += stanza }
         for error in [AgeTestBytes.ageError { _ = try AgeTestBytes.decrypt(bytes, self.keys) },
                       AgeTestBytes.ageError { _ = try AgeTestBytes.decryptStream(bytes, self.keys) }] {
             guard case .malformedHeader(let reason)? = error else { return XCTFail(String(describing: error)) }

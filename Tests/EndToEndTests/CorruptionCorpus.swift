@@ -69,25 +69,34 @@ struct Damage: Sendable, CustomStringConvertible {
         }
     }
 
-    /// `count` single-bit flips at uniformly random offsets of a file of `size` bytes.
+    /// How many of `count` random damages a plan makes: every one, or a third of them (one at
+    /// least) when the binary runs under a sanitizer, which makes each of these hundreds of
+    /// runs several times slower. The
+    /// kinds and places of damage stay the same; the plain run makes them all, and the fuzz
+    /// targets feed the readers far more damaged inputs under ASan.
+    static func planned(_ count: Int) -> Int {
+        KeepsakeTestCase.runsUnderSanitizer ? max(1, count / 3) : count
+    }
+
+    /// `count` single-bit flips at uniformly random offsets of a file of `size` bytes (see `planned`).
     static func randomFlips(_ count: Int, in target: Target, size: Int, using generator: inout SeededGenerator) -> [Damage] {
-        (0..<count).map { _ in
+        (0..<planned(count)).map { _ in
             Damage(target: target, kind: .bitFlip(offset: Int.random(in: 0..<size, using: &generator),
                                                   bit: Int.random(in: 0..<8, using: &generator)))
         }
     }
 
-    /// `count` single-bit flips at random offsets inside `range`.
+    /// `count` single-bit flips at random offsets inside `range` (see `planned`).
     static func randomFlips(_ count: Int, in target: Target, range: Range<Int>, using generator: inout SeededGenerator) -> [Damage] {
-        (0..<count).map { _ in
+        (0..<planned(count)).map { _ in
             Damage(target: target, kind: .bitFlip(offset: Int.random(in: range, using: &generator),
                                                   bit: Int.random(in: 0..<8, using: &generator)))
         }
     }
 
-    /// `count` truncations to random lengths shorter than `size` (0 included).
+    /// `count` truncations to random lengths shorter than `size` (0 included; see `planned`).
     static func randomTruncations(_ count: Int, in target: Target, size: Int, using generator: inout SeededGenerator) -> [Damage] {
-        (0..<count).map { _ in
+        (0..<planned(count)).map { _ in
             Damage(target: target, kind: .truncation(length: Int.random(in: 0..<size, using: &generator)))
         }
     }

@@ -56,8 +56,7 @@ final class ManifestLimitTests: EndToEndTestCase {
         let size = try XCTUnwrap(RawFileSystem.lstat(archive)).st_size
         print("hostile archive: \(size) bytes, inner manifest over 256 MiB")
 
-        let sanitized = ProcessInfo.processInfo.environment["ASAN_OPTIONS"] != nil
-        let limitKiB = (sanitized ? 800 : 200) * 1024
+        let limitKiB = (Self.runsUnderSanitizer ? 800 : 200) * 1024
         for arguments in [["restore", archive, "--target", path("target")], ["verify", archive]] {
             let (peak, outcome) = try measured(arguments)
             print("\(arguments[0]) of it: exit \(outcome.exitCode), peak RSS \(peak / 1024) MiB")

@@ -7,6 +7,15 @@ import XCTest
 /// stays a skip. (Every test target names it `KeepsakeTestCase` through a type alias;
 /// .ci/run checks that no test class bypasses it.)
 open class KeepsakeTestCase: XCTestCase {
+    /// True when this run is CI's AddressSanitizer or ThreadSanitizer run, or its local
+    /// reproduction (Scripts/test --sanitize sets ASAN_OPTIONS or TSAN_OPTIONS): tests that
+    /// measure memory allow for the sanitizer's, and tests that repeat one check hundreds of
+    /// times over make fewer repetitions (each says how many).
+    public static var runsUnderSanitizer: Bool {
+        let environment = ProcessInfo.processInfo.environment
+        return environment["ASAN_OPTIONS"] != nil || environment["TSAN_OPTIONS"] != nil
+    }
+
     override open func invokeTest() {
         super.invokeTest()
         // The run is stopped only after invokeTest returns, so a failure can still be recorded.

@@ -86,7 +86,8 @@ public final class AgeDecryptingSource: RandomAccessSource {
             while parsed == nil {
                 headerBytes = try ciphertext.bytes(at: 0, count: want)
                 switch try AgeHeader.parse(headerBytes, atEnd: headerBytes.count < want) {
-                case .needMore: want *= 4
+                // Never more than one byte past the longest header: what it takes to refuse one.
+                case .needMore: want = min(want * 4, AgeHeader.maxLength + 1)
                 case .complete(let header, let macInputLength, let length): parsed = (header, macInputLength, length)
                 }
             }
