@@ -48,7 +48,15 @@ final class ReadAheadPoolTests: KeepsakeTestCase {
         let opener = SourceFileReader(cancellation: CancellationFlag(), readPause: 0)
         let contents: [[UInt8]] = [
             Array(repeating: 1, count: 10_000),
-            (0..<(12 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) },
+            // Filled through a buffer pointer (a closure call per byte takes seconds in a debug build).
+            [UInt8](unsafeUninitializedCapacity: 12 << 20) { buffer, initialized in
+                var index = 0
+                while index < buffer.count {
+                    buffer[index] = UInt8(truncatingIfNeeded: index &* 31 &+ index >> 9)
+                    index += 1
+                }
+                initialized = buffer.count
+            },
             [],
             Array(repeating: 3, count: 3 << 20),
             Array(repeating: 4, count: 700),
