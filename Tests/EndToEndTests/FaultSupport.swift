@@ -27,12 +27,14 @@ class FaultTestCase: EndToEndTestCase {
     /// The big source, made once per test process by the first test that asks for it.
     private static let sharedBigSource = LockedValue<String?>(nil)
 
-    /// Bytes of incompressible content in the big source.
-    static let bigSourceBytes = 200 << 20
+    /// Bytes of incompressible content in the big source: 200 MiB, or 100 MiB under a
+    /// sanitizer, whose slower binary takes about as long over half as much.
+    static let bigSourceBytes = KeepsakeTestCase.runsUnderSanitizer ? 100 << 20 : 200 << 20
 
-    /// A source big enough that a backup takes a second or two: eight 25 MiB incompressible
-    /// files and 2,000 small files in 20 folders. Made once per test process (the fault
-    /// classes share it) and removed when the process exits.
+    /// A source big enough that a backup takes a second or two: eight incompressible files
+    /// of an eighth of `bigSourceBytes` each (25 MiB plain) and 2,000 small files in 20
+    /// folders. Made once per test process (the fault classes share it) and removed when the
+    /// process exits.
     func bigSource() throws -> String {
         try Self.sharedBigSource.withLock { made -> String in
             if let made { return made }
@@ -296,8 +298,8 @@ enum FaultFixtures {
     static func makeBigSource(at root: String) throws {
         let base = RawFileSystem.bytes(root)
         try RawFileSystem.makeDirectory(base)
-        let blob = 25 << 20
-        for index in 0..<(FaultTestCase.bigSourceBytes / blob) {
+        let blob = FaultTestCase.bigSourceBytes / 8
+        for index in 0..<8 {
             try RawFileSystem.writeFile(RawFileSystem.join(base, "blob-\(index).bin"),
                                         contents: Fixtures.pseudoRandomBytes(count: blob, seed: UInt64(1_000 + index)))
         }
