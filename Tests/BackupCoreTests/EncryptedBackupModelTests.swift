@@ -74,8 +74,9 @@ final class EncryptedBackupModelTests: KeepsakeTestCase {
     // MARK: The cache
 
     func testTheCacheIsOwnerOnlyAndKeepsTheNewestOfWhatTheDestinationHolds() throws {
-        let root = try makeTemporaryDirectory("cache") + "/deeper/keepsake"
-        defer { removeTemporaryDirectory((root as NSString).deletingLastPathComponent) }
+        let base = try makeTemporaryDirectory("cache")
+        defer { removeTemporaryDirectory(base) }
+        let root = base + "/deeper/keepsake"
         let cache = ChangeDetectionCache(root: root, destination: "s3://bucket/prefix")
         var ids: [BackupID] = []
         for second in 0..<8 {
