@@ -31,6 +31,26 @@ func removeTemporaryDirectory(_ path: String) {
     try? FileManager.default.removeItem(atPath: path)
 }
 
+// MARK: - Bytes
+
+/// Fails unless `actual` holds exactly `expected`, naming the first difference. Compared with
+/// memcmp and reported in one line: a byte-by-byte comparison of megabytes takes seconds in a
+/// debug build, and XCTAssertEqual would print both in full.
+func assertSameBytes(_ actual: ArraySlice<UInt8>, _ expected: ArraySlice<UInt8>, _ message: @autoclosure () -> String = "",
+                     file: StaticString = #filePath, line: UInt = #line) {
+    let same = actual.count == expected.count && actual.withUnsafeBytes { left in
+        expected.withUnsafeBytes { right in
+            guard let a = left.baseAddress, let b = right.baseAddress else { return true }
+            return memcmp(a, b, left.count) == 0
+        }
+    }
+    if same { return }
+    let first = zip(actual, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+        ?? min(actual.count, expected.count)
+    XCTFail("\(message()): \(actual.count) bytes where \(expected.count) were expected, differing from offset \(first) on",
+            file: file, line: line)
+}
+
 // MARK: - Files
 
 /// Writes `contents` to `path`, creating the parent folders.
