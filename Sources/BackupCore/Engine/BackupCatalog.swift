@@ -153,6 +153,22 @@ public final class BackupCatalog {
         }
     }
 
+    /// The backups whose archives hold content `item` needs to be restored: its summary's
+    /// `relies_on`, or, for summaries written before that field, every `in` of its
+    /// manifest. Its parent is not among them unless it holds such content: prune may have
+    /// removed a parent that a backup no longer needs.
+    /// - Throws: `EngineError.manifestUnreadable` when the answer needs the manifest and it
+    ///   cannot be read whole.
+    public func reliedOn(_ item: Item) throws -> Set<BackupID> {
+        if let reliesOn = item.summary?.reliesOn { return Set(reliesOn) }
+        var ids = Set<BackupID>()
+        _ = try forEachEntry(of: item) { entry in
+            if let holder = entry.storedIn { ids.insert(holder) }
+        }
+        ids.remove(item.id)
+        return ids
+    }
+
     /// Reads a backup's manifest front to back, handing each entry `keeping` accepts to
     /// `visit` without keeping any (see `SidecarManifest.forEachEntry`); returns the summary.
     public func forEachEntry(of item: Item, keeping: Manifest.EntryFilter? = nil,

@@ -50,18 +50,21 @@ public final class BackupCopier {
     /// - Throws: `LockError` when the destination is locked, storage errors.
     public func copy(_ ids: [BackupID]? = nil, lockWait: TimeInterval = 0) throws -> Result {
         let started = Date()
-        let items = try BackupCatalog(storage: source).items()
+        let catalog = BackupCatalog(storage: source)
+        let items = try catalog.items()
         let byID = Dictionary(items.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
-        var wanted = Set(ids ?? items.map(\.id))
-        // Whole chains: what each wanted backup relies on comes too.
-        var queue = Array(wanted)
-        while let id = queue.popLast() {
-            guard let summary = byID[id]?.summary else { continue }
-            let needed = (summary.reliesOn ?? []) + (summary.parent.map { [$0] } ?? [])
-            for earlier in needed where wanted.insert(earlier).inserted { queue.append(earlier) }
-        }
-        if let missing = wanted.sorted().first(where: { byID[$0] == nil }) {
+        if let missing = ids?.first(where: { byID[$0] == nil }) {
             throw EngineError.backupNotFound(reference: missing.rawValue, destination: source.location)
+        }
+        // Whole chains: what a restore of each wanted backup needs comes too (not its
+        // parent as such: prune removes a parent that nothing needs any more).
+        var needs: [BackupID: Set<BackupID>] = [:]
+        var queue = ids ?? items.map(\.id)
+        while let id = queue.popLast() {
+            guard needs[id] == nil, let item = byID[id] else { continue }
+            let needed = neededForRestore(item, catalog: catalog, byID: byID)
+            needs[id] = needed
+            queue += needed.filter { needs[$0] == nil }
         }
 
         try destination.prepare()
@@ -72,7 +75,7 @@ public final class BackupCopier {
         let present = Set(try destination.list().map(\.name))
         var result = Result()
         var failed = Set<BackupID>()
-        for id in wanted.sorted() {
+        for id in BackupCopier.order(needs) {
             try cancellation.check()
             guard let item = byID[id] else { continue }
             let stem = BackupNaming.stem(of: item.manifestName) ?? item.manifestName
@@ -80,8 +83,13 @@ public final class BackupCopier {
                 result.skipped.append(id)
                 continue
             }
-            let needs = (item.summary?.reliesOn ?? []) + (item.summary?.parent.map { [$0] } ?? [])
-            if let broken = needs.first(where: failed.contains) {
+            let needed = needs[id] ?? []
+            if let gone = needed.sorted().first(where: { byID[$0] == nil }) {
+                failed.insert(id)
+                result.damaged.append(.reliesOnMissing(backup: id, on: gone, source: source.location))
+                continue
+            }
+            if let broken = needed.sorted().first(where: failed.contains) {
                 failed.insert(id)
                 result.damaged.append(.reliesOnDamaged(backup: id, on: broken))
                 continue
@@ -105,6 +113,39 @@ public final class BackupCopier {
         }
         result.elapsed = Date().timeIntervalSince(started)
         return result
+    }
+
+    /// The backups a restore of `item` needs (`BackupCatalog.reliedOn`). When its manifest
+    /// cannot be read, its parent chain as far as the source holds it: a guess on the safe
+    /// side (the backup itself will not copy then, but what it may need does).
+    private func neededForRestore(_ item: BackupCatalog.Item, catalog: BackupCatalog,
+                                  byID: [BackupID: BackupCatalog.Item]) -> Set<BackupID> {
+        if let ids = try? catalog.reliedOn(item) { return ids }
+        var chain = Set<BackupID>()
+        var parent = item.summary?.parent
+        while let next = parent, next != item.id, byID[next] != nil, chain.insert(next).inserted {
+            parent = byID[next]?.summary?.parent
+        }
+        return chain
+    }
+
+    /// The ids of `needs` in the order they can be copied: oldest first, and a backup always
+    /// after those it needs. Ids made in one destination already sort that way
+    /// (`BackupID(date:after:)`), but a copy that lands backups one by one must not rest on
+    /// what a summary from elsewhere says about its dates.
+    static func order(_ needs: [BackupID: Set<BackupID>]) -> [BackupID] {
+        var ordered: [BackupID] = []
+        var placed = Set<BackupID>()
+        var visiting = Set<BackupID>()
+        func place(_ id: BackupID) {
+            guard !placed.contains(id), visiting.insert(id).inserted else { return }
+            for earlier in (needs[id] ?? []).sorted() { place(earlier) }
+            visiting.remove(id)
+            placed.insert(id)
+            ordered.append(id)
+        }
+        for id in needs.keys.sorted() { place(id) }
+        return ordered
     }
 
     /// Copies one backup: the archive (checked on the way), then its manifest.
@@ -178,8 +219,10 @@ public final class BackupCopier {
 /// A backup that cannot be copied because its bytes are not what its manifest says.
 public enum CopyError: Error, Sendable, Equatable, CustomStringConvertible {
     case damaged(backup: BackupID, archive: String, source: String, reason: String)
-    /// An incremental backup whose parent (or a backup it takes files from) was not copied.
+    /// An incremental backup that takes files from a backup that was not copied.
     case reliesOnDamaged(backup: BackupID, on: BackupID)
+    /// An incremental backup that takes files from a backup the source no longer holds.
+    case reliesOnMissing(backup: BackupID, on: BackupID, source: String)
 
     public var description: String {
         switch self {
@@ -188,6 +231,9 @@ public enum CopyError: Error, Sendable, Equatable, CustomStringConvertible {
                 + "(run 'keepsake verify \(backup)' there)"
         case .reliesOnDamaged(let backup, let earlier):
             return "Backup \(backup) was not copied: it relies on backup \(earlier), which could not be copied"
+        case .reliesOnMissing(let backup, let earlier, let source):
+            return "Backup \(backup) was not copied: it relies on backup \(earlier), which is not in \(source) "
+                + "(run 'keepsake verify \(backup)' there)"
         }
     }
 }

@@ -208,11 +208,8 @@ public final class PruneEngine {
     /// id found in its bytes, and its parent chain.
     private func neededBackups(of item: BackupCatalog.Item, catalog: BackupCatalog,
                                itemsByID: [BackupID: BackupCatalog.Item]) -> (ids: Set<BackupID>, exact: Bool) {
-        // Newer summaries list them: no need to read the whole manifest.
-        if let reliesOn = item.summary?.reliesOn { return (Set(reliesOn), true) }
         do {
-            let manifest = try catalog.manifest(of: item)
-            return (Set(manifest.entries.compactMap(\.storedIn)), true)
+            return (try catalog.reliedOn(item), true)
         } catch {
             var ids = Set<BackupID>()
             if let bytes = try? SidecarManifest.readUndamagedPart(item.manifestName, from: storage) {

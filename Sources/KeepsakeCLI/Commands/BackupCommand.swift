@@ -157,7 +157,8 @@ struct BackupCommand: KeepsakeCommand {
                               excludeIfPresent: arguments.values(.excludeIfPresent),
                               oneFileSystem: arguments.flag(.oneFileSystem)),
             chain: chain,
-            dryRun: arguments.flag(.dryRun), toolVersion: "keepsake \(KeepsakeCLI.version)")
+            dryRun: arguments.flag(.dryRun), toolVersion: "keepsake \(KeepsakeCLI.version)",
+            now: try CommandClock.now(environment: context.environment, command: Self.spec))
         // Paths go as bytes: a name need not be UTF-8.
         request.sourcePaths = paths
         request.stdinPath = readsStdin ? (arguments.path(.stdinName) ?? Array("stdin".utf8)) : nil

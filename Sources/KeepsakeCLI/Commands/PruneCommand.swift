@@ -52,6 +52,8 @@ struct PruneCommand: KeepsakeCommand {
     /// Whose backups the policy is applied to.
     private let hosts: HostSelection
     private let lockWait: TimeInterval
+    /// What retention is judged at (`CommandClock`).
+    private let now: Date
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         var problems = UsageProblems(Self.spec)
@@ -96,6 +98,7 @@ struct PruneCommand: KeepsakeCommand {
         dryRun = arguments.flag(.dryRun)
         destinationOption = arguments.value(.dest)
         lockWait = try CommonOptions.lockWaitSeconds(arguments, command: Self.spec)
+        now = try CommandClock.now(environment: context.environment, command: Self.spec)
     }
 
     /// A count option's value: 1 or more, or -1 / `unlimited`; nil when invalid.
@@ -111,7 +114,7 @@ struct PruneCommand: KeepsakeCommand {
         let storage = try context.destination(destinationOption)
         let presenter = EventPresenter(context: context, progress: false)
         let engine = PruneEngine(storage: storage, events: presenter, cancellation: context.cancellation)
-        var request = PruneRequest(policy: policy, dryRun: dryRun)
+        var request = PruneRequest(policy: policy, dryRun: dryRun, now: now)
         request.hosts = hosts
         request.lockWait = lockWait
         // Fault-injection tests slow removals down to signal a prune between two (see docs/development.md).

@@ -37,6 +37,8 @@ struct RunCommand: KeepsakeCommand {
     private let configOption: String?
     private let verbose: Bool
     private let progress: Bool
+    /// What the backup is dated and retention judged by (`CommandClock`).
+    private let now: Date
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         var problems = UsageProblems(Self.spec)
@@ -44,6 +46,7 @@ struct RunCommand: KeepsakeCommand {
         configOption = arguments.value(.config)
         verbose = arguments.flag(.verbose)
         progress = arguments.flag(.progress)
+        now = try CommandClock.now(environment: context.environment, command: Self.spec)
         if verbose && context.quiet { problems.add("Give either '--verbose' or '--quiet', not both.") }
         if verbose && context.json { problems.add("Give either '--verbose' or '--json', not both.") }
         try problems.throwIfAny()
@@ -112,7 +115,7 @@ struct RunCommand: KeepsakeCommand {
         var request: BackupRequest
         do {
             request = try state.profile.backupRequest(toolVersion: "keepsake \(KeepsakeCLI.version)",
-                                                      defaultThreads: ProcessInfo.processInfo.activeProcessorCount)
+                                                      defaultThreads: ProcessInfo.processInfo.activeProcessorCount, now: now)
         } catch {
             state.fail(.failure, error.description, context: context)
             return
@@ -125,7 +128,7 @@ struct RunCommand: KeepsakeCommand {
         }
         request.changeCacheRoot = context.cacheRoot
         let workflow = RunWorkflow(storage: storage, events: presenter, cancellation: context.cancellation)
-        let outcome = workflow.run(request, retention: state.profile.retention, copyTo: copyTo)
+        let outcome = workflow.run(request, retention: state.profile.retention, copyTo: copyTo, now: now)
         state.backup = outcome.backup
         state.copies = outcome.copies
         state.prune = outcome.prune
