@@ -61,11 +61,22 @@ public final class Verifier {
     /// Backups being verified further up the stack: one relied on again is a cycle (a
     /// manifest whose name and summary disagree can slip past the parser's check).
     private var inProgress = Set<BackupID>()
+    /// What each verified backup's archive holds, so a chain's manifests are read once.
+    private let heldFiles: HeldFilesMemo
 
     /// A verifier reporting progress to `events`.
     public init(events: EngineEventSink?, cancellation: CancellationFlag) {
         self.events = events
         self.cancellation = cancellation
+        heldFiles = HeldFilesMemo()
+    }
+
+    /// A verifier whose memo of what verified archives hold keeps at most `heldFilesLimit`
+    /// files (tests use 0 to check the way taken without it).
+    init(events: EngineEventSink?, cancellation: CancellationFlag, heldFilesLimit: Int) {
+        self.events = events
+        self.cancellation = cancellation
+        heldFiles = HeldFilesMemo(limit: heldFilesLimit)
     }
 
     // MARK: Verifying
@@ -184,6 +195,7 @@ public final class Verifier {
         try check(content, name: facts.name, expected: manifest, beside: beside, report: &report)
         compareWhole(hashing, facts: facts, name: facts.name, report: &report)
         report.intactItself = report.isIntact
+        heldFiles.keep(item.id, manifest: manifest)
         try checkEarlierArchives(manifest, in: storage, report: &report)
         return report
     }
@@ -277,26 +289,44 @@ public final class Verifier {
                 report.archiveProblems.append("it relies on backup \(holder) for \(Verifier.files(positions.count)), and that backup "
                     + "is damaged: \(DamageRecord.remedy)")
             }
-            // The earlier manifest is read front to back against this one's index, not held:
-            // whether each file relying on it is held as recorded (a later line of a path wins).
             if ownIndex == nil { ownIndex = manifest.index() }
-            guard let index = ownIndex else { continue }
-            var heldAsRecorded = [Bool?](repeating: nil, count: entries.count)
-            do {
-                _ = try catalog.forEachEntry(of: item) { held in
-                    guard let position = index.position(of: held.path[...]), entries.storedIn(at: position) == holder,
-                          entries.type(at: position) == .file else { return }
-                    heldAsRecorded[position] = held.type == .file && held.storedIn == nil
-                        && held.sha256 == entries.sha256(at: position)
-                }
-            } catch {
-                continue
-            }
+            guard let index = ownIndex,
+                  let heldAsRecorded = heldAsRecorded(positions, by: item, manifest: manifest, index: index, catalog: catalog)
+            else { continue }
             for position in positions where heldAsRecorded[index.position(of: entries.path(at: position)) ?? position] != true {
                 report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(entries.path(at: position)),
                                                    reason: "backup \(holder) does not hold this file as recorded"))
             }
         }
+    }
+
+    /// Whether each file at `positions` of `manifest` (which relies on backup `holder` for
+    /// them) is held there as recorded, by position (a later line of a path wins): from what
+    /// verifying `holder` kept, else from its manifest read front to back against `index`,
+    /// not held. Nil when that manifest cannot be read (verifying it said so).
+    private func heldAsRecorded(_ positions: [Int], by holder: BackupCatalog.Item, manifest: Manifest, index: ManifestIndex,
+                                catalog: BackupCatalog) -> [Bool?]? {
+        let entries = manifest.entries
+        var recorded = [Bool?](repeating: nil, count: entries.count)
+        if let held = heldFiles.held(by: holder.id) {
+            for position in positions {
+                let key = PathKey(entries.path(at: position))
+                guard let canonical = index.position(of: key.bytes[...]), entries.storedIn(at: canonical) == holder.id,
+                      entries.type(at: canonical) == .file else { continue }
+                recorded[canonical] = held[key].map { $0 == entries.sha256(at: canonical) } ?? false
+            }
+            return recorded
+        }
+        do {
+            _ = try catalog.forEachEntry(of: holder) { held in
+                guard let position = index.position(of: held.path[...]), entries.storedIn(at: position) == holder.id,
+                      entries.type(at: position) == .file else { return }
+                recorded[position] = held.type == .file && held.storedIn == nil && held.sha256 == entries.sha256(at: position)
+            }
+        } catch {
+            return nil
+        }
+        return recorded
     }
 
     /// Verifies a lone archive file against its own manifest, or against the manifest
