@@ -76,15 +76,25 @@ public struct BackupID: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// `YYYYMMDDTHHMMSSZ-xxxxxxxx`
     static func isWellFormed(_ text: String) -> Bool {
         // Read in place, without allocating: every entry line of a manifest carries an ID.
+        // Plain loops over the bytes: slices and closures cost a debug build (every test's)
+        // 13% of a nightly run here.
         var text = text
         return text.withUTF8 { bytes in
             guard bytes.count == 25, bytes[8] == 0x54, bytes[15] == 0x5A, bytes[16] == 0x2D else { return false } // T, Z, -
-            func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
-            guard bytes[0..<8].allSatisfy(isDigit), bytes[9..<15].allSatisfy(isDigit) else { return false }
-            func number(_ range: Range<Int>) -> Int { bytes[range].reduce(0) { $0 * 10 + Int($1 - 0x30) } }
-            let year = number(0..<4)
-            let month = number(4..<6)
-            guard (1...12).contains(month), number(9..<11) < 24, number(11..<13) < 60, number(13..<15) < 61 else { return false }
+            for index in 0..<15 where index != 8 {
+                guard bytes[index] >= 0x30 && bytes[index] <= 0x39 else { return false }
+            }
+            for index in 17..<25 {
+                let byte = bytes[index]
+                guard (byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x66) else { return false }
+            }
+            func number(_ start: Int, _ count: Int) -> Int {
+                var value = 0
+                for index in start..<(start + count) { value = value * 10 + Int(bytes[index] - 0x30) }
+                return value
+            }
+            let year = number(0, 4), month = number(4, 2), day = number(6, 2)
+            guard month >= 1 && month <= 12, number(9, 2) < 24, number(11, 2) < 60, number(13, 2) < 61 else { return false }
             let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
             let days: Int
             switch month {
@@ -92,8 +102,7 @@ public struct BackupID: Sendable, Hashable, Comparable, CustomStringConvertible 
             case 4, 6, 9, 11: days = 30
             default: days = 31
             }
-            guard (1...days).contains(number(6..<8)) else { return false }
-            return HexEncoding.isHex(bytes[17...])
+            return day >= 1 && day <= days
         }
     }
 

@@ -1,0 +1,71 @@
+import Foundation
+
+/// The test's own reading of what a retention policy keeps, written from docs/commands.md
+/// (restic's `forget` rules) and not from Keepsake's code: for each rule, walking the
+/// backups newest first, the first backup of each new period is kept until the rule's count
+/// is used up; a rule with count left after its oldest period keeps the oldest backup too.
+/// Then every backup a kept one takes files from (its manifest's `in`) is kept, transitively.
+struct RetentionReference {
+    // MARK: Types
+
+    /// A calendar period a rule counts in.
+    enum Period: CaseIterable {
+        case day, week, month, year
+    }
+
+    /// A backup as the reference sees it.
+    struct Backup {
+        var id: String
+        var created: Date
+        /// The ids its manifest's entries name in `in`.
+        var takesFrom: Set<String>
+    }
+
+    // MARK: Policy
+
+    /// How many periods of each kind are kept.
+    var counts: [Period: Int]
+
+    // MARK: Deciding
+
+    /// The ids the policy keeps of `backups` (one group: one host, one set of sources).
+    func kept(_ backups: [Backup]) -> Set<String> {
+        // Newest first; in one second, the greater id is the newer.
+        let ordered = backups.sorted { ($0.created, $0.id) > ($1.created, $1.id) }
+        var kept = Set<String>()
+        for (period, count) in counts where count != 0 {
+            var left = count
+            var last: String?
+            for backup in ordered where left != 0 {
+                let key = RetentionReference.key(of: backup.created, in: period)
+                guard key != last else { continue }
+                last = key
+                kept.insert(backup.id)
+                if left > 0 { left -= 1 }
+            }
+            if left > 0, let oldest = ordered.last { kept.insert(oldest.id) }
+        }
+        // Chains: what a kept backup takes files from stays, transitively.
+        let byID = Dictionary(backups.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        var pending = Array(kept)
+        while let id = pending.popLast() {
+            for needed in byID[id]?.takesFrom ?? [] where byID[needed] != nil && kept.insert(needed).inserted {
+                pending.append(needed)
+            }
+        }
+        return kept
+    }
+
+    /// The period `date` falls in, as text (UTC; weeks are ISO weeks, Monday to Sunday).
+    static func key(of date: Date, in period: Period) -> String {
+        var calendar = Calendar(identifier: .iso8601)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
+        let parts = calendar.dateComponents([.year, .month, .day, .yearForWeekOfYear, .weekOfYear], from: date)
+        switch period {
+        case .day: return "\(parts.year ?? 0)-\(parts.month ?? 0)-\(parts.day ?? 0)"
+        case .week: return "\(parts.yearForWeekOfYear ?? 0)-W\(parts.weekOfYear ?? 0)"
+        case .month: return "\(parts.year ?? 0)-\(parts.month ?? 0)"
+        case .year: return "\(parts.year ?? 0)"
+        }
+    }
+}

@@ -1,0 +1,242 @@
+import Foundation
+import XCTest
+
+/// A simulated year of `keepsake run` from cron (issue 25): a home folder that changes every
+/// night (`SimulatedHome`), a profile with a retention policy and an off-site copy, the test
+/// clock (`KEEPSAKE_NOW`) set to each night at 02:00 UTC. After every night the test checks,
+/// with its own record of the tree and its own reading of the policy, what a person relying
+/// on the backups takes for granted:
+///
+/// - the run exits 0 and prints nothing (`--quiet`, as `keepsake schedule` writes it);
+/// - the new backup restores to exactly that night's tree;
+/// - the backups kept are exactly those the policy keeps (`RetentionReference`);
+/// - the off-site destination holds every kept backup;
+/// - both destinations hold nothing but each backup's archive and manifest (no temporary
+///   object, no lock, no half-removed backup).
+///
+/// Weekly, `list` shows what the destination holds and the backups copied off-site that
+/// week verify there; every four weeks the whole destination verifies and its oldest
+/// backup and three others restore to the trees of their nights again; on the last night
+/// both destinations verify whole and every kept backup restores from both.
+final class YearOfNightsTests: EndToEndTestCase {
+    // MARK: Constants
+
+    /// 2027-01-01T00:00:00Z, a Friday.
+    private static let firstMidnight: TimeInterval = 1_798_761_600
+    /// The profile's policy, as the reference reads it.
+    private static let policy = RetentionReference(counts: [.day: 7, .week: 5, .month: 12, .year: 2])
+
+    // MARK: State
+
+    private var home: SimulatedHome!
+    private var config = ""
+    private var dest = ""
+    private var offsite = ""
+    /// Every backup made: its night's tree, when it was made and what it takes files from.
+    private var made: [String: (tree: SimulatedHome.Snapshot, night: Int, backup: RetentionReference.Backup)] = [:]
+    /// The backups the test expects in the destination (its own record).
+    private var present = Set<String>()
+    /// The off-site backups verified there so far.
+    private var verifiedOffsite = Set<String>()
+    /// Which kept backups the monthly check restores.
+    private var choices = SeededRandom(seed: 2025)
+
+    // MARK: Tests
+
+    func testAYearOfNightlyRunsKeepsEveryPromise() throws {
+        // A sanitizer makes every process several times slower; six weeks still reach a
+        // month's end, weekly rules and six chains. KEEPSAKE_TEST_NIGHTS lives a longer (or,
+        // while working on it, a shorter) year.
+        let nights = ProcessInfo.processInfo.environment["KEEPSAKE_TEST_NIGHTS"].flatMap(Int.init)
+            ?? (Self.runsUnderSanitizer ? 42 : 400)
+        try setUpYear()
+        let started = Date()
+        for night in 0..<nights {
+            guard try live(night, last: night == nights - 1) else { return }
+        }
+        print("YearOfNightsTests: \(nights) nights in \(Int(Date().timeIntervalSince(started))) s; "
+            + "\(present.count) backups kept of \(made.count) made")
+    }
+
+    // MARK: The year
+
+    /// The profile's chain length. A week, not the default 30: restoring and verifying the
+    /// 30th backup of a chain reads 30 archives, which in the debug build the tests run takes
+    /// half a second, and the year must fit CI's minutes. KEEPSAKE_TEST_FULL_EVERY sets another.
+    private let fullEvery = ProcessInfo.processInfo.environment["KEEPSAKE_TEST_FULL_EVERY"].flatMap(Int.init) ?? 7
+
+    private func setUpYear() throws {
+        home = try SimulatedHome(root: path("home/ana"), seed: 25)
+        dest = path("backups")
+        offsite = path("offsite")
+        config = path("keepsake.toml")
+        try Data("""
+            [profiles.nightly]
+            sources = ["\(home.root)"]
+            destination = "\(dest)"
+            copy-to = ["\(offsite)"]
+            full-every = \(fullEvery)
+
+            [profiles.nightly.retention]
+            keep-daily = 7
+            keep-weekly = 5
+            keep-monthly = 12
+            keep-yearly = 2
+            """.utf8).write(to: URL(fileURLWithPath: config))
+    }
+
+    /// One night: the day's changes, the run, and every check. False once a check failed
+    /// (the year stops there: what follows would only repeat it).
+    private func live(_ night: Int, last: Bool) throws -> Bool {
+        if night > 0 { try home.liveADay(night) }
+        let context = "night \(night) (\(YearOfNightsTests.clock(night))); the day's changes: \(home.lastChanges)"
+        let outcome = try run(["run", "nightly", "--config", config, "--quiet"],
+                              environment: ["KEEPSAKE_NOW": YearOfNightsTests.clock(night), "TZ": "UTC"])
+        guard outcome.exitCode == 0, outcome.stdoutText.isEmpty, outcome.stderrText.isEmpty else {
+            XCTFail("\(context): the run did not exit 0 quietly:\n\(outcome)")
+            return false
+        }
+
+        // The new backup, recorded with the tree it must restore to. What the destination
+        // holds is read from its folder (every object must be a listed backup's, below).
+        let stored = Set(try names(in: dest).compactMap(YearOfNightsTests.backupID(inObjectName:)))
+        let new = stored.filter { made[$0] == nil }
+        guard new.count == 1, let id = new.first else {
+            XCTFail("\(context): expected one new backup in \(dest), found \(new.sorted()) in \(stored.sorted())")
+            return false
+        }
+        made[id] = (home.nodes, night, RetentionReference.Backup(id: id, created: YearOfNightsTests.instant(night),
+                                                                 takesFrom: try takesFrom(id)))
+        present.insert(id)
+        present = YearOfNightsTests.policy.kept(present.compactMap { made[$0]?.backup })
+
+        var problems: [String] = []
+        if stored != present {
+            problems.append("kept \(stored.sorted()), but the policy keeps \(present.sorted()) "
+                + "(extra: \(stored.subtracting(present).sorted()), missing: \(present.subtracting(stored).sorted()))")
+        }
+        problems += try restoreProblems(id, from: dest)
+        let copied = Set(try names(in: offsite).compactMap(YearOfNightsTests.backupID(inObjectName:)))
+        if !stored.isSubset(of: copied) {
+            problems.append("the off-site copy lacks \(stored.subtracting(copied).sorted())")
+        }
+        problems += try strayObjects(in: dest, backups: stored)
+        problems += try strayObjects(in: offsite, backups: copied)
+
+        // Weekly: `list` shows what the destination holds, and the backups copied off-site
+        // since the last check verify there.
+        if night % 7 == 6 || last {
+            let listed = try listedIDs(dest)
+            if Set(listed) != stored || listed != listed.sorted() {
+                problems.append("list shows \(listed), the destination holds \(stored.sorted())")
+            }
+            let unchecked = copied.subtracting(verifiedOffsite).sorted()
+            let verify = try run(["verify", "--dest", offsite, "--quiet"] + unchecked)
+            if verify.exitCode != 0 { problems.append("verify of \(unchecked) off-site exit \(verify.exitCode):\n\(verify)") }
+            verifiedOffsite.formUnion(unchecked)
+        }
+        // Every four weeks: the whole destination verifies, and its oldest backup and three
+        // others still restore to the trees of their nights (prune has removed backups
+        // around them since); on the last night every kept one, from both destinations.
+        if night % 28 == 27 || last {
+            let verify = try run(["verify", "--dest", dest, "--quiet"])
+            if verify.exitCode != 0 { problems.append("verify of the destination exit \(verify.exitCode):\n\(verify)") }
+            let others = stored.filter { $0 != id }.sorted()
+            var sample = Set(others.prefix(1))
+            while sample.count < min(4, others.count) { sample.insert(others[choices.below(others.count)]) }
+            for kept in (last ? others : sample.sorted()) { problems += try restoreProblems(kept, from: dest) }
+        }
+        if last {
+            let verify = try run(["verify", "--dest", offsite, "--quiet"])
+            if verify.exitCode != 0 { problems.append("verify of the off-site copy exit \(verify.exitCode):\n\(verify)") }
+            for kept in stored.sorted() { problems += try restoreProblems(kept, from: offsite) }
+        }
+        guard problems.isEmpty else {
+            XCTFail("\(context):\n" + problems.joined(separator: "\n"))
+            return false
+        }
+        return true
+    }
+
+    // MARK: Clock
+
+    /// Night `night` at 02:00 UTC.
+    private static func instant(_ night: Int) -> Date {
+        Date(timeIntervalSince1970: firstMidnight + Double(night) * 86_400 + 7_200)
+    }
+
+    /// `KEEPSAKE_NOW` for night `night`.
+    private static func clock(_ night: Int) -> String {
+        ISO8601DateFormatter().string(from: instant(night))
+    }
+
+    // MARK: Checks
+
+    /// What differs between a restore of backup `id` from `destination` and its night's tree.
+    private func restoreProblems(_ id: String, from destination: String) throws -> [String] {
+        guard let record = made[id] else { return ["\(id) is not a backup this year made"] }
+        let target = path("restore")
+        defer { _ = try? tool("rm", ["-rf", target]) }
+        let outcome = try run(["restore", id, "--dest", destination, "--target", target, "--quiet"])
+        guard outcome.exitCode == 0 else {
+            return ["restore of \(id) (night \(record.night)) from \(destination) exit \(outcome.exitCode):\n\(outcome)"]
+        }
+        return try SimulatedHome.differences(expected: record.tree, actual: restored(home.root, into: target))
+            .map { "restore of \(id) (night \(record.night)) from \(destination): \($0)" }
+    }
+
+    /// Names in `destination` other than an archive and a manifest of one of `backups`, and
+    /// backups without both.
+    private func strayObjects(in destination: String, backups: Set<String>) throws -> [String] {
+        var problems: [String] = []
+        var objects: [String: Int] = [:]
+        for name in try names(in: destination) {
+            guard let id = YearOfNightsTests.backupID(inObjectName: name), backups.contains(id) else {
+                problems.append("\(destination) holds \(name), which is no backup's archive or manifest")
+                continue
+            }
+            objects[id, default: 0] += 1
+        }
+        for id in backups.sorted() where objects[id] != 2 {
+            problems.append("\(destination) holds \(objects[id] ?? 0) objects of backup \(id), not its archive and manifest")
+        }
+        return problems
+    }
+
+    /// The backup id in `HOST_ID.tar.zst` or `HOST_ID.manifest.jsonl.zst` (as docs/formats.md
+    /// names them), or nil for any other name.
+    private static func backupID(inObjectName name: String) -> String? {
+        guard !name.hasPrefix("."), let underscore = name.lastIndex(of: "_") else { return nil }
+        let rest = name[name.index(after: underscore)...]
+        // YYYYMMDDTHHMMSSZ-xxxxxxxx
+        let id = rest.prefix(25)
+        guard id.count == 25, [".tar.zst", ".manifest.jsonl.zst"].contains(String(rest.dropFirst(25))) else { return nil }
+        let bytes = Array(id.utf8)
+        let digits = bytes[0..<8] + bytes[9..<15]
+        guard digits.allSatisfy({ $0 >= 48 && $0 <= 57 }), bytes[8] == 84, bytes[15] == 90, bytes[16] == 45,
+              bytes[17...].allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }) else { return nil }
+        return String(id)
+    }
+
+    // MARK: Reading
+
+    /// The ids `keepsake list --json` shows in `destination`, oldest first.
+    private func listedIDs(_ destination: String) throws -> [String] {
+        let outcome = try run(["list", "--dest", destination, "--json"])
+        assertExit(outcome, 0)
+        let backups = try XCTUnwrap(try json(outcome)["backups"] as? [[String: Any]], "\(outcome)")
+        return backups.compactMap { $0["id"] as? String }
+    }
+
+    /// The backups backup `id`'s manifest names in `in`, read with zstd and JSONSerialization
+    /// (not with Keepsake's own reader).
+    private func takesFrom(_ id: String) throws -> Set<String> {
+        let manifest = try XCTUnwrap(try names(in: dest).first { $0.contains(id) && $0.hasSuffix(".manifest.jsonl.zst") })
+        var ids = Set<String>()
+        for line in try sidecarText(dest + "/" + manifest).split(separator: "\n") {
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            if let holder = object?["in"] as? String { ids.insert(holder) }
+        }
+        return ids
+    }
+}
