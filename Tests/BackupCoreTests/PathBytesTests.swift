@@ -151,4 +151,13 @@ final class PathBytesTests: KeepsakeTestCase {
         XCTAssertFalse(PathBytes.isSameOrBelow(bytes("/ab"), bytes("/a")))
         XCTAssertTrue(PathBytes.isSameOrBelow([0x61, 0x2f, 0xff], [0x61]))
     }
+
+    func testOnlyDotsAndSlashesNameTheTargetItself() {
+        for path in [".", "./", ".//.", "./././"] {
+            XCTAssertTrue(ArchivePath.namesTheTarget(Array(path.utf8)), path)
+        }
+        for path in ["", "/", "/.", "..", "./..", "a", "./a", ".a", "./\u{0}"] {
+            XCTAssertFalse(ArchivePath.namesTheTarget(Array(path.utf8)), path)
+        }
+    }
 }

@@ -189,6 +189,41 @@ final class InteropTests: EndToEndTestCase {
         try assertRestoresGNUTarball(flags: ["--format=pax", "--zstd", "-cf"], name: "pax.tar.zst", nanoseconds: true)
     }
 
+    /// Issue 25 §2.5: the most common way to make a tarball, `tar -czf x.tar.gz -C DIR .`,
+    /// writes `./` and `./name` entries. `./` is the target itself: the tarball restores
+    /// whole (exit 0), lists, and a chosen path restores, and the target keeps its own mode.
+    func testATarballOfDotRestoresIntoTheTargetItself() throws {
+        let source = path("src")
+        try Fixtures.makeMixedTree(at: source)
+        try RawFileSystem.setMode(RawFileSystem.bytes(source), 0o700)
+        let tarball = path("dot.tar.gz")
+        try toolSucceeds("tar", ["-czf", tarball, "-C", source, "."])
+        let entries = try toolSucceeds("tar", ["-tzf", tarball]).stdoutText.split(separator: "\n")
+        XCTAssertEqual(entries.first, "./", "GNU tar writes the folder itself first")
+
+        let target = path("target")
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(target), mode: 0o755)
+        let restore = try run(["restore", tarball, "--target", target])
+        assertExit(restore, 0)
+        XCTAssertFalse(restore.combinedText.contains("unsafe"), "\(restore)")
+        XCTAssertFalse(restore.combinedText.contains("damaged"), "\(restore)")
+        try assertTreesEqual(expected: source, actual: target, options: {
+            var options = TreeComparison.Options()
+            options.nanoseconds = false
+            options.ignoreRootMode = true
+            return options
+        }())
+        XCTAssertEqual(try XCTUnwrap(RawFileSystem.lstat(target)).st_mode & 0o7777, 0o755, "the target keeps its own mode")
+
+        let listing = try run(["list", tarball])
+        assertExit(listing, 0)
+        XCTAssertTrue(listing.stdoutText.contains("./readme.txt") || listing.stdoutText.contains("readme.txt"), "\(listing)")
+        let one = try run(["restore", tarball, "./readme.txt", "--target", path("one")])
+        assertExit(one, 0)
+        XCTAssertTrue(try RawFileSystem.filesEqual(RawFileSystem.bytes(source + "/readme.txt"),
+                                                   RawFileSystem.bytes(path("one") + "/readme.txt")), "\(one)")
+    }
+
     // MARK: Helpers
 
     /// Makes a tarball of a mixed tree with GNU tar, lists it with keepsake, restores it

@@ -75,6 +75,38 @@ final class SubsetRestoreTests: EndToEndTestCase {
                        "shared content\n", "the selected hard-linked file was not restored")
     }
 
+    /// Issue 25 §2.6: in an incremental backup both names of a hard-linked file are carried
+    /// over from an earlier one (`in`); each name alone, and the folder with both, restore
+    /// from the second and the third backup of the chain.
+    func testEitherNameOfAHardLinkCarriedOverRestoresFromAnIncremental() throws {
+        let linked = path("linked")
+        try Fixtures.makeTree(at: linked, files: ["sub/numbers.txt": (1...1000).map(String.init).joined(separator: "\n"),
+                                                  "other.txt": "first\n"])
+        try RawFileSystem.makeHardLink(RawFileSystem.bytes(linked + "/sub/numbers-hardlink.txt"),
+                                       to: RawFileSystem.bytes(linked + "/sub/numbers.txt"))
+        let linkedDest = path("linked-dest")
+        try backup([linked], dest: linkedDest)
+        let expected = try RawFileSystem.readFile(RawFileSystem.bytes(linked + "/sub/numbers.txt"))
+        for night in 2...3 {
+            try Fixtures.makeTree(at: linked, files: ["other.txt": "night \(night)\n"])
+            let id = try backup([linked], dest: linkedDest)
+            for name in ["numbers.txt", "numbers-hardlink.txt"] {
+                let into = path("target-\(night)-\(name)")
+                let outcome = try run(["restore", id, linked + "/sub/" + name, "--dest", linkedDest, "--target", into])
+                assertExit(outcome, 0, "backup \(night), \(name) alone")
+                let names = try RawFileSystem.listDirectory(RawFileSystem.bytes(restored(linked, into: into) + "/sub"))
+                XCTAssertEqual(names.map { String(decoding: $0, as: UTF8.self) }, [name], "backup \(night): only \(name)")
+                XCTAssertEqual(try RawFileSystem.readFile(RawFileSystem.bytes(restored(linked, into: into) + "/sub/" + name)),
+                               expected, "backup \(night), \(name)")
+            }
+            let both = path("target-\(night)-both")
+            assertExit(try run(["restore", id, linked + "/sub", "--dest", linkedDest, "--target", both]), 0)
+            let first = try XCTUnwrap(RawFileSystem.lstat(restored(linked, into: both) + "/sub/numbers.txt"))
+            let second = try XCTUnwrap(RawFileSystem.lstat(restored(linked, into: both) + "/sub/numbers-hardlink.txt"))
+            XCTAssertEqual(first.st_ino, second.st_ino, "backup \(night): the folder brings both names, one file")
+        }
+    }
+
     func testPathMatchingNothingIsAnError() throws {
         let missing = source + "/no-such-file.txt"
         let outcome = try run(["restore", "latest", missing, "--dest", dest, "--target", target])

@@ -111,6 +111,9 @@ struct RestorePlan {
     func decide(_ archived: ArchiveEntryHeader, holder: BackupID?, expected: ManifestIndex?,
                 seen: inout SeenEntries) -> Decision {
         var header = archived
+        // `./` in a tarball made with `tar -C DIR .`: the target itself, which the restore
+        // leaves as it is (its mode and owner are the user's, not the archive's).
+        if header.type == .directory, ArchivePath.namesTheTarget(header.path) { return .skip }
         var components: [[UInt8]]
         switch ArchivePath.components(of: header.path) {
         case .failure(let refusal): return .refuse(path: header.path, reason: refusal.reason)
@@ -171,6 +174,12 @@ struct RestorePlan {
             guard stripComponents > 0 else { return .success(parts) }
             return parts.count > stripComponents ? .success(Array(parts.dropFirst(stripComponents))) : nil
         }
+    }
+
+    /// Whether the file at archive path `path`, left out by the selection, is restored under
+    /// a selected hard link's name instead.
+    func isRedirected(_ path: [UInt8]) -> Bool {
+        redirects[PathKey(path)] != nil
     }
 
     /// The archive path whose restored file a hard link to `original` names: `original`,

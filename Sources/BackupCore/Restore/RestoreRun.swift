@@ -253,8 +253,10 @@ final class RestoreRun {
         var groups: [BackupID: [Int]] = [:]
         let entries = manifest.entries
         for position in entries.indices where entries.type(at: position) == .file {
+            // Selected, or the content of a selected hard link (restored under its name).
             guard let holder = entries.storedIn(at: position),
                   plan.selection.isEverything || plan.selection.matches(entries.path(at: position), isDirectory: false)
+                    || plan.isRedirected(entries.path(at: position))
             else { continue }
             groups[holder, default: []].append(position)
         }
@@ -292,6 +294,8 @@ final class RestoreRun {
         guard let target, let placement else { return }
         for entry in manifest.entries where entry.type == .hardlink && entry.storedIn != nil {
             guard plan.selection.matches(entry.path, isDirectory: false) else { continue }
+            // This name already holds the content: its first name was left out.
+            if let linkTarget = entry.linkTarget, plan.linkedPath(linkTarget) == entry.path { continue }
             let components: [[UInt8]]
             switch plan.placement(of: entry.path) {
             case .success(let parts)?: components = parts

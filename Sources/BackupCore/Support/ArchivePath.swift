@@ -28,6 +28,13 @@ public enum ArchivePath {
         return .success(parts)
     }
 
+    /// Whether `path` names the restore target itself: `.`, `./`, `.//.` and the like, as
+    /// `tar -C DIR .` writes for DIR. Such a folder entry is the target, not a way out of it.
+    public static func namesTheTarget(_ path: [UInt8]) -> Bool {
+        guard !path.isEmpty, path.first != UInt8(ascii: "/"), !path.contains(0) else { return false }
+        return PathBytes.components(path).isEmpty
+    }
+
     /// Whether `bytes` can be stored as a name or link target in a tar archive and handed to
     /// the file system: anything but a NUL byte (pax records are length-prefixed, so every
     /// other byte survives).
