@@ -60,10 +60,12 @@ final class YearOfNightsTests: EndToEndTestCase {
 
     // MARK: The year
 
-    /// The profile's chain length. A week, not the default 30: restoring and verifying the
-    /// 30th backup of a chain reads 30 archives, which in the debug build the tests run takes
-    /// half a second, and the year must fit CI's minutes. KEEPSAKE_TEST_FULL_EVERY sets another.
-    private let fullEvery = ProcessInfo.processInfo.environment["KEEPSAKE_TEST_FULL_EVERY"].flatMap(Int.init) ?? 7
+    /// The profile's chain length: two weeks, longer than the daily window, so that prune
+    /// removes backups inside a chain (nights that held nothing a later one needs), which
+    /// is what broke `copy` (issue 25 §2.1); shorter than the default 30, whose restores
+    /// read up to 30 archives each and would not fit the year into CI's minutes in the
+    /// debug build the tests run. KEEPSAKE_TEST_FULL_EVERY sets another.
+    private let fullEvery = ProcessInfo.processInfo.environment["KEEPSAKE_TEST_FULL_EVERY"].flatMap(Int.init) ?? 14
 
     private func setUpYear() throws {
         home = try SimulatedHome(root: path("home/ana"), seed: 25)
