@@ -51,4 +51,30 @@ final class HostSelectionTests: EndToEndTestCase {
         XCTAssertTrue((all["decisions"] as? [[String: Any]])?.contains { $0["host"] as? String == other } == true)
         assertExit(try run(["prune", "--dest", dest, "--keep-last", "1", "--host", other, "--all-hosts"]), 2)
     }
+
+    /// Found by the simulated year: once another host's incremental relied on its full
+    /// backup, this host's prune warned every night that the full backup "is not in" the
+    /// destination (it was, but not among the backups this prune judges), and `run` no
+    /// longer exited quietly.
+    func testPruneDoesNotCallAnotherHostsChainMissing() throws {
+        guard geteuid() == 0 else { throw XCTSkip("needs root for a UTS namespace with another host name") }
+        let dest = path("dest")
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["a.txt": "unchanged\n", "who.txt": "one\n"])
+        let other = "keepsake-test-laptop"
+        for round in 1...2 {
+            try "round \(round)\n".write(toFile: source + "/who.txt", atomically: true, encoding: .utf8)
+            assertExit(try run(["backup", source, "--dest", dest, "-q"], hostName: other), 0, "backup on \(other)")
+            assertExit(try run(["backup", source, "--dest", dest, "-q"]), 0, "backup here")
+        }
+        let theirs = try run(["list", "--dest", dest, "--host", other, "--ids"]).stdoutText.split(separator: "\n").map(String.init)
+        XCTAssertEqual(theirs.count, 2)
+
+        let pruned = try run(["prune", "--dest", dest, "--keep-last", "1"])
+        assertExit(pruned, 0)
+        XCTAssertFalse(pruned.stderrText.replacingOccurrences(of: "\n", with: " ").contains("is not in"), "\(pruned)")
+        XCTAssertFalse(pruned.stderrText.lowercased().contains("warning"), "\(pruned)")
+        XCTAssertEqual(try run(["list", "--dest", dest, "--host", other, "--ids"]).stdoutText.split(separator: "\n").map(String.init),
+                       theirs, "the other host's chain is left alone")
+    }
 }

@@ -1,5 +1,8 @@
 import Foundation
 import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A simulated year of `keepsake run` from cron (issue 25): a home folder that changes every
 /// night (`SimulatedHome`), a profile with a retention policy and an off-site copy, the test
@@ -38,8 +41,14 @@ final class YearOfNightsTests: EndToEndTestCase {
     private var present = Set<String>()
     /// The off-site backups verified there so far.
     private var verifiedOffsite = Set<String>()
-    /// Which kept backups the monthly check restores.
+    /// Which kept backups the monthly check restores, and when a run is killed.
     private var choices = SeededRandom(seed: 2025)
+    /// Backups another host made in the same destination, with the trees they hold.
+    private var otherHost: [String: SimulatedHome.Snapshot] = [:]
+    /// The other host's folder.
+    private var laptop: SimulatedHome!
+    /// The night a run was killed, until a run has cleaned up after it.
+    private var killedNight: Int?
 
     // MARK: Tests
 
@@ -91,7 +100,13 @@ final class YearOfNightsTests: EndToEndTestCase {
     /// (the year stops there: what follows would only repeat it).
     private func live(_ night: Int, last: Bool) throws -> Bool {
         if night > 0 { try home.liveADay(night) }
-        let context = "night \(night) (\(YearOfNightsTests.clock(night))); the day's changes: \(home.lastChanges)"
+        let context = "night \(night) (\(YearOfNightsTests.clock(night)))"
+            + (killedNight.map { ", after the run of night \($0) was killed" } ?? "") + "; the day's changes: \(home.lastChanges)"
+        switch YearOfNightsTests.mishap(on: night) {
+        case .killed?: return try liveAKilledNight(night, context: context)
+        case .secondHost?: guard try backUpTheLaptop(night, context: context) else { return false }
+        case nil: break
+        }
         let outcome = try run(["run", "nightly", "--config", config, "--quiet"],
                               environment: ["KEEPSAKE_NOW": YearOfNightsTests.clock(night), "TZ": "UTC"])
         guard outcome.exitCode == 0, outcome.stdoutText.isEmpty, outcome.stderrText.isEmpty else {
@@ -101,7 +116,12 @@ final class YearOfNightsTests: EndToEndTestCase {
 
         // The new backup, recorded with the tree it must restore to. What the destination
         // holds is read from its folder (every object must be a listed backup's, below).
-        let stored = Set(try names(in: dest).compactMap(YearOfNightsTests.backupID(inObjectName:)))
+        let all = try backups(in: dest)
+        let stored = all.subtracting(otherHost.keys)
+        if !Set(otherHost.keys).isSubset(of: all) {
+            XCTFail("\(context): the laptop's backups \(Set(otherHost.keys).subtracting(all).sorted()) are gone")
+            return false
+        }
         let new = stored.filter { made[$0] == nil }
         guard new.count == 1, let id = new.first else {
             XCTFail("\(context): expected one new backup in \(dest), found \(new.sorted()) in \(stored.sorted())")
@@ -122,15 +142,16 @@ final class YearOfNightsTests: EndToEndTestCase {
         if !stored.isSubset(of: copied) {
             problems.append("the off-site copy lacks \(stored.subtracting(copied).sorted())")
         }
-        problems += try strayObjects(in: dest, backups: stored)
+        problems += try strayObjects(in: dest, backups: all)
         problems += try strayObjects(in: offsite, backups: copied)
+        killedNight = nil
 
         // Weekly: `list` shows what the destination holds, and the backups copied off-site
         // since the last check verify there.
         if night % 7 == 6 || last {
             let listed = try listedIDs(dest)
-            if Set(listed) != stored || listed != listed.sorted() {
-                problems.append("list shows \(listed), the destination holds \(stored.sorted())")
+            if Set(listed) != all || listed != listed.sorted() {
+                problems.append("list shows \(listed), the destination holds \(all.sorted())")
             }
             let unchecked = copied.subtracting(verifiedOffsite).sorted()
             let verify = try run(["verify", "--dest", offsite, "--quiet"] + unchecked)
@@ -152,11 +173,82 @@ final class YearOfNightsTests: EndToEndTestCase {
             let verify = try run(["verify", "--dest", offsite, "--quiet"])
             if verify.exitCode != 0 { problems.append("verify of the off-site copy exit \(verify.exitCode):\n\(verify)") }
             for kept in stored.sorted() { problems += try restoreProblems(kept, from: offsite) }
+            for (id, tree) in otherHost.sorted(by: { $0.key < $1.key }) {
+                problems += try restoreProblems(id, from: dest, expected: tree, root: laptop.root)
+            }
         }
         guard problems.isEmpty else {
             XCTFail("\(context):\n" + problems.joined(separator: "\n"))
             return false
         }
+        return true
+    }
+
+    // MARK: Mishaps
+
+    /// What goes wrong on purpose on some nights.
+    private enum Mishap {
+        /// The run is killed (SIGKILL) at a random moment.
+        case killed
+        /// Another host (a laptop) backs up into the same destination before the run.
+        case secondHost
+    }
+
+    private static func mishap(on night: Int) -> Mishap? {
+        if night % 37 == 17 { return .killed }
+        if night % 29 == 11 { return .secondHost }
+        return nil
+    }
+
+    /// Another host's backup of its own small folder into the destination, before the run:
+    /// this host's prune must leave it alone, and it must restore exactly at the end.
+    private func backUpTheLaptop(_ night: Int, context: String) throws -> Bool {
+        if laptop == nil {
+            laptop = try SimulatedHome(root: path("laptop/ana"), seed: 7)
+        } else {
+            try laptop.liveADay(night)
+        }
+        let outcome = try run(["backup", laptop.root, "--dest", dest, "--json"],
+                              environment: ["KEEPSAKE_NOW": YearOfNightsTests.clock(night, minutes: -30), "TZ": "UTC"],
+                              hostName: "laptop")
+        guard outcome.exitCode == 0, let id = try json(outcome)["id"] as? String else {
+            XCTFail("\(context): the laptop's backup failed:\n\(outcome)")
+            return false
+        }
+        otherHost[id] = laptop.nodes
+        return true
+    }
+
+    /// A run killed at a random moment: whatever it committed must be whole and restore
+    /// exactly; the next night's run must clean up after it (checked by the next night).
+    private func liveAKilledNight(_ night: Int, context: String) throws -> Bool {
+        let running = try keepsake.start(["run", "nightly", "--config", config, "--quiet"],
+                                         environment: ["KEEPSAKE_NOW": YearOfNightsTests.clock(night), "TZ": "UTC"])
+        // Somewhere in the backup, prune, verify or copy (a night's run takes 0.2-0.5 s).
+        usleep(useconds_t(20_000 + choices.below(300_000)))
+        _ = Glibc.kill(running.processIdentifier, SIGKILL)
+        let outcome = try running.finish(timeout: 60)
+        killedNight = night
+        let committed = try backups(in: dest).subtracting(otherHost.keys)
+        var before = present
+        for id in committed where made[id] == nil {
+            made[id] = (home.nodes, night, RetentionReference.Backup(id: id, created: YearOfNightsTests.instant(night),
+                                                                     takesFrom: try takesFrom(id)))
+            let problems = try restoreProblems(id, from: dest)
+            guard problems.isEmpty else {
+                XCTFail("\(context): killed (\(outcome.exitCode)), its committed backup:\n" + problems.joined(separator: "\n"))
+                return false
+            }
+            before.insert(id)
+        }
+        // Prune may have been under way: it may have removed only what the policy lets go.
+        let mustStay = YearOfNightsTests.policy.kept(before.compactMap { made[$0]?.backup })
+        guard mustStay.isSubset(of: committed), committed.isSubset(of: before) else {
+            XCTFail("\(context): killed (\(outcome.exitCode)); it left \(committed.sorted()), but must keep "
+                + "\(mustStay.sorted()) and can only have made \(before.subtracting(present).sorted())")
+            return false
+        }
+        present = committed
         return true
     }
 
@@ -167,24 +259,31 @@ final class YearOfNightsTests: EndToEndTestCase {
         Date(timeIntervalSince1970: firstMidnight + Double(night) * 86_400 + 7_200)
     }
 
-    /// `KEEPSAKE_NOW` for night `night`.
-    private static func clock(_ night: Int) -> String {
-        ISO8601DateFormatter().string(from: instant(night))
+    /// `KEEPSAKE_NOW` for night `night`, `minutes` after 02:00.
+    private static func clock(_ night: Int, minutes: Int = 0) -> String {
+        ISO8601DateFormatter().string(from: instant(night).addingTimeInterval(Double(minutes) * 60))
     }
 
     // MARK: Checks
 
-    /// What differs between a restore of backup `id` from `destination` and its night's tree.
-    private func restoreProblems(_ id: String, from destination: String) throws -> [String] {
-        guard let record = made[id] else { return ["\(id) is not a backup this year made"] }
+    /// What differs between a restore of backup `id` from `destination` and its night's tree
+    /// (or `expected`, a tree of the folder `root`).
+    private func restoreProblems(_ id: String, from destination: String, expected: SimulatedHome.Snapshot? = nil,
+                                 root: String? = nil) throws -> [String] {
+        guard let tree = expected ?? made[id]?.tree else { return ["\(id) is not a backup this year made"] }
+        let label = "restore of \(id) (night \(made[id].map { String($0.night) } ?? "?")) from \(destination)"
         let target = path("restore")
         defer { _ = try? tool("rm", ["-rf", target]) }
         let outcome = try run(["restore", id, "--dest", destination, "--target", target, "--quiet"])
-        guard outcome.exitCode == 0 else {
-            return ["restore of \(id) (night \(record.night)) from \(destination) exit \(outcome.exitCode):\n\(outcome)"]
-        }
-        return try SimulatedHome.differences(expected: record.tree, actual: restored(home.root, into: target))
-            .map { "restore of \(id) (night \(record.night)) from \(destination): \($0)" }
+        guard outcome.exitCode == 0 else { return ["\(label) exit \(outcome.exitCode):\n\(outcome)"] }
+        return try SimulatedHome.differences(expected: tree, actual: restored(root ?? home.root, into: target))
+            .map { "\(label): \($0)" }
+    }
+
+    /// The backups in `destination`: the ids of its manifests (an archive alone is none).
+    private func backups(in destination: String) throws -> Set<String> {
+        Set(try names(in: destination).filter { $0.hasSuffix(".manifest.jsonl.zst") }
+            .compactMap(YearOfNightsTests.backupID(inObjectName:)))
     }
 
     /// Names in `destination` other than an archive and a manifest of one of `backups`, and

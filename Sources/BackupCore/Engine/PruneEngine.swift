@@ -191,7 +191,9 @@ public final class PruneEngine {
             let needs = neededBackups(of: item, catalog: catalog, itemsByID: itemsByID)
             for needed in needs.ids.sorted(by: >) where needed != id {
                 guard let decision = decisions[needed] else {
-                    if needs.exact, reportedMissing.insert(needed).inserted {
+                    // Not decided here: another host's backup (kept: not this prune's to
+                    // remove), or missing from the destination, which is worth a warning.
+                    if needs.exact, itemsByID[needed] == nil, reportedMissing.insert(needed).inserted {
                         events?.handle(.caution("backup \(id) needs backup \(needed), which is not in "
                             + "\(storage.location); run 'keepsake verify'"))
                     }
