@@ -232,6 +232,18 @@ final class PruneEngineTests: KeepsakeTestCase {
         XCTAssertEqual(result.removed, [ids[1], ids[0]])
     }
 
+    /// A clock set back an hour: the backup made last is dated an hour before the one made
+    /// before it. It counts as the newer (made later), so keep-daily 1 keeps it, not the
+    /// backup made before it (restic, sorting by time alone, would remove the one just made).
+    func testABackupMadeAfterTheClockWentBackCountsAsTheNewer() throws {
+        let before = try craftedBackup(at: try date(2027, 3, 1, 2))
+        let after = try craftedBackup(at: try date(2027, 3, 1, 1))
+        XCTAssertLessThan(before, after, "made later, its id sorts after")
+        let result = try prune(RetentionPolicy(keepDaily: 1), now: try date(2027, 3, 1, 3))
+        XCTAssertEqual(result.kept, [after])
+        XCTAssertEqual(result.removed, [before])
+    }
+
     // MARK: Chain protection
 
     /// A kept incremental keeps what its entries are stored in, transitively, with reasons.

@@ -131,4 +131,49 @@ final class CopyChainTests: EndToEndTestCase {
         let stored = (try? names(in: offsite)) ?? []
         XCTAssertFalse(stored.contains { $0.hasSuffix(".manifest.jsonl.zst") }, "nothing that cannot be restored is copied: \(stored)")
     }
+
+    /// Found by the simulated year: a run killed after its backup committed but before its
+    /// copy step left that backup off the copy for good (the next run copied only its own
+    /// backup). The copy step now brings every earlier backup of the same sources the copy
+    /// destination lacks, but not another host's.
+    func testRunCopiesEarlierBackupsTheCopyDestinationLacks() throws {
+        let source = path("src"), dest = path("dest"), offsite = path("offsite")
+        let config = path("config.toml")
+        try Data("""
+            [profiles.nightly]
+            sources = ["\(source)"]
+            destination = "\(dest)"
+            copy-to = ["\(offsite)"]
+            """.utf8).write(to: URL(fileURLWithPath: config))
+        try Fixtures.makeTree(at: source, files: ["a.txt": "alpha\n"])
+        // As if the run of night 0 was killed once its backup was committed.
+        let missed = try backup(source, dest: dest, night: 0)
+        if geteuid() == 0 {
+            assertExit(try run(["backup", source, "--dest", dest, "-q"], environment: night(0, hour: 3), hostName: "laptop"), 0)
+        }
+        // Every file changes: the new backup relies on nothing earlier.
+        try Fixtures.makeTree(at: source, files: ["a.txt": "alpha, edited\n", "b.txt": "beta\n"])
+        let outcome = try run(["run", "nightly", "--config", config, "--quiet"], environment: night(1))
+        assertExit(outcome, 0)
+        let copied = try listedIDs(offsite)
+        XCTAssertEqual(copied.count, 2, "this host's two backups, not the laptop's: \(copied)")
+        XCTAssertTrue(copied.contains(missed), "\(copied)")
+        assertExit(try run(["restore", missed, "--dest", offsite, "--target", path("restored")]), 0)
+    }
+
+    /// A copy killed mid-way leaves temporaries in the copy destination, which no backup
+    /// ever cleans: the next copy removes those whose writer is gone.
+    func testCopyRemovesWhatAnInterruptedCopyLeft() throws {
+        let source = path("src"), dest = path("dest"), offsite = path("offsite")
+        try Fixtures.makeTree(at: source, files: ["a.txt": "alpha\n"])
+        _ = try backup(source, dest: dest, night: 0)
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(offsite), mode: 0o700)
+        // A pid that is surely not running: a child that has exited.
+        let gone = try tool("sh", ["-c", "echo $$"]).stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        for name in [".tmp-lock-\(gone)-1a2b", ".tmp-vm_20270101T020000Z-12345678.tar.zst-\(gone)-9f"] {
+            try RawFileSystem.writeFile(RawFileSystem.bytes(offsite + "/" + name), contents: Array("left\n".utf8))
+        }
+        assertExit(try run(["copy", "--from", dest, "--to", offsite]), 0)
+        XCTAssertEqual(try names(in: offsite).filter { $0.hasPrefix(".") }, [], "the leftovers are gone")
+    }
 }

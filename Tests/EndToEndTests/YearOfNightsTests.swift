@@ -47,8 +47,9 @@ final class YearOfNightsTests: EndToEndTestCase {
     private var otherHost: [String: SimulatedHome.Snapshot] = [:]
     /// The other host's folder.
     private var laptop: SimulatedHome!
-    /// The night a run was killed, until a run has cleaned up after it.
+    /// The night a run was killed and its process, until a run has cleaned up after it.
     private var killedNight: Int?
+    private var killedPID: Int32?
 
     // MARK: Tests
 
@@ -103,13 +104,31 @@ final class YearOfNightsTests: EndToEndTestCase {
         let context = "night \(night) (\(YearOfNightsTests.clock(night)))"
             + (killedNight.map { ", after the run of night \($0) was killed" } ?? "") + "; the day's changes: \(home.lastChanges)"
         switch YearOfNightsTests.mishap(on: night) {
-        case .killed?: return try liveAKilledNight(night, context: context)
-        case .secondHost?: guard try backUpTheLaptop(night, context: context) else { return false }
-        case nil: break
+        case .killed?:
+            return try liveAKilledNight(night, context: context)
+        case .secondHost?:
+            guard try backUpTheLaptop(night, context: context) else { return false }
+        case .clockBack?:
+            // A second run the same night, after more changes, with the clock an hour back.
+            guard try runAndCheck(night, minutes: 0, last: false, context: context) else { return false }
+            try home.liveADay(night)
+            return try runAndCheck(night, minutes: -60, last: last,
+                                   context: context + "; then the clock went back an hour and the run ran again after \(home.lastChanges)")
+        case nil:
+            break
         }
+        return try runAndCheck(night, minutes: 0, last: last, context: context)
+    }
+
+    /// The run at `minutes` after 02:00 of `night`, and every check after it.
+    private func runAndCheck(_ night: Int, minutes: Int, last: Bool, context: String) throws -> Bool {
         let outcome = try run(["run", "nightly", "--config", config, "--quiet"],
-                              environment: ["KEEPSAKE_NOW": YearOfNightsTests.clock(night), "TZ": "UTC"])
-        guard outcome.exitCode == 0, outcome.stdoutText.isEmpty, outcome.stderrText.isEmpty else {
+                              environment: ["KEEPSAKE_NOW": YearOfNightsTests.clock(night, minutes: minutes), "TZ": "UTC"])
+        // After a killed run, the warning that its lock was taken over (`--quiet` prints
+        // warnings), naming the killed process; nothing else.
+        let expected = killedPID.map { "warning: took over a stale lock left by pid \($0) " }
+        let unexpected = outcome.stderrText.split(separator: "\n").filter { line in !(expected.map(line.hasPrefix) ?? false) }
+        guard outcome.exitCode == 0, outcome.stdoutText.isEmpty, unexpected.isEmpty else {
             XCTFail("\(context): the run did not exit 0 quietly:\n\(outcome)")
             return false
         }
@@ -127,8 +146,8 @@ final class YearOfNightsTests: EndToEndTestCase {
             XCTFail("\(context): expected one new backup in \(dest), found \(new.sorted()) in \(stored.sorted())")
             return false
         }
-        made[id] = (home.nodes, night, RetentionReference.Backup(id: id, created: YearOfNightsTests.instant(night),
-                                                                 takesFrom: try takesFrom(id)))
+        let created = YearOfNightsTests.instant(night).addingTimeInterval(Double(minutes) * 60)
+        made[id] = (home.nodes, night, RetentionReference.Backup(id: id, created: created, takesFrom: try takesFrom(id)))
         present.insert(id)
         present = YearOfNightsTests.policy.kept(present.compactMap { made[$0]?.backup })
 
@@ -145,6 +164,7 @@ final class YearOfNightsTests: EndToEndTestCase {
         problems += try strayObjects(in: dest, backups: all)
         problems += try strayObjects(in: offsite, backups: copied)
         killedNight = nil
+        killedPID = nil
 
         // Weekly: `list` shows what the destination holds, and the backups copied off-site
         // since the last check verify there.
@@ -192,11 +212,14 @@ final class YearOfNightsTests: EndToEndTestCase {
         case killed
         /// Another host (a laptop) backs up into the same destination before the run.
         case secondHost
+        /// After the run, the clock is set back an hour and the run runs again.
+        case clockBack
     }
 
     private static func mishap(on night: Int) -> Mishap? {
         if night % 37 == 17 { return .killed }
         if night % 29 == 11 { return .secondHost }
+        if night % 43 == 30 { return .clockBack }
         return nil
     }
 
@@ -229,6 +252,7 @@ final class YearOfNightsTests: EndToEndTestCase {
         _ = Glibc.kill(running.processIdentifier, SIGKILL)
         let outcome = try running.finish(timeout: 60)
         killedNight = night
+        killedPID = running.processIdentifier
         let committed = try backups(in: dest).subtracting(otherHost.keys)
         var before = present
         for id in committed where made[id] == nil {

@@ -72,6 +72,13 @@ public final class BackupCopier {
                                                events: events)
         defer { lock.release() }
         lock.report(to: events)
+        // What an interrupted copy left (temporaries of a process that is gone), as a
+        // backup cleans its own destination: a copy destination is never backed up to.
+        let removed = (try? destination.removeLeftovers()) ?? []
+        if !removed.isEmpty {
+            let files = removed.count == 1 ? "1 leftover file" : "\(removed.count) leftover files"
+            events?.handle(.notice("removed \(files) of an interrupted run from \(destination.location)"))
+        }
         let present = Set(try destination.list().map(\.name))
         var result = Result()
         var failed = Set<BackupID>()

@@ -157,10 +157,8 @@ public final class PruneEngine {
         for key in groupOrder {
             // Newest first: the planner counts the first of equal dates as the newer, and ids
             // made in the same second sort in the order they were made.
-            let members = (groups[key] ?? []).reversed()
-            let candidates = members.compactMap { item in
-                item.summary.map { RetentionCandidate(id: item.id.rawValue, date: $0.created, tags: $0.tags) }
-            }
+            let members = groups[key] ?? []
+            let candidates = Array(PruneEngine.candidates(members).reversed())
             let planned = RetentionPlanner.plan(candidates, policy: request.policy, calendar: request.calendar,
                                                 now: request.now)
             if RetentionPlanner.keepsNothing(planned) {
@@ -174,6 +172,20 @@ public final class PruneEngine {
             }
         }
         return decisions
+    }
+
+    /// The retention candidates of a group's backups (oldest first, in the order they were
+    /// made: ids sort that way even when a clock went back), each dated no earlier than the
+    /// one made before it: a backup made after a clock was set back an hour counts as made
+    /// when the one before it was, not as older, so that prune never takes the backup just
+    /// made for the older one of its day.
+    static func candidates(_ items: [BackupCatalog.Item]) -> [RetentionCandidate] {
+        var latest = Date.distantPast
+        return items.compactMap { item in
+            guard let summary = item.summary else { return nil }
+            latest = max(latest, summary.created)
+            return RetentionCandidate(id: item.id.rawValue, date: latest, tags: summary.tags)
+        }
     }
 
     /// Keeps every backup a kept backup needs (`needed by <id>`), newest kept backup first,

@@ -1,8 +1,8 @@
 import Foundation
 
 /// The steps of `keepsake run` between its hooks: back up, prune with the retention policy
-/// (when there is one), verify the new backup, and copy it (with the chain it needs) to the
-/// profile's further destinations. A failed step is recorded and the steps that still make
+/// (when there is one), verify the new backup, and copy it (with the chain it needs, and any
+/// earlier backup of the same sources the copy lacks) to the profile's further destinations. A failed step is recorded and the steps that still make
 /// sense go on: a failed prune does not stop the verification of the new backup, nor one
 /// failed copy the others. The caller (the command line) runs the hooks and turns the
 /// outcome into an exit code.
@@ -88,8 +88,10 @@ public final class RunWorkflow {
             outcome.newBackupPruned = true
             return outcome
         }
+        var items: [BackupCatalog.Item] = []
         do {
-            guard let item = try BackupCatalog(storage: storage).items().first(where: { $0.id == id }) else {
+            items = try BackupCatalog(storage: storage).items()
+            guard let item = items.first(where: { $0.id == id }) else {
                 outcome.newBackupVanished = true
                 return outcome
             }
@@ -100,11 +102,12 @@ public final class RunWorkflow {
         events?.handle(.stepFinished(Step.verify.rawValue))
         // A damaged backup is not copied on: the copies would be damaged too.
         guard outcome.verify?.isIntact == true else { return outcome }
+        let ids = [id] + RunWorkflow.earlierToCopy(items, like: result.summary, in: storage)
         for target in copyTo {
             guard !cancellation.isCancelled else { break }
             do {
                 let copier = BackupCopier(from: storage, to: target, events: events, cancellation: cancellation)
-                let copied = try copier.copy([id], lockWait: request.lockWait)
+                let copied = try copier.copy(ids, lockWait: request.lockWait)
                 outcome.copies.append((target.location, copied))
                 for problem in copied.damaged {
                     outcome.failures.append(Failure(step: .copy, error: problem, destination: target.location))
@@ -115,5 +118,21 @@ public final class RunWorkflow {
             events?.handle(.stepFinished(Step.copy.rawValue))
         }
         return outcome
+    }
+
+    /// The earlier backups of the same host and sources as `summary` (the new backup's) that
+    /// the copy step brings too, when a copy destination lacks them: a run killed after its
+    /// backup committed, or a copy destination that was away, would otherwise leave a kept
+    /// backup off the copy for good. Backups already found damaged are left out (verify
+    /// said so; the copy would only say it again every night).
+    static func earlierToCopy(_ items: [BackupCatalog.Item], like summary: BackupSummary,
+                              in storage: StorageBackend) -> [BackupID] {
+        let names = Set(((try? DecryptingStorage.stored(storage).list()) ?? []).map(\.name))
+        return items.compactMap { item in
+            guard item.id != summary.id, let other = item.summary, other.host == summary.host,
+                  other.sourceGroup == summary.sourceGroup,
+                  DamageRecord.stored(for: item, names: names, in: storage) == nil else { return nil }
+            return item.id
+        }
     }
 }

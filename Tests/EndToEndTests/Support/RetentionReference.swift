@@ -1,8 +1,8 @@
 import Foundation
 
 /// The test's own reading of what a retention policy keeps, written from docs/commands.md
-/// (restic's `forget` rules) and not from Keepsake's code: for each rule, walking the
-/// backups newest first, the first backup of each new period is kept until the rule's count
+/// (restic's `forget` rules, with backups counted in the order they were made) and not from
+/// Keepsake's code: for each rule, walking the backups newest first, the first backup of each new period is kept until the rule's count
 /// is used up; a rule with count left after its oldest period keeps the oldest backup too.
 /// Then every backup a kept one takes files from (its manifest's `in`) is kept, transitively.
 struct RetentionReference {
@@ -30,8 +30,16 @@ struct RetentionReference {
 
     /// The ids the policy keeps of `backups` (one group: one host, one set of sources).
     func kept(_ backups: [Backup]) -> Set<String> {
-        // Newest first; in one second, the greater id is the newer.
-        let ordered = backups.sorted { ($0.created, $0.id) > ($1.created, $1.id) }
+        // In the order they were made (ids sort that way), each dated no earlier than the
+        // one made before it (a clock set back does not make a backup older); newest first.
+        var latest = Date.distantPast
+        let dated = backups.sorted { $0.id < $1.id }.map { backup -> Backup in
+            latest = max(latest, backup.created)
+            var counted = backup
+            counted.created = latest
+            return counted
+        }
+        let ordered = Array(dated.reversed())
         var kept = Set<String>()
         for (period, count) in counts where count != 0 {
             var left = count
