@@ -2,9 +2,9 @@ import Foundation
 
 /// The steps of `keepsake run` between its hooks: back up, prune with the retention policy
 /// (when there is one), verify the new backup, and copy it (with the chain it needs, and any
-/// earlier backup of the same sources the copy lacks) to the profile's further destinations. A failed step is recorded and the steps that still make
-/// sense go on: a failed prune does not stop the verification of the new backup, nor one
-/// failed copy the others. The caller (the command line) runs the hooks and turns the
+/// earlier backup of the same sources the copy lacks) to the profile's further destinations.
+/// A failed step is recorded and the steps that still make sense go on: a failed prune does
+/// not stop the verification of the new backup, nor one failed copy the others. The caller (the command line) runs the hooks and turns the
 /// outcome into an exit code.
 public final class RunWorkflow {
     // MARK: Types
