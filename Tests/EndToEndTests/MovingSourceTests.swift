@@ -97,4 +97,37 @@ final class MovingSourceTests: EndToEndTestCase {
         let listing = try tool("tar", ["-xOf", archive, "--wildcards", "*"])
         XCTAssertFalse(listing.stdoutText.contains("TOP SECRET"), "the swapped-in symlink was followed")
     }
+
+    /// Issue 25 §2.4: a file saved by write-then-rename after the scan saw it and before the
+    /// backup opened it (the way editors save) was left out ("it was replaced while the
+    /// backup ran"), though it existed before and after. The new version is stored, with its
+    /// own mode, and the backup is clean (exit 0). (A name that no longer holds a regular
+    /// file, or one of several hard-linked names, is still left out.)
+    func testAFileSavedByRenameWhileTheBackupRunsIsStoredInItsNewVersion() throws {
+        let source = path("src")
+        let dest = path("dest")
+        try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
+        try writeBytes(source + "/a-first", count: 4 << 20, byte: 0x61)
+        try writeBytes(source + "/b-saved", count: 1000, byte: 0x62)
+        try writeBytes(source + "/c-steady", count: 10, byte: 0x63)
+
+        // A pause before each file is opened: the scan has seen b-saved long before.
+        let running = try keepsake.start(["backup", source, "--dest", dest, "--json"],
+                                         environment: ["KEEPSAKE_TEST_READ_PAUSE_MS": "400"])
+        waitUntil("the backup reads a-first") { hasOpen(running.processIdentifier, source + "/a-first") }
+        try writeBytes(source + "/.b-saved.swp", count: 2000, byte: 0x42)
+        XCTAssertEqual(chmod(source + "/.b-saved.swp", 0o600), 0)
+        XCTAssertEqual(rename(source + "/.b-saved.swp", source + "/b-saved"), 0)
+        running.closeInput()
+        let outcome = try running.finish(timeout: 120)
+        assertExit(outcome, 0, "a file saved by rename is no warning")
+        XCTAssertFalse(outcome.stderrText.contains("replaced"), "\(outcome)")
+
+        let target = path("target")
+        assertExit(try run(["restore", "latest", "--dest", dest, "--target", target, "--same-permissions"]), 0)
+        let saved = restored(source, into: target) + "/b-saved"
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: saved)), Data(repeating: 0x42, count: 2000), "the new version")
+        XCTAssertEqual(try XCTUnwrap(RawFileSystem.lstat(saved)).st_mode & 0o7777, 0o600, "with its own mode")
+        assertExit(try run(["verify", "--dest", dest]), 0)
+    }
 }

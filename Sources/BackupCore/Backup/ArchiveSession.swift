@@ -242,7 +242,8 @@ final class ArchiveSession {
     /// with its entry's size, SHA-256 and the time it had when opened.
     private func writeNewFile(_ file: SourceFileReader.OpenFile, prefetched: PrefetchedFile?, identity: FileIdentity,
                               links: UInt, entry: ManifestEntry) throws {
-        var entry = entry
+        // A version saved since the scan is described as opened: its mode, owner, inode, ctime.
+        var entry = file.replaced ? manifestEntry(file.header, info: file.status) : entry
         let start = try startEntry()
         try writer.writeHeader(file.header)
         var written: Int64 = 0

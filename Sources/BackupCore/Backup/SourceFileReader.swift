@@ -29,13 +29,20 @@ final class SourceFileReader {
         fileprivate let fd: Int32
         /// The absolute path, for warnings.
         fileprivate let displayPath: String
+        /// True when this is a new version of the file saved (by rename) since the scan:
+        /// its manifest line then describes this file, not the one the scan saw.
+        let replaced: Bool
 
-        fileprivate init(fd: Int32, info: stat, header: ArchiveEntryHeader, displayPath: String) {
+        fileprivate init(fd: Int32, info: stat, header: ArchiveEntryHeader, displayPath: String, replaced: Bool) {
             self.fd = fd
             self.info = info
             self.header = header
             self.displayPath = displayPath
+            self.replaced = replaced
         }
+
+        /// The status of the open file (for the manifest line of a replaced one).
+        var status: stat { info }
 
         deinit { close(fd) }
 
@@ -94,12 +101,26 @@ final class SourceFileReader {
             close(fd)
             return .problem(warning)
         }
-        guard info.st_mode & S_IFMT == S_IFREG, info.st_ino == item.info.st_ino else {
-            close(fd)
-            return .problem(PathWarning(kind: .changed, path: path, reason: "it was replaced while the backup ran; left out"))
+        var header = header
+        var replaced = false
+        if info.st_mode & S_IFMT != S_IFREG || info.st_ino != item.info.st_ino {
+            // Saved by write-then-rename since the scan (editors and many programs save that
+            // way): a whole new version, complete once renamed, which this descriptor now
+            // holds. It is stored with its own mode and owner. Not so a name of several
+            // (hard links are grouped by the scan) or something that is no longer a file.
+            guard info.st_mode & S_IFMT == S_IFREG, info.st_dev == item.info.st_dev, item.info.st_nlink == 1,
+                  info.st_nlink == 1 else {
+                close(fd)
+                return .problem(PathWarning(kind: .changed, path: path, reason: "it was replaced while the backup ran; left out"))
+            }
+            replaced = true
+            header.permissions = UInt32(info.st_mode) & 0o7777
+            header.uid = info.st_uid
+            header.gid = info.st_gid
+            header.userName = UserNames.shared.userName(for: info.st_uid)
+            header.groupName = UserNames.shared.groupName(for: info.st_gid)
         }
         let size = Int64(info.st_size)
-        var header = header
         header.size = size
         header.mtimeSeconds = Int64(info.st_mtim.tv_sec)
         header.mtimeNanoseconds = Int32(info.st_mtim.tv_nsec)
@@ -107,7 +128,7 @@ final class SourceFileReader {
         // Fewer allocated blocks than the size says: the file has holes worth keeping.
         header.sparseRegions = Int64(info.st_blocks) * 512 < size ? SourceFileReader.dataRegions(fd: fd, size: size) : []
         posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
-        return .read(OpenFile(fd: fd, info: info, header: header, displayPath: path))
+        return .read(OpenFile(fd: fd, info: info, header: header, displayPath: path, replaced: replaced))
     }
 
     /// Reads the whole content of `file` into `consume`, exactly `file.header.size` bytes:
