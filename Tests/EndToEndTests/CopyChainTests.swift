@@ -26,6 +26,22 @@ final class CopyChainTests: EndToEndTestCase {
         return try XCTUnwrap(listing["backups"] as? [[String: Any]]).compactMap { $0["id"] as? String }
     }
 
+    /// A configuration file with the profile `nightly` backing up `source` to `dest` and
+    /// copying to `offsite`, with `retention` (TOML lines) when given; its path.
+    private func profile(source: String, dest: String, offsite: String, retention: String? = nil) throws -> String {
+        let config = path("config.toml")
+        var text = """
+            [profiles.nightly]
+            sources = ["\(source)"]
+            destination = "\(dest)"
+            copy-to = ["\(offsite)"]
+
+            """
+        if let retention { text += "[profiles.nightly.retention]\n" + retention + "\n" }
+        try Data(text.utf8).write(to: URL(fileURLWithPath: config))
+        return config
+    }
+
     /// Three nights: a full backup, an incremental that adds `b`, and one where `b` is gone
     /// again (so the third relies on the first only); returns the three ids.
     private func thinnedChain(source: String, dest: String) throws -> [String] {
@@ -66,15 +82,7 @@ final class CopyChainTests: EndToEndTestCase {
     /// step works on every night, also after the first prune.
     func testRunWithRetentionAndCopyToCopiesEveryNightAfterPrunes() throws {
         let source = path("src"), dest = path("dest"), offsite = path("offsite")
-        let config = path("config.toml")
-        try Data("""
-            [profiles.nightly]
-            sources = ["\(source)"]
-            destination = "\(dest)"
-            copy-to = ["\(offsite)"]
-            [profiles.nightly.retention]
-            keep-last = 1
-            """.utf8).write(to: URL(fileURLWithPath: config))
+        let config = try profile(source: source, dest: dest, offsite: offsite, retention: "keep-last = 1")
         try Fixtures.makeTree(at: source, files: ["a.txt": "alpha\n"])
         for number in 0..<4 {
             // Each night's new file is gone the next night: every incremental relies on the
@@ -138,13 +146,7 @@ final class CopyChainTests: EndToEndTestCase {
     /// destination lacks, but not another host's.
     func testRunCopiesEarlierBackupsTheCopyDestinationLacks() throws {
         let source = path("src"), dest = path("dest"), offsite = path("offsite")
-        let config = path("config.toml")
-        try Data("""
-            [profiles.nightly]
-            sources = ["\(source)"]
-            destination = "\(dest)"
-            copy-to = ["\(offsite)"]
-            """.utf8).write(to: URL(fileURLWithPath: config))
+        let config = try profile(source: source, dest: dest, offsite: offsite)
         try Fixtures.makeTree(at: source, files: ["a.txt": "alpha\n"])
         // As if the run of night 0 was killed once its backup was committed.
         let missed = try backup(source, dest: dest, night: 0)

@@ -42,7 +42,7 @@ final class YearOfNightsTests: EndToEndTestCase {
     /// The off-site backups verified there so far.
     private var verifiedOffsite = Set<String>()
     /// Which kept backups the monthly check restores, and when a run is killed.
-    private var choices = SeededRandom(seed: 2025)
+    private var choices = SeededGenerator(seed: 2025)
     /// Backups another host made in the same destination, with the trees they hold.
     private var otherHost: [String: SimulatedHome.Snapshot] = [:]
     /// The other host's folder.

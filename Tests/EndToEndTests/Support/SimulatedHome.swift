@@ -29,7 +29,7 @@ struct SimulatedHome {
     private(set) var nodes: Snapshot = [:]
     /// What changed on the last night, for failure messages.
     private(set) var lastChanges: [String] = []
-    private var random: SeededRandom
+    private var random: SeededGenerator
     private var nextSeed: UInt64 = 1_000
     private var serial = 0
 
@@ -41,7 +41,7 @@ struct SimulatedHome {
     /// Makes the first night's tree at `root` (created), from `seed`.
     init(root: String, seed: UInt64) throws {
         self.root = root
-        random = SeededRandom(seed: seed)
+        random = SeededGenerator(seed: seed)
         try RawFileSystem.makeDirectory(RawFileSystem.bytes(root))
         for folder in ["docs", "docs/letters", "photos", "projects", "projects/site", "projects/site/css", "mail", "notes"] {
             try makeFolder(folder)
@@ -272,20 +272,7 @@ struct SimulatedHome {
     }
 }
 
-/// A small deterministic generator (SplitMix64), so a failing year can be lived again.
-struct SeededRandom {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
-    }
-
+extension SeededGenerator {
     /// A number in `0..<bound` (0 when bound is 0).
     mutating func below(_ bound: Int) -> Int {
         bound <= 0 ? 0 : Int(next() % UInt64(bound))
