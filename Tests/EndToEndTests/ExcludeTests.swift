@@ -133,4 +133,27 @@ final class ExcludeTests: EndToEndTestCase {
             .map(RawFileSystem.display)
             .compactMap { $0.hasPrefix(prefix) ? String($0.dropFirst(prefix.count)) : nil })
     }
+
+    /// Issue 25 §2.2: `keepsake backup ~` with the default destination under
+    /// ~/.local/share: the first backup held its own half-written archive and lock, and each
+    /// later one every backup before it. The destination is left out (its temporary and lock
+    /// files with it), and the backup says so once.
+    func testTheDestinationInsideASourceIsLeftOutAndSaidOnce() throws {
+        let home = path("home")
+        try Fixtures.makeTree(at: home, files: ["docs/a.txt": "alpha\n", ".local/share/notes.txt": "kept\n"])
+        let dest = home + "/.local/share/keepsake/backups"
+        for round in 1...3 {
+            let outcome = try run(["backup", home, "--dest", dest])
+            assertExit(outcome, 0, "round \(round)")
+            let said = outcome.stderrText.components(separatedBy: "leaving out \(dest), the destination").count - 1
+            XCTAssertEqual(said, 1, "said once, round \(round):\n\(outcome)")
+            let paths = try listedPaths("latest", dest: dest).map { String(decoding: $0, as: UTF8.self) }
+            XCTAssertFalse(paths.contains { $0.contains("/keepsake/backups") }, "round \(round): \(paths)")
+            XCTAssertTrue(paths.contains { $0.hasSuffix("/.local/share/notes.txt") }, "the rest of the folder stays: \(paths)")
+        }
+        XCTAssertEqual(try run(["backup", home, "--dest", dest, "--quiet"]).stderrText, "", "--quiet says nothing")
+        let target = path("target")
+        assertExit(try run(["restore", "latest", "--dest", dest, "--target", target]), 0)
+        XCTAssertFalse(RawFileSystem.exists(restored(home, into: target) + "/.local/share/keepsake/backups"))
+    }
 }

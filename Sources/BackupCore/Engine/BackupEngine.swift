@@ -37,8 +37,10 @@ public final class BackupEngine {
             warnings.append(warning)
             events?.handle(.warning(warning))
         }
+        var request = request
 
         if request.dryRun {
+            request.scan.leftOutFolders = destinationInside(sources)
             let counter = DryRunCounter()
             let scanner = Scanner(options: request.scan, cancellation: cancellation, warn: warn)
             for source in sources {
@@ -51,6 +53,8 @@ public final class BackupEngine {
         }
 
         try storage.prepare()
+        // Once the destination folder exists (prepare makes it).
+        request.scan.leftOutFolders = destinationInside(sources)
         let lock = try storage.acquireLock(.current(operation: "backup"), waitingUpTo: request.lockWait,
                                            cancellation: cancellation, events: events)
         defer { lock.release() }
@@ -182,6 +186,29 @@ public final class BackupEngine {
             events?.handle(.caution("could not keep this backup's change-detection state in \(cache.location); "
                 + "the next encrypted backup will be full"))
         }
+    }
+
+    /// The destination folder, when it lies inside one of `sources` (the default
+    /// destination under ~/.local/share in a backup of ~): left out of the scan with its
+    /// temporary and lock files, so that no backup holds the backups before it; said once.
+    private func destinationInside(_ sources: [[UInt8]]) -> Set<FileIdentity> {
+        guard let folder = DecryptingStorage.stored(storage) as? LocalFolderBackend,
+              let destination = realpath(folder.path, nil) else { return [] }
+        defer { free(destination) }
+        var info = stat()
+        guard stat(destination, &info) == 0 else { return [] }
+        let inside = PathBytes.fromCString(destination) ?? []
+        for source in sources {
+            guard let resolved = try? PathBytes.withCString(source, { realpath($0, nil) }) else { continue }
+            defer { free(resolved) }
+            let root = PathBytes.fromCString(resolved) ?? []
+            guard inside.count > root.count, inside.starts(with: root),
+                  root == [UInt8(ascii: "/")] || inside[root.count] == UInt8(ascii: "/") else { continue }
+            events?.handle(.notice("leaving out \(PathBytes.display(inside)), the destination, which lies inside the source "
+                + "\(PathBytes.display(source))"))
+            return [FileIdentity(info)]
+        }
+        return []
     }
 
     private func resolvedSources(_ request: BackupRequest) throws -> [[UInt8]] {

@@ -10,6 +10,9 @@ public struct ScanOptions: Sendable {
     public var excludeIfPresent: [String]
     /// Do not descend into directories on other file systems (mount points are kept, empty).
     public var oneFileSystem: Bool
+    /// Folders left out whole, by device and inode: the backup's own destination when it
+    /// lies inside a source (set by the engine, never by the user).
+    var leftOutFolders: Set<FileIdentity> = []
 
     /// Creates options.
     public init(excludes: ExcludeRules, excludeCaches: Bool = false, excludeIfPresent: [String] = [],

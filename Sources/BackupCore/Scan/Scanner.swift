@@ -206,6 +206,7 @@ public final class Scanner {
                 continue
             }
             let isDirectory = info.st_mode & S_IFMT == S_IFDIR
+            if isDirectory, !options.leftOutFolders.isEmpty, options.leftOutFolders.contains(FileIdentity(info)) { continue }
             if !options.excludes.isEmpty,
                options.excludes.isExcluded(relativePath: relative, absolutePath: absolute, isDirectory: isDirectory) {
                 continue
