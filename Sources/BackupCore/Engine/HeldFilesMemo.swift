@@ -18,9 +18,12 @@ final class HeldFilesMemo {
     private var total = 0
     private let limit: Int
 
-    /// A memo holding at most `limit` files across all backups (a full backup of 200,000
-    /// files takes about 40 MB).
-    init(limit: Int = 200_000) {
+    /// The most files kept across all backups: a full backup of 200,000 files takes about
+    /// 40 MB.
+    static let defaultLimit = 200_000
+
+    /// A memo holding at most `limit` files across all backups.
+    init(limit: Int = HeldFilesMemo.defaultLimit) {
         self.limit = limit
     }
 

@@ -65,10 +65,8 @@ public final class Verifier {
     private let heldFiles: HeldFilesMemo
 
     /// A verifier reporting progress to `events`.
-    public init(events: EngineEventSink?, cancellation: CancellationFlag) {
-        self.events = events
-        self.cancellation = cancellation
-        heldFiles = HeldFilesMemo()
+    public convenience init(events: EngineEventSink?, cancellation: CancellationFlag) {
+        self.init(events: events, cancellation: cancellation, heldFilesLimit: HeldFilesMemo.defaultLimit)
     }
 
     /// A verifier whose memo of what verified archives hold keeps at most `heldFilesLimit`

@@ -9,7 +9,7 @@ struct RetentionReference {
     // MARK: Types
 
     /// A calendar period a rule counts in.
-    enum Period: CaseIterable {
+    enum Period {
         case day, week, month, year
     }
 

@@ -21,6 +21,11 @@ struct SimulatedHome {
     /// The tree on one night: relative path → node (folders included, the root not).
     typealias Snapshot = [String: Node]
 
+    /// The record lost track of something it always holds (a fault in this fixture).
+    struct BrokenRecord: Error, CustomStringConvertible {
+        let description: String
+    }
+
     // MARK: State
 
     /// The folder on disk (absolute).
@@ -115,7 +120,9 @@ struct SimulatedHome {
     }
 
     private mutating func appendToMailbox(bytes: Int) throws {
-        guard case .file(let seed, let size, let mode) = nodes[SimulatedHome.mailbox] else { return }
+        guard case .file(let seed, let size, let mode) = nodes[SimulatedHome.mailbox] else {
+            throw BrokenRecord(description: "the record of \(root) has no \(SimulatedHome.mailbox)")
+        }
         let all = Fixtures.pseudoRandomBytes(count: size + bytes, seed: seed)
         let path = RawFileSystem.bytes(root + "/" + SimulatedHome.mailbox)
         let fd = RawFileSystem.withCPath(path) { open($0, O_WRONLY | O_APPEND | O_CLOEXEC) }
@@ -127,7 +134,9 @@ struct SimulatedHome {
 
     /// The mailbox rewritten smaller (old mail moved out): a new content, a new inode.
     private mutating func compactMailbox() throws {
-        guard case .file(_, _, let mode) = nodes[SimulatedHome.mailbox] else { return }
+        guard case .file(_, _, let mode) = nodes[SimulatedHome.mailbox] else {
+            throw BrokenRecord(description: "the record of \(root) has no \(SimulatedHome.mailbox)")
+        }
         try write(SimulatedHome.mailbox, seed: takeSeed(), size: 48 * 1024, mode: mode, replacing: true)
         lastChanges.append("compacted \(SimulatedHome.mailbox)")
     }
@@ -181,15 +190,10 @@ struct SimulatedHome {
         if replacing {
             let temporary = RawFileSystem.bytes(root + "/" + path + ".tmp-save")
             try RawFileSystem.writeFile(temporary, contents: content, mode: mode)
-            try RawFileSystem.setMode(temporary, mode)
-            let renamed = RawFileSystem.withCPath(temporary) { from in RawFileSystem.withCPath(target) { Glibc.rename(from, $0) } }
-            guard renamed == 0 else { throw RawFileSystem.Failure("rename", target) }
+            try SimulatedHome.rename(temporary, to: target)
         } else {
-            let fd = RawFileSystem.withCPath(target) { open($0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode) }
-            guard fd >= 0 else { throw RawFileSystem.Failure("open", target) }
-            defer { close(fd) }
-            try RawFileSystem.writeAll(fd, content, at: 0, path: target)
-            guard fchmod(fd, mode) == 0 else { throw RawFileSystem.Failure("fchmod", target) }
+            // O_TRUNC on the existing file: the same inode, as an editor writing in place.
+            try RawFileSystem.writeFile(target, contents: content, mode: mode)
         }
         nodes[path] = .file(seed: seed, size: size, mode: mode)
     }
@@ -207,13 +211,16 @@ struct SimulatedHome {
 
     /// Renames `path` (a file or a folder with everything below it) and its record.
     private mutating func move(_ path: String, to destination: String) throws {
-        let renamed = RawFileSystem.withCPath(RawFileSystem.bytes(root + "/" + path)) { from in
-            RawFileSystem.withCPath(RawFileSystem.bytes(root + "/" + destination)) { Glibc.rename(from, $0) }
-        }
-        guard renamed == 0 else { throw RawFileSystem.Failure("rename", RawFileSystem.bytes(path)) }
+        try SimulatedHome.rename(RawFileSystem.bytes(root + "/" + path), to: RawFileSystem.bytes(root + "/" + destination))
         for key in nodes.keys.sorted() where key == path || key.hasPrefix(path + "/") {
             nodes[destination + key.dropFirst(path.count)] = nodes.removeValue(forKey: key)
         }
+    }
+
+    /// rename(2), or a failure naming `from`.
+    private static func rename(_ from: [UInt8], to destination: [UInt8]) throws {
+        let renamed = RawFileSystem.withCPath(from) { old in RawFileSystem.withCPath(destination) { Glibc.rename(old, $0) } }
+        guard renamed == 0 else { throw RawFileSystem.Failure("rename", from) }
     }
 
     // MARK: Choosing
