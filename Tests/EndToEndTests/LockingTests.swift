@@ -30,6 +30,8 @@ final class LockingTests: EndToEndTestCase {
         XCTAssertTrue(second.stderrText.contains("pid \(first.processIdentifier)"), "stderr must name the holder's pid:\n\(second)")
         XCTAssertTrue(second.stderrText.contains(hostName()), "stderr must name the holder's host:\n\(second)")
         XCTAssertTrue(second.stderrText.contains("started"), "stderr must say when the holder started:\n\(second)")
+        XCTAssertFalse(second.stderrText.contains("takes the lock over"),
+                       "a holder on this host is alive (checked), so no word of stale locks:\n\(second)")
 
         let tail = Data(Fixtures.pseudoRandomBytes(count: 4096, seed: 12))
         first.write(tail)
@@ -99,6 +101,9 @@ final class LockingTests: EndToEndTestCase {
         let outcome = try run(["backup", source, "--dest", dest])
         assertExit(outcome, 5, "a lock held on another host cannot be judged stale")
         XCTAssertTrue(outcome.stderrText.contains("some-other-host.example"), "\(outcome)")
+        // Its pid cannot be checked from here: the message says how a dead holder's lock goes.
+        XCTAssertTrue(outcome.stderrText.contains("the next keepsake run on some-other-host.example takes the lock over"),
+                      "\(outcome)")
         XCTAssertTrue(RawFileSystem.exists(dest + "/keepsake.lock"), "someone else's lock is left alone")
     }
 

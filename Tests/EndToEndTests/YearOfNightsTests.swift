@@ -228,15 +228,30 @@ final class YearOfNightsTests: EndToEndTestCase {
 
     /// Another host's backup of its own small folder into the destination, before the run:
     /// this host's prune must leave it alone, and it must restore exactly at the end.
+    /// When last night's killed run left its lock, the laptop cannot tell whether that run
+    /// still goes on (its pid is another host's): it must be refused (exit 5, naming the
+    /// holder) and leave the lock alone, for this host's run to take over.
     private func backUpTheLaptop(_ night: Int, context: String) throws -> Bool {
         if laptop == nil {
             laptop = try SimulatedHome(root: path("laptop/ana"), seed: 7)
         } else {
             try laptop.liveADay(night)
         }
+        let lockFile = dest + "/keepsake.lock"
+        let lockLeft = FileManager.default.fileExists(atPath: lockFile)
         let outcome = try run(["backup", laptop.root, "--dest", dest, "--json"],
                               environment: ["KEEPSAKE_NOW": YearOfNightsTests.clock(night, minutes: -30), "TZ": "UTC"],
                               hostName: "laptop")
+        if lockLeft {
+            let holder = killedPID.map { "pid \($0) on " } ?? "(no killed run)"
+            let error = try json(outcome)["error"] as? String ?? ""
+            guard outcome.exitCode == 5, error.contains(holder), error.contains("takes the lock over"), FileManager.default.fileExists(atPath: lockFile) else {
+                XCTFail("\(context): the lock left by the killed run must refuse the laptop (exit 5, naming "
+                    + "'\(holder)') and stay for this host to take over:\n\(outcome)")
+                return false
+            }
+            return true
+        }
         guard outcome.exitCode == 0, let id = try json(outcome)["id"] as? String else {
             XCTFail("\(context): the laptop's backup failed:\n\(outcome)")
             return false

@@ -112,8 +112,12 @@ public enum LockError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .held(let owner, let destination):
+            // Another host's pid cannot be checked from here: say how such a lock goes away
+            // when its run died, so that nobody deletes a live one by hand.
+            let elsewhere = owner.host == HostIdentity.hostName ? ""
+                : " (if it ended without cleaning up, the next keepsake run on \(owner.host) takes the lock over)"
             return "\(destination) is locked by \(owner.operation) pid \(owner.pid) on \(owner.host), "
-                + "started \(Timestamp.iso8601(owner.started)); wait for it to finish"
+                + "started \(Timestamp.iso8601(owner.started)); wait for it to finish" + elsewhere
         }
     }
 }
