@@ -399,6 +399,15 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
         return record.flags & Flag.holder != 0 ? holders[Int(record.holder)] : nil
     }
 
+    /// Where the entry at `position` lies in its archive's uncompressed tar stream
+    /// (`at`..<`at`+`len`), when the manifest says; never trusted beyond a hint.
+    public func location(at position: Int) -> Range<Int64>? {
+        let record = records[position]
+        guard record.flags & Flag.location != 0, record.archiveOffset >= 0, record.archiveLength >= 0,
+              record.archiveOffset <= Int64.max - record.archiveLength else { return nil }
+        return record.archiveOffset..<(record.archiveOffset + record.archiveLength)
+    }
+
     /// The SHA-256 of the entry at `position`, lowercase hex.
     public func sha256(at position: Int) -> String? {
         let record = records[position]

@@ -33,6 +33,9 @@ final class RestoreRun {
     /// SHA-256 per file) is expected at its end: files waiting for it are hashed meanwhile.
     private var expectsOwnManifest = false
     private var lastProgress = Date.distantPast
+    /// The path of the entry being restored while its content is read; what a damaged
+    /// archive cut short.
+    private var entryInFlight: [UInt8]?
 
     // MARK: Life cycle
 
@@ -162,56 +165,122 @@ final class RestoreRun {
     /// Reads one archive front to back, restoring what belongs to this phase: with `holder`
     /// nil, this backup's own entries; otherwise the files `expected` says `holder` holds.
     /// Returns the archive's own manifest when it was read (and no manifest was known).
-    /// A damaged archive ends the phase with `archiveProblem` set; target failures throw.
+    /// A damaged archive sets `archiveProblem`; with a manifest that places every entry and
+    /// an archive of frames, reading goes on around each damaged frame (`readAround`), so
+    /// only the entries that lie in one are lost. Target failures throw.
     /// With `onlyEntries`, only the frames holding those entries are read when the archive
     /// allows it (see `narrowed`).
     private func readArchive(_ source: RandomAccessSource, name: String, holder: BackupID?, expected: ManifestIndex?,
                              seen: inout SeenEntries, onlyEntries: ManifestIndex? = nil) throws -> [UInt8]? {
+        let ranged = onlyEntries.flatMap { narrowed(source, name: name, entries: $0) }
+        let pass = try readPass(source, ranged: ranged, name: name, holder: holder, expected: expected, seen: &seen)
+        if let expected, let frame = pass.unreadableFrame {
+            // This archive's entries in this phase: the selection's, or all it holds.
+            let scope = onlyEntries ?? (holder != nil ? expected : ManifestIndex(expected.entries, positions:
+                expected.indexedPositions.filter { expected.entries.storedIn(at: $0) == nil }))
+            try readAround(frame, of: source, name: name, holder: holder, expected: expected, scope: scope, seen: &seen)
+        }
+        return pass.innerManifest
+    }
+
+    /// What one pass over an archive gave: its own manifest (when read), and the frame
+    /// where damage stopped it (when it stopped at a frame).
+    private struct Pass {
         var innerManifest: [UInt8]?
+        var unreadableFrame: Int?
+    }
+
+    /// One pass over `source` (or the parts `ranged` reads), restoring each entry met.
+    private func readPass(_ source: RandomAccessSource, ranged: RangedZstdSource?, name: String, holder: BackupID?,
+                          expected: ManifestIndex?, seen: inout SeenEntries) throws -> Pass {
+        var pass = Pass()
         var sawMarker = false
         var sawManifest = false
         expectsOwnManifest = false
-        let ranged = onlyEntries.flatMap { narrowed(source, name: name, entries: $0) }
         let counting = ranged == nil ? CountingSource(source) : nil
         defer {
             result.archiveBytesRead += ranged?.compressedBytesRead ?? counting?.count ?? 0
             if ranged != nil { result.archivesReadInPart += 1 }
         }
+        var reader: ArchiveReader?
         do {
             let input: ByteSource = ranged.map { $0 as ByteSource } ?? counting.map { $0 as ByteSource } ?? source
-            let reader = try ArchiveReader(source: input, name: name, keepsakeTar: ranged != nil,
-                                           cancellation: cancellation)
-            while let header = try reader.nextHeader() {
+            let opened = try ArchiveReader(source: input, name: name, keepsakeTar: ranged != nil, cancellation: cancellation)
+            reader = opened
+            while let header = try opened.nextHeader() {
                 try cancellation.check()
                 if BackupNaming.isMetadataEntry(header.path) {
                     if header.path == BackupNaming.manifestEntryPath {
                         sawManifest = true
                         if expected == nil {
-                            innerManifest = try readInnerManifest(reader, archiveName: name)
+                            pass.innerManifest = try readInnerManifest(opened, archiveName: name)
                         } else {
-                            try reader.skipContent()
+                            try opened.skipContent()
                         }
                     } else {
                         if header.path == BackupNaming.markerEntryPath {
                             sawMarker = true
                             expectsOwnManifest = true
                         }
-                        try reader.skipContent()
+                        try opened.skipContent()
                     }
                     continue
                 }
-                try restoreEntry(header, reader: reader, holder: holder, expected: expected, seen: &seen)
+                try restoreEntry(header, reader: opened, holder: holder, expected: expected, seen: &seen)
             }
             if sawMarker && !sawManifest && ranged == nil {
                 result.noteArchiveProblem("\(name) is a Keepsake archive but ends before its manifest: it is truncated or damaged")
             }
         } catch let failure as ArchiveError {
             result.noteArchiveProblem(failure.description)
+            pass.unreadableFrame = ranged?.unreadableFrame ?? reader?.unreadableFrame
         } catch let failure as StorageError {
             result.noteArchiveProblem(failure.description)
+            pass.unreadableFrame = ranged?.unreadableFrame ?? reader?.unreadableFrame
+        }
+        // The entry being read when damage stopped the pass lies (at least partly) in the
+        // damaged frame: it is lost, and said so (its partial file is never placed).
+        if let lost = entryInFlight {
+            entryInFlight = nil
+            result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(lost),
+                                              reason: "its content lies in a damaged part of the archive"))
         }
         try finishWrites()
-        return innerManifest
+        return pass
+    }
+
+    /// Reads the entries of `scope` not yet seen around the damaged `frame` and any other
+    /// damaged frame met on the way: each lost entry (one lying in a damaged frame) is named
+    /// once, and the others are read from the frames that hold them. Does nothing when the
+    /// archive has no seek table or the manifest does not place every such entry (then they
+    /// are named missing, as before).
+    private func readAround(_ frame: Int, of source: RandomAccessSource, name: String, holder: BackupID?,
+                            expected: ManifestIndex, scope: ManifestIndex, seen: inout SeenEntries) throws {
+        guard var damaged = DamagedFrames(source: source) else { return }
+        let entries = scope.entries
+        var unreadable: Int? = frame
+        // Every round adds a frame to `damaged`, so this ends within the table's length.
+        while let frame = unreadable, damaged.add(frame) {
+            var rest: [Int] = []
+            var lost: [Int] = []
+            for position in scope.distinctPositions where !seen[position] {
+                guard let location = entries.location(at: position) else { return }
+                if damaged.touches(location) { lost.append(position) } else { rest.append(position) }
+            }
+            for position in lost {
+                let path = entries.path(at: position)
+                seen.mark(position, path: path)
+                guard plan.selection.matches(path, isDirectory: entries.type(at: position) == .directory) else { continue }
+                result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
+                                                  reason: "it lies in a damaged part of the archive (\(damaged.description))"))
+            }
+            guard !rest.isEmpty else { return }
+            let ranges = rest.compactMap(entries.location(at:))
+            let around = RangedZstdSource(source: source, table: damaged.table, ranges: ranges, name: name,
+                                          workers: DecodedArchiveSource.workers)
+            unreadable = try readPass(source, ranged: around, name: name, holder: holder, expected: expected,
+                                      seen: &seen).unreadableFrame
+        }
     }
 
     /// The archive's own manifest, or nil (with the problem noted) when it is larger than
@@ -238,11 +307,7 @@ final class RestoreRun {
                   offset <= Int64.max - length else { return nil }
             ranges.append(offset..<(offset + length))
         }
-        // The table comes from the archive: frames bigger than Keepsake would decompress in
-        // one piece are read the ordinary way.
-        guard let size = try? source.size(),
-              let table = try? SeekTable.read(streamSize: size, read: { try source.bytes(at: $0, count: $1) }),
-              table.largestFrame <= ZstdContext.compressBound(ParallelZstdSource.largestParallelFrame) else { return nil }
+        guard let table = RangedZstdSource.table(of: source) else { return nil }
         return RangedZstdSource(source: source, table: table, ranges: ranges, name: name, workers: DecodedArchiveSource.workers)
     }
 
@@ -331,12 +396,22 @@ final class RestoreRun {
 
     // MARK: Entries
 
+    /// Restores (or skips) one entry met in an archive; `entryInFlight` names it until its
+    /// content has been read.
     private func restoreEntry(_ archived: ArchiveEntryHeader, reader: ArchiveReader, holder: BackupID?,
                               expected: ManifestIndex?, seen: inout SeenEntries) throws {
+        try restoreDecidedEntry(archived, reader: reader, holder: holder, expected: expected, seen: &seen)
+        // Reached only when reading it did not fail.
+        entryInFlight = nil
+    }
+
+    private func restoreDecidedEntry(_ archived: ArchiveEntryHeader, reader: ArchiveReader, holder: BackupID?,
+                                     expected: ManifestIndex?, seen: inout SeenEntries) throws {
         let step: RestorePlan.Step
         switch plan.decide(archived, holder: holder, expected: expected, seen: &seen) {
         case .restore(let decided):
             step = decided
+            entryInFlight = decided.path
         case .skip:
             return try reader.skipContent()
         case .refuse(let path, let reason):

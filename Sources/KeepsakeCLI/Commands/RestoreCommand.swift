@@ -261,6 +261,10 @@ struct RestoreCommand: KeepsakeCommand {
                 + "and were restored as NAME\(Restorer.unverifiedSuffix); look at them before you trust them", valueRole: .warning))
         } else if result.unverifiedFiles > 0 {
             items.append(.init("Checked", "\(Units.count(Int(result.unverifiedFiles), "file")) restored without verification", valueRole: .warning))
+        } else if result.verifiedAgainstManifest && (result.hasIntegrityFailure || !result.missingArchives.isEmpty) {
+            // Not "every file": some were not restored (issue 25 §2.3).
+            items.append(.init("Checked", "the \(Units.count(Int(result.files), "file")) restored matched their SHA-256",
+                               valueRole: .plain))
         } else if result.verifiedAgainstManifest {
             items.append(.init("Checked", "every file matched its SHA-256", valueRole: .success))
         }

@@ -21,6 +21,10 @@ final class RangedZstdSource: ByteSource {
     private var trailer = 1024
     private var closed = false
 
+    /// The frame (its index in the table) that could not be read, once reading stopped at
+    /// damage; nil before that.
+    private(set) var unreadableFrame: Int?
+
     /// Compressed bytes read from the archive so far.
     var compressedBytesRead: Int64 { decoder.compressedBytes }
 
@@ -41,6 +45,16 @@ final class RangedZstdSource: ByteSource {
             for index in first...last where indexes.last.map({ $0 < index }) ?? true { indexes.append(index) }
         }
         frameIndexes = indexes
+    }
+
+    /// The seek table of `source` when it can be read in parts: it has one, and no frame is
+    /// bigger than Keepsake decompresses in one piece (the table comes from the archive;
+    /// such an archive is read the ordinary way).
+    static func table(of source: RandomAccessSource) -> SeekTable? {
+        guard let size = try? source.size(),
+              let table = try? SeekTable.read(streamSize: size, read: { try source.bytes(at: $0, count: $1) }),
+              table.largestFrame <= ZstdContext.compressBound(ParallelZstdSource.largestParallelFrame) else { return nil }
+        return table
     }
 
     /// Sorted, overlapping and touching ranges joined, clipped to the stream.
@@ -83,7 +97,14 @@ final class RangedZstdSource: ByteSource {
                 current = nil
             }
             try submitFrames()
-            guard let frame = try decoder.next() else {
+            let next: FrameBuffer?
+            do {
+                next = try decoder.next()
+            } catch {
+                unreadableFrame = frameIndexes[nextDelivery]
+                throw error
+            }
+            guard let frame = next else {
                 // All ranges handed out: end the tar stream.
                 let count = min(trailer, buffer.count)
                 _ = destination.initializeMemory(as: UInt8.self, repeating: 0, count: count)
@@ -103,6 +124,7 @@ final class RangedZstdSource: ByteSource {
             let frame = table.frames[index]
             let compressed = try source.bytes(at: frame.compressedOffset, count: frame.compressedSize)
             guard compressed.count == frame.compressedSize else {
+                unreadableFrame = index
                 throw ArchiveError.damaged(archive: name, reason: "it ends inside frame \(index) (truncated)")
             }
             try compressed.withUnsafeBytes { try decoder.submit($0, contentSize: frame.decompressedSize, frameNumber: index) }

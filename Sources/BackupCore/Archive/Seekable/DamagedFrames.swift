@@ -1,0 +1,61 @@
+/// The frames of a seekable zstd archive found damaged, so that a reader can go on past
+/// them: the archive's frames are independent, and the manifest says where each entry lies
+/// in the tar stream, so every entry that lies wholly in intact frames can still be read
+/// (issue 25 §2.3: one flipped byte must cost the entries of one frame, not the rest of the
+/// archive).
+struct DamagedFrames {
+    // MARK: State
+
+    /// The archive's seek table (from the archive: its frame sizes are checked by the
+    /// decoder, and a lying table only costs what it misplaces).
+    let table: SeekTable
+    /// Indexes (in `table`) of the frames found damaged.
+    private(set) var frames: Set<Int> = []
+
+    // MARK: Life cycle
+
+    /// The damage bookkeeping of `source`, or nil when it cannot be read in parts (no seek
+    /// table, or frames larger than Keepsake decompresses in one piece). Frames that lie
+    /// past the end of a shortened file count as damaged from the start.
+    init?(source: RandomAccessSource) {
+        guard let table = RangedZstdSource.table(of: source), !table.frames.isEmpty, let size = try? source.size() else {
+            return nil
+        }
+        self.table = table
+        for (index, frame) in table.frames.enumerated() where frame.compressedOffset + Int64(frame.compressedSize) > size {
+            frames.insert(index)
+        }
+    }
+
+    // MARK: Recording
+
+    /// Records `frame` as damaged; false when it was known already or is not a frame of the
+    /// table (reading around it again would meet the same damage).
+    mutating func add(_ frame: Int) -> Bool {
+        guard table.frames.indices.contains(frame) else { return false }
+        return frames.insert(frame).inserted
+    }
+
+    // MARK: Answers
+
+    /// Whether any of the tar stream's bytes `range` lie in a damaged frame (an empty range
+    /// counts by its start).
+    func touches(_ range: Range<Int64>) -> Bool {
+        guard let first = table.frameIndex(containing: range.lowerBound) else { return true }
+        let last = range.isEmpty ? first : (table.frameIndex(containing: range.upperBound - 1) ?? table.frames.count - 1)
+        if last - first < frames.count {
+            return (first...last).contains(where: frames.contains)
+        }
+        return frames.contains { (first...last).contains($0) }
+    }
+
+    /// "frame 7" or "frames 7 and 9", for messages.
+    var description: String {
+        let sorted = frames.sorted().map(String.init)
+        switch sorted.count {
+        case 0: return "no frame"
+        case 1: return "frame \(sorted[0])"
+        default: return "frames " + sorted.dropLast().joined(separator: ", ") + " and " + sorted[sorted.count - 1]
+        }
+    }
+}
