@@ -61,6 +61,12 @@ final class DamageContainmentTests: EndToEndTestCase {
         let outcome = try run(["restore", id, "--dest", dest, "--target", target, "--json"])
         try assertContained(outcome, damagedFrames: [frames[1]], entries: try manifestEntries(id), target: target)
 
+        // Verify reads around the damage too: the same entries are named, every other file
+        // is checked, none is left unchecked; also of the archive file alone.
+        let entries = try manifestEntries(id)
+        try assertVerifyContained(try run(["verify", id, "--dest", dest, "--json"]), damagedFrames: [frames[1]], entries: entries)
+        try assertVerifyContained(try run(["verify", archive, "--json"]), damagedFrames: [frames[1]], entries: entries)
+
         // The summary a person reads never says every file matched beside damage.
         let again = try run(["restore", id, "--dest", dest, "--target", path("target-2")])
         assertExit(again, 4)
@@ -68,8 +74,8 @@ final class DamageContainmentTests: EndToEndTestCase {
         XCTAssertTrue(again.stdoutText.contains("files restored matched their SHA-256"), "\(again)")
     }
 
-    /// Flips in two frames, and a restore of two folders: only what those frames held of
-    /// the selection is lost.
+    /// Flips in two frames, the first among them: verify, a whole restore and a restore of
+    /// two folders lose only what those frames held (of the selection).
     func testFlipsInTwoFramesOfAPartialRestoreCostOnlyThoseFrames() throws {
         let id = try backup([source], dest: dest)
         let archive = try onlyArchive(in: dest)
@@ -79,6 +85,13 @@ final class DamageContainmentTests: EndToEndTestCase {
 
         let target = path("target")
         let outcome = try run(["restore", id, source + "/f1", source + "/f4", "--dest", dest, "--target", target, "--json"])
+        try assertVerifyContained(try run(["verify", id, "--dest", dest, "--json"]), damagedFrames: [frames[0], frames[2]],
+                                  entries: try manifestEntries(id))
+        // The first frame damaged stops the reader before its first entry: a whole restore
+        // still reads around it.
+        let whole = path("whole")
+        try assertContained(try run(["restore", id, "--dest", dest, "--target", whole, "--json"]),
+                            damagedFrames: [frames[0], frames[2]], entries: try manifestEntries(id), target: whole)
         let selected = try manifestEntries(id).filter { entry in
             ["/src/f1", "/src/f4"].contains { entry.path.hasSuffix($0) || entry.path.contains($0 + "/") }
         }
@@ -147,6 +160,23 @@ final class DamageContainmentTests: EndToEndTestCase {
         }
         XCTAssertEqual(report["files"] as? Int, restoredFiles, "the count of files restored", file: file, line: line)
         print("DamageContainmentTests: \(restoredFiles) files restored, \(lost.count) entries lost of \(entries.count)")
+    }
+
+    /// Verify's report of the damaged backup: exit 4, the entries in `damagedFrames` named
+    /// (and nothing else), every other file checked, nothing left unchecked.
+    private func assertVerifyContained(_ outcome: ProcessRunner.Outcome, damagedFrames: [Frame], entries: [Entry],
+                                       file: StaticString = #filePath, line: UInt = #line) throws {
+        assertExit(outcome, 4, "verify of a damaged backup", file: file, line: line)
+        let report = try XCTUnwrap((try json(outcome, file: file, line: line)["backups"] as? [[String: Any]])?.first,
+                                   file: file, line: line)
+        let lost = Set(entries.filter { $0.location.map { touches($0, damagedFrames) } ?? true }.map(\.path))
+        let named = Set(((report["damaged_files"] as? [[String: Any]]) ?? []).compactMap { $0["path"] as? String })
+        XCTAssertEqual(named.subtracting(lost).sorted(), [], "verify named damaged outside the damaged frames", file: file, line: line)
+        XCTAssertEqual(lost.subtracting(named).sorted(), [], "verify did not name these lost entries", file: file, line: line)
+        XCTAssertEqual(report["files_checked"] as? Int, entries.filter { $0.type == "file" && !lost.contains($0.path) }.count,
+                       "every file outside the damage is checked", file: file, line: line)
+        XCTAssertEqual(report["entries_unchecked"] as? Int, 0, "\(outcome)", file: file, line: line)
+        XCTAssertEqual(report["intact"] as? Bool, false, file: file, line: line)
     }
 
     /// Whether `range` of the tar stream overlaps any of `frames`.

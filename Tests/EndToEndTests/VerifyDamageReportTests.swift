@@ -4,7 +4,8 @@ import XCTest
 /// What `verify` says about an archive that cannot be read to its end: the reader's phrase
 /// once, where reading stopped ("unreadable from frame N") with the count of entries that
 /// could not be checked, and no "missing from the archive" line per entry after that
-/// point. An archive that reads to its end still names each entry it lacks.
+/// point. A damaged frame in an archive that can be read in parts costs only its entries,
+/// each named (issue 25 §2.3). An archive that reads to its end still names each entry it lacks.
 final class VerifyDamageReportTests: EndToEndTestCase {
     // MARK: Fixtures
 
@@ -49,7 +50,8 @@ final class VerifyDamageReportTests: EndToEndTestCase {
         XCTAssertEqual(report?["intact"] as? Bool, false)
     }
 
-    func testDamagedFrameSaysWhereReadingStopped() throws {
+    /// A flipped byte in the last frame: its two entries are named; nothing is left unchecked.
+    func testDamagedFrameNamesItsEntriesOnly() throws {
         let dest = try twoFrameBackup()
         let archive = try onlyArchive(in: dest)
         let size = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: archive)[.size] as? Int)
@@ -58,8 +60,29 @@ final class VerifyDamageReportTests: EndToEndTestCase {
         let outcome = try run(["verify", "--dest", dest])
         assertExit(outcome, 4)
         XCTAssertEqual(occurrences("is damaged or not an archive", in: outcome.combinedText), 1, "\(outcome)")
-        XCTAssertTrue(outcome.stdoutText.contains("unreadable from frame 1: 2 of 7 entries could not be checked"), "\(outcome)")
+        XCTAssertEqual(occurrences("it lies in a damaged part of the archive (frame 1)", in: outcome.stdoutText), 2, "\(outcome)")
+        XCTAssertTrue(outcome.stdoutText.contains("/file-4.bin: it lies in a damaged part"), "\(outcome)")
+        XCTAssertTrue(outcome.stdoutText.contains("/file-5.bin: it lies in a damaged part"), "\(outcome)")
+        XCTAssertFalse(outcome.stdoutText.contains("could not be checked"), "\(outcome)")
         XCTAssertEqual(occurrences("missing from the archive", in: outcome.combinedText), 0, "\(outcome)")
+    }
+
+    /// A flipped byte in the first frame stops the reader before its first entry: the
+    /// entries of that frame (file 4 begins in it) are named, and file 5 is still checked.
+    func testDamagedFirstFrameCostsOnlyItsEntries() throws {
+        let dest = try twoFrameBackup()
+        let archive = try onlyArchive(in: dest)
+        let size = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: archive)[.size] as? Int)
+        try Fixtures.flipByte(in: archive, at: size / 4)
+
+        let outcome = try run(["verify", "--dest", dest, "--json"])
+        assertExit(outcome, 4)
+        let report = try XCTUnwrap((try json(outcome))["backups"] as? [[String: Any]]).first
+        let named = ((report?["damaged_files"] as? [[String: Any]]) ?? []).compactMap { ($0["path"] as? String)?.split(separator: "/").last }
+        XCTAssertEqual(named.sorted(), ["file-0.bin", "file-1.bin", "file-2.bin", "file-3.bin", "file-4.bin", "src"], "\(outcome)")
+        XCTAssertEqual(report?["files_checked"] as? Int, 1, "file 5 lies wholly in the intact frame: \(outcome)")
+        XCTAssertEqual(report?["entries_unchecked"] as? Int, 0)
+        XCTAssertEqual(report?["unreadable_from"] as? String, "frame 0")
     }
 
     /// A lone archive file cut short, without the manifest beside it: its own manifest, at

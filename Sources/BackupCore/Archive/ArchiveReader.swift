@@ -33,7 +33,12 @@ public final class ArchiveReader {
     }
     /// The first zstd frame that could not be read, once reading stopped at damage in a
     /// zstd archive made of frames; nil otherwise (then the entry being read says where).
-    public var unreadableFrame: Int? { (decoded as? ParallelZstdSource)?.unreadableFrame }
+    public var unreadableFrame: Int? { ArchiveReader.unreadableFrame(of: decoded) }
+
+    /// The frame where damage stopped reading `decoded` (a source `decoding` gave), if any.
+    static func unreadableFrame(of decoded: ByteSource?) -> Int? {
+        (decoded as? ParallelZstdSource)?.unreadableFrame ?? (decoded as? RangedZstdSource)?.unreadableFrame
+    }
 
     /// Whether Keepsake's own reader parses this archive (rather than libarchive).
     var readsItself: Bool {
@@ -48,13 +53,25 @@ public final class ArchiveReader {
     /// to be the uncompressed tar of a Keepsake archive (or parts of one, whole entries each)
     /// and are not inspected. Once `cancellation` is set, reading throws
     /// `EngineError.interrupted`.
-    public init(source: ByteSource, name: String, keepsakeTar: Bool = false, cancellation: CancellationFlag? = nil) throws {
-        let decoded: ByteSource
+    public convenience init(source: ByteSource, name: String, keepsakeTar: Bool = false, cancellation: CancellationFlag? = nil) throws {
+        try self.init(decoded: keepsakeTar ? source : ArchiveReader.decoding(source, name: name), name: name,
+                      keepsakeTar: keepsakeTar, cancellation: cancellation)
+    }
+
+    /// `source` decompressed as the reader reads it: a `ParallelZstdSource` for zstd made of
+    /// frames (whose `unreadableFrame` says where damage stopped it, even when it stopped
+    /// the reader from opening), anything else unchanged.
+    static func decoding(_ source: ByteSource, name: String) throws -> ByteSource {
         do {
-            decoded = keepsakeTar ? source : try DecodedArchiveSource.wrap(source, name: name)
+            return try DecodedArchiveSource.wrap(source, name: name)
         } catch {
             throw Self.readingError(error, archive: name)
         }
+    }
+
+    /// Opens a reader of `decoded`, the bytes `decoding(_:name:)` gave (or, with
+    /// `keepsakeTar`, the uncompressed tar of a Keepsake archive).
+    init(decoded: ByteSource, name: String, keepsakeTar: Bool, cancellation: CancellationFlag?) throws {
         self.decoded = decoded
         self.name = name
         input = TarInput(source: decoded, cancellation: cancellation)

@@ -86,14 +86,23 @@ public final class Verifier {
         guard let archiveName = backup.archiveName else {
             throw EngineError.manifestUnreadable(name: backup.item?.manifestName ?? backup.label, reason: "it does not name its archive")
         }
-        let (hashing, content) = try Verifier.openForCheck(archiveName, in: backup.storage)
+        let (hashing, content, inParts) = try Verifier.openForCheckAround(archiveName, in: backup.storage)
         defer { content.close() }
-        return try verify(stored: hashing, content: content, name: backup.archiveLabel, sidecar: backup.manifestBytes())
+        return try verify(stored: hashing, content: content, inParts: inParts, name: backup.archiveLabel,
+                          sidecar: backup.manifestBytes())
     }
 
     /// Opens the archive `name` for a check: the bytes as stored are hashed, and an
     /// encrypted archive is decrypted above that, so one read checks both.
     static func openForCheck(_ name: String, in storage: StorageBackend) throws -> (stored: HashingSource, content: ByteSource) {
+        let opened = try openForCheckAround(name, in: storage)
+        return (opened.stored, opened.content)
+    }
+
+    /// `openForCheck`, with the stored archive for reading in parts when its content is
+    /// the stored bytes themselves (not encrypted): what reading around damage needs.
+    private static func openForCheckAround(_ name: String, in storage: StorageBackend) throws
+        -> (stored: HashingSource, content: ByteSource, inParts: RandomAccessSource?) {
         let raw: RandomAccessSource
         let stored = DecryptingStorage.stored(storage)
         do {
@@ -103,9 +112,11 @@ public final class Verifier {
         }
         let hashing = HashingSource(source: raw)
         do {
-            guard try DecryptingStorage.isEncrypted(name, raw, in: stored) else { return (hashing, hashing) }
-            guard let decrypting = storage as? DecryptingStorage else { return (hashing, try AgeKeyring.empty.openStream(hashing, name: name)) }
-            return (hashing, try decrypting.openStream(hashing, name: name))
+            guard try DecryptingStorage.isEncrypted(name, raw, in: stored) else { return (hashing, hashing, raw) }
+            guard let decrypting = storage as? DecryptingStorage else {
+                return (hashing, try AgeKeyring.empty.openStream(hashing, name: name), nil)
+            }
+            return (hashing, try decrypting.openStream(hashing, name: name), nil)
         } catch {
             raw.close()
             throw error
@@ -181,8 +192,9 @@ public final class Verifier {
         report.name = facts.name
         let hashing: HashingSource
         let content: ByteSource
+        let inParts: RandomAccessSource?
         do {
-            (hashing, content) = try Verifier.openForCheck(facts.name, in: storage)
+            (hashing, content, inParts) = try Verifier.openForCheckAround(facts.name, in: storage)
         } catch let error as EncryptionError {
             throw error
         } catch {
@@ -190,7 +202,7 @@ public final class Verifier {
             return report
         }
         defer { content.close() }
-        try check(content, name: facts.name, expected: manifest, beside: beside, report: &report)
+        try check(content, inParts: inParts, name: facts.name, expected: manifest, beside: beside, report: &report)
         compareWhole(hashing, facts: facts, name: facts.name, report: &report)
         report.intactItself = report.isIntact
         heldFiles.keep(item.id, manifest: manifest)
@@ -331,16 +343,17 @@ public final class Verifier {
     /// beside it (`sidecar`, its raw bytes), including the archive's recorded size and SHA-256.
     public func verify(archive source: ByteSource, name: String, sidecar: [UInt8]?) throws -> VerifyReport {
         let hashing = HashingSource(source: source)
-        return try verify(stored: hashing, content: hashing, name: name, sidecar: sidecar)
+        return try verify(stored: hashing, content: hashing, inParts: source as? RandomAccessSource, name: name, sidecar: sidecar)
     }
 
     /// `verify(archive:…)` for an archive whose stored bytes (`stored`) and content
     /// (`content`, read above them: decrypted, or the same source) differ.
-    private func verify(stored: HashingSource, content: ByteSource, name: String, sidecar: [UInt8]?) throws -> VerifyReport {
+    private func verify(stored: HashingSource, content: ByteSource, inParts: RandomAccessSource?, name: String,
+                        sidecar: [UInt8]?) throws -> VerifyReport {
         let manifest = sidecar.flatMap { try? Manifest.parse($0) }
         let beside = manifest == nil ? nil : sidecar.map(ManifestFingerprint.init(of:))
         var report = VerifyReport(id: manifest?.summary.id, name: name)
-        try check(content, name: name, expected: manifest, beside: beside, report: &report)
+        try check(content, inParts: inParts, name: name, expected: manifest, beside: beside, report: &report)
         if let facts = manifest?.summary.archive {
             compareWhole(stored, facts: facts, name: name, report: &report)
         }
@@ -351,9 +364,10 @@ public final class Verifier {
 
     /// Reads the archive front to back. With `expected` known, each file is checked as it
     /// comes; otherwise digests are collected and checked against the archive's own
-    /// manifest at the end.
-    private func check(_ source: ByteSource, name: String, expected: Manifest?, beside: ManifestFingerprint?,
-                       report: inout VerifyReport) throws {
+    /// manifest at the end. When damage stops the reading and the archive can be read in
+    /// parts (`inParts`, see `checkAround`), the rest is checked around the damage.
+    private func check(_ source: ByteSource, inParts: RandomAccessSource?, name: String, expected: Manifest?,
+                       beside: ManifestFingerprint?, report: inout VerifyReport) throws {
         let index = expected?.index()
         var digests: [PathKey: (sha256: String?, header: ArchiveEntryHeader)] = [:]
         // Which manifest positions the archive was seen to hold (a byte each, not a path).
@@ -365,10 +379,12 @@ public final class Verifier {
         var sawMarker = false
         var entriesSeen = 0
         var current = "the start of the archive"
-        var reader: ArchiveReader?
+        // Kept outside the reader: damage may stop the reader from opening at all.
+        var decoded: ByteSource?
         do {
-            let opened = try ArchiveReader(source: source, name: name, cancellation: cancellation)
-            reader = opened
+            let input = try ArchiveReader.decoding(source, name: name)
+            decoded = input
+            let opened = try ArchiveReader(decoded: input, name: name, keepsakeTar: false, cancellation: cancellation)
             while let header = try opened.nextHeader() {
                 try cancellation.check()
                 current = PathBytes.display(header.path)
@@ -426,20 +442,10 @@ public final class Verifier {
                     continue
                 }
                 entriesSeen += 1
-                var sha: String?
-                if header.type == .file {
-                    let content = try ManifestCheck.hashContent(of: opened, declaredSize: header.size, cancellation: cancellation)
-                    sha = content.sha256
-                    report.filesChecked += 1
-                    report.bytesChecked += content.size
-                } else {
-                    try opened.skipContent()
-                }
+                let sha = try checkContent(header, reader: opened, report: &report)
                 reportProgress(report, path: current)
                 if let index {
-                    let position = index.position(of: header.path[...])
-                    if let position { seen[position] = true }
-                    compare(header, sha: sha, with: position.map { index.entries[$0] }, insideOnly: false, report: &report)
+                    compare(header, sha: sha, index: index, seen: &seen, report: &report)
                 } else {
                     digests[PathKey(header.path)] = (sha, header)
                 }
@@ -448,7 +454,11 @@ public final class Verifier {
             try opened.readToEnd()
         } catch let error as ArchiveError {
             report.archiveProblems.append("\(error) (while reading \(current))")
-            report.unreadableFrom = reader?.unreadableFrame.map { "frame \($0)" } ?? current
+            let frame = ArchiveReader.unreadableFrame(of: decoded)
+            report.unreadableFrom = frame.map { "frame \($0)" } ?? current
+            if let frame, let inParts, let index {
+                try checkAround(frame, of: inParts, name: name, index: index, seen: &seen, report: &report)
+            }
         } catch let error as StorageError {
             report.archiveProblems.append("\(error) (while reading \(current))")
             report.unreadableFrom = current
@@ -497,6 +507,77 @@ public final class Verifier {
             report.archiveProblems.append("the SHA256SUMS inside \(name) differs from its manifest")
         }
         report.problems.sort { $0.path < $1.path }
+    }
+
+    /// A file's content hashed (counted in `report`), or the content skipped; the SHA-256
+    /// of a file, nil for other entries.
+    private func checkContent(_ header: ArchiveEntryHeader, reader: ArchiveReader, report: inout VerifyReport) throws -> String? {
+        guard header.type == .file else {
+            try reader.skipContent()
+            return nil
+        }
+        let content = try ManifestCheck.hashContent(of: reader, declaredSize: header.size, cancellation: cancellation)
+        report.filesChecked += 1
+        report.bytesChecked += content.size
+        return content.sha256
+    }
+
+    /// Compares an entry met in the archive with its line in the manifest beside it, and
+    /// notes its position as seen.
+    private func compare(_ header: ArchiveEntryHeader, sha: String?, index: ManifestIndex, seen: inout [Bool],
+                         report: inout VerifyReport) {
+        let position = index.position(of: header.path[...])
+        if let position { seen[position] = true }
+        compare(header, sha: sha, with: position.map { index.entries[$0] }, insideOnly: false, report: &report)
+    }
+
+    /// After damage stopped the reading at `frame`: the archive's entries not yet seen are
+    /// checked from the frames that hold them (the seek table and the manifest's `at`/`len`
+    /// say which), around every damaged frame met on the way, and each entry that lies in a
+    /// damaged frame is named. Does nothing when the archive has no seek table or the
+    /// manifest does not place every such entry (then they are counted unchecked, as before).
+    private func checkAround(_ frame: Int, of source: RandomAccessSource, name: String, index: ManifestIndex,
+                             seen: inout [Bool], report: inout VerifyReport) throws {
+        guard var damaged = DamagedFrames(source: source) else { return }
+        let entries = index.entries
+        var unreadable: Int? = frame
+        // Every round adds a frame to `damaged`, so this ends within the table's length.
+        while let frame = unreadable, damaged.add(frame) {
+            var rest: [Int] = []
+            var lost: [Int] = []
+            for position in index.distinctPositions where entries.storedIn(at: position) == nil && !seen[position] {
+                guard let location = entries.location(at: position) else { return }
+                if damaged.touches(location) { lost.append(position) } else { rest.append(position) }
+            }
+            for position in lost {
+                seen[position] = true
+                report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(entries.path(at: position)),
+                                                   reason: "it lies in a damaged part of the archive (\(damaged.description))"))
+            }
+            guard !rest.isEmpty else { return }
+            // Not closed: closing it would close `source`, which the caller still reads.
+            let around = RangedZstdSource(source: source, table: damaged.table, ranges: rest.compactMap(entries.location(at:)),
+                                          name: name, workers: DecodedArchiveSource.workers)
+            unreadable = nil
+            do {
+                let reader = try ArchiveReader(source: around, name: name, keepsakeTar: true, cancellation: cancellation)
+                while let header = try reader.nextHeader() {
+                    try cancellation.check()
+                    guard !BackupNaming.isMetadataEntry(header.path) else {
+                        try reader.skipContent()
+                        continue
+                    }
+                    let sha = try checkContent(header, reader: reader, report: &report)
+                    reportProgress(report, path: PathBytes.display(header.path))
+                    compare(header, sha: sha, index: index, seen: &seen, report: &report)
+                }
+            } catch let error as ArchiveError {
+                report.archiveProblems.append("\(error)")
+                unreadable = around.unreadableFrame
+            } catch let error as StorageError {
+                report.archiveProblems.append("\(error)")
+            }
+        }
     }
 
     /// Entries of the manifest the archive was not seen to hold: each named as missing when

@@ -202,11 +202,13 @@ final class RestoreRun {
             result.archiveBytesRead += ranged?.compressedBytesRead ?? counting?.count ?? 0
             if ranged != nil { result.archivesReadInPart += 1 }
         }
-        var reader: ArchiveReader?
+        // Kept outside the reader: damage may stop the reader from opening at all.
+        var decoded: ByteSource?
         do {
-            let input: ByteSource = ranged.map { $0 as ByteSource } ?? counting.map { $0 as ByteSource } ?? source
-            let opened = try ArchiveReader(source: input, name: name, keepsakeTar: ranged != nil, cancellation: cancellation)
-            reader = opened
+            let input: ByteSource = try ranged.map { $0 as ByteSource }
+                ?? ArchiveReader.decoding(counting.map { $0 as ByteSource } ?? source, name: name)
+            decoded = input
+            let opened = try ArchiveReader(decoded: input, name: name, keepsakeTar: ranged != nil, cancellation: cancellation)
             while let header = try opened.nextHeader() {
                 try cancellation.check()
                 if BackupNaming.isMetadataEntry(header.path) {
@@ -233,10 +235,10 @@ final class RestoreRun {
             }
         } catch let failure as ArchiveError {
             result.noteArchiveProblem(failure.description)
-            pass.unreadableFrame = ranged?.unreadableFrame ?? reader?.unreadableFrame
+            pass.unreadableFrame = ArchiveReader.unreadableFrame(of: decoded)
         } catch let failure as StorageError {
             result.noteArchiveProblem(failure.description)
-            pass.unreadableFrame = ranged?.unreadableFrame ?? reader?.unreadableFrame
+            pass.unreadableFrame = ArchiveReader.unreadableFrame(of: decoded)
         }
         // The entry being read when damage stopped the pass lies (at least partly) in the
         // damaged frame: it is lost, and said so (its partial file is never placed).
