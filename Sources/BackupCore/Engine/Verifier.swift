@@ -456,7 +456,7 @@ public final class Verifier {
             report.archiveProblems.append("\(error) (while reading \(current))")
             let frame = ArchiveReader.unreadableFrame(of: decoded)
             report.unreadableFrom = frame.map { "frame \($0)" } ?? current
-            if let frame, let inParts, let index {
+            if let inParts, let index {
                 try checkAround(frame, of: inParts, name: name, index: index, seen: &seen, report: &report)
             }
         } catch let error as StorageError {
@@ -533,23 +533,40 @@ public final class Verifier {
 
     /// After damage stopped the reading at `frame`: the archive's entries not yet seen are
     /// checked from the frames that hold them (the seek table and the manifest's `at`/`len`
-    /// say which), around every damaged frame met on the way, and each entry that lies in a
-    /// damaged frame is named. Does nothing when the archive has no seek table or the
+    /// say which), around every damaged frame met on the way; an entry that lies in a
+    /// damaged frame is checked out of what that frame still decodes (`FrameSalvage`), and
+    /// named when it cannot be. Does nothing when the archive has no seek table or the
     /// manifest does not place every such entry (then they are counted unchecked, as before).
-    private func checkAround(_ frame: Int, of source: RandomAccessSource, name: String, index: ManifestIndex,
+    private func checkAround(_ frame: Int?, of source: RandomAccessSource, name: String, index: ManifestIndex,
                              seen: inout [Bool], report: inout VerifyReport) throws {
-        guard var damaged = DamagedFrames(source: source) else { return }
         let entries = index.entries
-        var unreadable: Int? = frame
+        let own = ManifestIndex(entries, positions: index.distinctPositions.filter { entries.storedIn(at: $0) == nil })
+        guard var damaged = DamagedFrames(source: source) else { return }
+        let salvage = try FrameSalvage(source: source, table: damaged.table)
+        // Damage that gave no frame (a frame's magic number gone): where the first entry not
+        // yet seen begins.
+        var unreadable = frame ?? damaged.firstFrame(of: own, unless: { seen[$0] })
         // Every round adds a frame to `damaged`, so this ends within the table's length.
         while let frame = unreadable, damaged.add(frame) {
             var rest: [Int] = []
             var lost: [Int] = []
-            for position in index.distinctPositions where entries.storedIn(at: position) == nil && !seen[position] {
+            for position in own.distinctPositions where !seen[position] {
                 guard let location = entries.location(at: position) else { return }
                 if damaged.touches(location) { lost.append(position) } else { rest.append(position) }
             }
             for position in lost {
+                // Checked out of what the damaged frame still decodes, when it holds the entry.
+                if let location = entries.location(at: position),
+                   let (reader, header) = salvage.entry(location, name: name, cancellation: cancellation),
+                   FrameSalvage.agrees(header, with: entries[position]) {
+                    do {
+                        let sha = try checkContent(header, reader: reader, report: &report)
+                        compare(header, sha: sha, index: index, seen: &seen, report: &report)
+                        continue
+                    } catch is ArchiveError {
+                        // Its content ends early: named below.
+                    }
+                }
                 seen[position] = true
                 report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(entries.path(at: position)),
                                                    reason: "it lies in a damaged part of the archive (\(damaged.description))"))
@@ -573,7 +590,7 @@ public final class Verifier {
                 }
             } catch let error as ArchiveError {
                 report.archiveProblems.append("\(error)")
-                unreadable = around.unreadableFrame
+                unreadable = around.unreadableFrame ?? damaged.firstFrame(of: own, unless: { seen[$0] })
             } catch let error as StorageError {
                 report.archiveProblems.append("\(error)")
             }

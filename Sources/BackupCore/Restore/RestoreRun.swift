@@ -33,9 +33,8 @@ final class RestoreRun {
     /// SHA-256 per file) is expected at its end: files waiting for it are hashed meanwhile.
     private var expectsOwnManifest = false
     private var lastProgress = Date.distantPast
-    /// The path of the entry being restored while its content is read; what a damaged
-    /// archive cut short.
-    private var entryInFlight: [UInt8]?
+    /// The entry being restored while its content is read; what a damaged archive cut short.
+    private var entryInFlight: InFlight?
 
     // MARK: Life cycle
 
@@ -174,20 +173,38 @@ final class RestoreRun {
                              seen: inout SeenEntries, onlyEntries: ManifestIndex? = nil) throws -> [UInt8]? {
         let ranged = onlyEntries.flatMap { narrowed(source, name: name, entries: $0) }
         let pass = try readPass(source, ranged: ranged, name: name, holder: holder, expected: expected, seen: &seen)
-        if let expected, let frame = pass.unreadableFrame {
+        if let expected, pass.stoppedAtDamage {
             // This archive's entries in this phase: the selection's, or all it holds.
             let scope = onlyEntries ?? (holder != nil ? expected : ManifestIndex(expected.entries, positions:
                 expected.indexedPositions.filter { expected.entries.storedIn(at: $0) == nil }))
-            try readAround(frame, of: source, name: name, holder: holder, expected: expected, scope: scope, seen: &seen)
+            try readAround(pass.unreadableFrame, of: source, name: name, holder: holder, expected: expected, scope: scope,
+                           cutShort: pass.cutShort, seen: &seen)
+        } else if let cutShort = pass.cutShort {
+            nameCutShort(cutShort)
         }
         return pass.innerManifest
     }
 
-    /// What one pass over an archive gave: its own manifest (when read), and the frame
-    /// where damage stopped it (when it stopped at a frame).
+    /// What one pass over an archive gave: its own manifest (when read), the frame where
+    /// damage stopped it (when it stopped at a frame), and the entry it was reading then.
     private struct Pass {
         var innerManifest: [UInt8]?
+        /// Whether damage in the archive stopped the pass.
+        var stoppedAtDamage = false
         var unreadableFrame: Int?
+        var cutShort: InFlight?
+    }
+
+    /// An entry whose content is being read: its archive path and the path it is shown by.
+    private struct InFlight {
+        var archivePath: [UInt8]
+        var shown: [UInt8]
+    }
+
+    /// Names an entry that damage cut short and that could not be read again.
+    private func nameCutShort(_ entry: InFlight) {
+        result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(entry.shown),
+                                          reason: "its content lies in a damaged part of the archive"))
     }
 
     /// One pass over `source` (or the parts `ranged` reads), restoring each entry met.
@@ -235,54 +252,89 @@ final class RestoreRun {
             }
         } catch let failure as ArchiveError {
             result.noteArchiveProblem(failure.description)
+            pass.stoppedAtDamage = true
             pass.unreadableFrame = ArchiveReader.unreadableFrame(of: decoded)
         } catch let failure as StorageError {
             result.noteArchiveProblem(failure.description)
             pass.unreadableFrame = ArchiveReader.unreadableFrame(of: decoded)
         }
         // The entry being read when damage stopped the pass lies (at least partly) in the
-        // damaged frame: it is lost, and said so (its partial file is never placed).
-        if let lost = entryInFlight {
-            entryInFlight = nil
-            result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(lost),
-                                              reason: "its content lies in a damaged part of the archive"))
-        }
+        // damaged frame: its partial file is never placed, and the caller salvages or names it.
+        pass.cutShort = entryInFlight
+        entryInFlight = nil
         try finishWrites()
         return pass
     }
 
-    /// Reads the entries of `scope` not yet seen around the damaged `frame` and any other
-    /// damaged frame met on the way: each lost entry (one lying in a damaged frame) is named
-    /// once, and the others are read from the frames that hold them. Does nothing when the
-    /// archive has no seek table or the manifest does not place every such entry (then they
-    /// are named missing, as before).
-    private func readAround(_ frame: Int, of source: RandomAccessSource, name: String, holder: BackupID?,
-                            expected: ManifestIndex, scope: ManifestIndex, seen: inout SeenEntries) throws {
-        guard var damaged = DamagedFrames(source: source) else { return }
+    /// Reads the entries of `scope` not yet seen around the damaged `frame` (when damage
+    /// stopped reading at no frame, such as a frame whose magic number is gone, the frame
+    /// of the first entry not yet seen) and any other damaged frame met on the way. Each entry lying in a damaged frame (and the one a
+    /// pass was reading when it stopped, `cutShort`) is taken out of what the frame still
+    /// decodes when it checks out (`FrameSalvage`), and named lost otherwise; the others are
+    /// read from the frames that hold them. When the archive has no seek table or the
+    /// manifest does not place every such entry, they are named missing, as before.
+    private func readAround(_ frame: Int?, of source: RandomAccessSource, name: String, holder: BackupID?,
+                            expected: ManifestIndex, scope: ManifestIndex, cutShort: InFlight?,
+                            seen: inout SeenEntries) throws {
         let entries = scope.entries
-        var unreadable: Int? = frame
+        guard var damaged = DamagedFrames(source: source),
+              scope.distinctPositions.allSatisfy({ seen[$0] || entries.location(at: $0) != nil }) else {
+            if let cutShort { nameCutShort(cutShort) }
+            return
+        }
+        let salvage = try FrameSalvage(source: source, table: damaged.table)
+        var cutShort = cutShort
+        var unreadable = frame ?? damaged.firstFrame(of: scope, unless: { seen[$0] })
         // Every round adds a frame to `damaged`, so this ends within the table's length.
         while let frame = unreadable, damaged.add(frame) {
             var rest: [Int] = []
             var lost: [Int] = []
             for position in scope.distinctPositions where !seen[position] {
-                guard let location = entries.location(at: position) else { return }
+                guard let location = entries.location(at: position) else { continue }
                 if damaged.touches(location) { lost.append(position) } else { rest.append(position) }
             }
+            if let entry = cutShort {
+                // Met (and marked seen) before its content failed: salvaged like the others.
+                if let position = scope.position(of: entry.archivePath) { lost.insert(position, at: 0) } else { nameCutShort(entry) }
+                cutShort = nil
+            }
             for position in lost {
+                if try restoreSalvaged(position, of: entries, from: salvage, name: name, holder: holder, expected: expected,
+                                       seen: &seen) { continue }
                 let path = entries.path(at: position)
                 seen.mark(position, path: path)
                 guard plan.selection.matches(path, isDirectory: entries.type(at: position) == .directory) else { continue }
                 result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
                                                   reason: "it lies in a damaged part of the archive (\(damaged.description))"))
             }
+            try finishWrites()
             guard !rest.isEmpty else { return }
-            let ranges = rest.compactMap(entries.location(at:))
-            let around = RangedZstdSource(source: source, table: damaged.table, ranges: ranges, name: name,
-                                          workers: DecodedArchiveSource.workers)
-            unreadable = try readPass(source, ranged: around, name: name, holder: holder, expected: expected,
-                                      seen: &seen).unreadableFrame
+            let around = RangedZstdSource(source: source, table: damaged.table, ranges: rest.compactMap(entries.location(at:)),
+                                          name: name, workers: DecodedArchiveSource.workers)
+            let pass = try readPass(source, ranged: around, name: name, holder: holder, expected: expected, seen: &seen)
+            unreadable = pass.stoppedAtDamage ? pass.unreadableFrame ?? damaged.firstFrame(of: scope, unless: { seen[$0] }) : nil
+            cutShort = pass.cutShort
         }
+        if let cutShort { nameCutShort(cutShort) }
+    }
+
+    /// Restores the entry at `position` out of a damaged frame's salvaged bytes when they
+    /// hold it whole and its header says nothing the manifest cannot vouch for (a file's
+    /// content is then checked against its SHA-256 as it is written, like any other).
+    /// False when it cannot be taken out: the caller names it lost.
+    private func restoreSalvaged(_ position: Int, of entries: ManifestEntries, from salvage: FrameSalvage, name: String,
+                                 holder: BackupID?, expected: ManifestIndex, seen: inout SeenEntries) throws -> Bool {
+        guard let location = entries.location(at: position),
+              let (reader, header) = salvage.entry(location, name: name, cancellation: cancellation),
+              FrameSalvage.agrees(header, with: entries[position]) else { return false }
+        do {
+            try restoreEntry(header, reader: reader, holder: holder, expected: expected, seen: &seen)
+        } catch is ArchiveError {
+            // Its content ended early: nothing of it was placed.
+            entryInFlight = nil
+            return false
+        }
+        return true
     }
 
     /// The archive's own manifest, or nil (with the problem noted) when it is larger than
@@ -413,7 +465,7 @@ final class RestoreRun {
         switch plan.decide(archived, holder: holder, expected: expected, seen: &seen) {
         case .restore(let decided):
             step = decided
-            entryInFlight = decided.path
+            entryInFlight = InFlight(archivePath: archived.path, shown: decided.path)
         case .skip:
             return try reader.skipContent()
         case .refuse(let path, let reason):

@@ -98,3 +98,21 @@ final class CountingSource: ByteSource {
 
     func close() { source.close() }
 }
+
+/// Hands out bytes held in memory.
+final class MemorySource: ByteSource {
+    private let bytes: [UInt8]
+    private var position = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let count = min(buffer.count, bytes.count - position)
+        guard count > 0 else { return 0 }
+        bytes.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[position..<(position + count)])) }
+        position += count
+        return count
+    }
+
+    func close() {}
+}

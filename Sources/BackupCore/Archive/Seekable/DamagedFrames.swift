@@ -49,6 +49,17 @@ struct DamagedFrames {
         return frames.contains { (first...last).contains($0) }
     }
 
+    /// The frame where the first entry of `scope` (by its place in the tar stream) that is
+    /// not `done` begins: where reading stopped when damage gave no frame of its own.
+    func firstFrame(of scope: ManifestIndex, unless done: (Int) -> Bool) -> Int? {
+        var first: Int64?
+        for position in scope.distinctPositions where !done(position) {
+            guard let start = scope.entries.location(at: position)?.lowerBound else { continue }
+            first = min(first ?? start, start)
+        }
+        return first.flatMap(table.frameIndex(containing:))
+    }
+
     /// "frame 7" or "frames 7 and 9", for messages.
     var description: String {
         let sorted = frames.sorted().map(String.init)

@@ -87,6 +87,31 @@ final class ZstdContext: @unchecked Sendable {
         ZstdContext.result(ZSTD_decompressDCtx(pointer, output.baseAddress, output.count, input.baseAddress, input.count))
     }
 
+    /// Decompresses one frame as far as its bytes allow, into `output`; returns how many
+    /// bytes it gave before it stopped (a damaged frame's output up to its damage, or whole
+    /// when only its checksum disagrees). What it gives is not checked: the caller checks it.
+    func decompressAsFarAsPossible(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int {
+        _ = ZSTD_DCtx_reset(pointer, ZSTD_reset_session_only)
+        // ZSTD_d_forceIgnoreChecksum (libzstd 1.4.7 and later): a frame whose only fault is
+        // its checksum then gives all of its bytes, its last block too (which a streaming
+        // decoder otherwise holds back when the checksum fails).
+        _ = ZSTD_DCtx_setParameter(pointer, ZSTD_d_experimentalParam3, 1)
+        defer { _ = ZSTD_DCtx_setParameter(pointer, ZSTD_d_experimentalParam3, 0) }
+        var inputPosition = 0
+        var outputPosition = 0
+        // The input is handed over a slice at a time: given the whole frame and room for all
+        // of it, libzstd decodes it in one go and, at damage, gives nothing.
+        let slice = 64 * 1024
+        while outputPosition < output.count {
+            let before = (inputPosition, outputPosition)
+            let visible = UnsafeRawBufferPointer(rebasing: input[0..<min(input.count, inputPosition + slice)])
+            let status = decompressStream(visible, inputPosition: &inputPosition, into: output, outputPosition: &outputPosition)
+            guard case .success(let hint) = status, hint != 0, (inputPosition, outputPosition) != before else { break }
+        }
+        _ = ZSTD_DCtx_reset(pointer, ZSTD_reset_session_only)
+        return outputPosition
+    }
+
     // MARK: Streaming
 
     /// Decompresses from `input` starting at `inputPosition` into `output`, advancing both
