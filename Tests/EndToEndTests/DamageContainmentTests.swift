@@ -156,6 +156,42 @@ final class DamageContainmentTests: EndToEndTestCase {
                             spoilable: { $0.storedIn == full })
     }
 
+    /// The manifest is not trusted either: entries of the damaged frame whose `at`/`len` lie
+    /// (a terabyte long, past the end of the stream) cost themselves, never a crash or a
+    /// terabyte of memory, and the rest is restored as before.
+    func testLyingOffsetsInTheManifestCostOnlyTheirEntries() throws {
+        let id = try backup([source], dest: dest)
+        let archive = try onlyArchive(in: dest)
+        let frames = try seekTable(of: archive)
+        let sidecar = try sidecarPath(in: dest, id: id)
+        let lines = try sidecarText(sidecar).split(separator: "\n").map(String.init)
+        var lied: [String] = []
+        var edited: [String] = [lines[0]]
+        for line in lines.dropFirst() {
+            let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let at = (object["at"] as? NSNumber)?.int64Value ?? -1
+            guard lied.count < 2, object["type"] as? String == "file", frames[1].decompressed.contains(at) else {
+                edited.append(line)
+                continue
+            }
+            lied.append(try XCTUnwrap(object["path"] as? String))
+            edited.append(lied.count == 1 ? line.replacingOccurrences(of: "\"len\":\((object["len"] as? NSNumber)?.int64Value ?? 0)",
+                                                                      with: "\"len\":1099511627776")
+                                          : line.replacingOccurrences(of: "\"at\":\(at)", with: "\"at\":999999999999"))
+        }
+        XCTAssertEqual(lied.count, 2)
+        try writeSidecar(sidecar, edited.joined(separator: "\n") + "\n")
+        _ = try damage(archive, frames: frames, at: [frames[1].compressed.lowerBound + frames[1].compressed.count / 2])
+
+        let target = path("target")
+        let outcome = try run(["restore", id, "--dest", dest, "--target", target, "--json"])
+        assertExit(outcome, 4)
+        let named = Set((((try json(outcome))["damaged"] as? [[String: Any]]) ?? []).compactMap { $0["path"] as? String })
+        XCTAssertTrue(named.isSuperset(of: lied), "the entries whose offsets lie are named: \(outcome)")
+        XCTAssertLessThan(named.count, 10, "\(outcome)")
+        XCTAssertEqual(try json(outcome)["files"] as? Int, contents.count - named.count, "\(outcome)")
+    }
+
     // MARK: Checks
 
     /// The restore's exit code, its `damaged` list and the target: every entry the reference

@@ -15,6 +15,9 @@ final class FrameSalvage {
     /// taken out in stream order, so only the few frames around the current one are kept.
     private var decoded: [(index: Int, bytes: [UInt8])] = []
     private static let framesKept = 3
+    /// The largest entry taken out (its bytes are held in memory; the range comes from a
+    /// manifest, which is never trusted with an allocation): 64 MiB.
+    static let largestEntry: Int64 = 64 << 20
 
     // MARK: Life cycle
 
@@ -31,7 +34,8 @@ final class FrameSalvage {
     /// The tar stream's bytes `range`, or nil when some of them lie past where a damaged
     /// frame stopped decoding (or cannot be read at all).
     func bytes(_ range: Range<Int64>) -> [UInt8]? {
-        guard !range.isEmpty, let first = table.frameIndex(containing: range.lowerBound),
+        guard !range.isEmpty, range.upperBound - range.lowerBound <= FrameSalvage.largestEntry,
+              let first = table.frameIndex(containing: range.lowerBound),
               let last = table.frameIndex(containing: range.upperBound - 1) else { return nil }
         var result: [UInt8] = []
         result.reserveCapacity(range.count)
