@@ -156,6 +156,30 @@ final class DamageContainmentTests: EndToEndTestCase {
                             spoilable: { $0.storedIn == full })
     }
 
+    /// A lone archive file, without the manifest beside it, damaged long before its end:
+    /// restore finds the manifest at the archive's end (through the seek table), checks what
+    /// it had placed against it, and reads on around the damage as with the manifest beside.
+    func testALoneArchiveFindsItsManifestAtItsEnd() throws {
+        let id = try backup([source], dest: dest)
+        let entries = try manifestEntries(id)
+        let stored = try onlyArchive(in: dest)
+        let archive = path("alone/" + URL(fileURLWithPath: stored).lastPathComponent)
+        try FileManager.default.createDirectory(atPath: path("alone"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: stored, toPath: archive)
+        let frames = try seekTable(of: archive)
+        let reference = try damage(archive, frames: frames, at: [frames[1].compressed.lowerBound + frames[1].compressed.count / 2,
+                                                                 frames[2].compressed.lowerBound])
+
+        let target = path("target")
+        let outcome = try run(["restore", archive, "--target", target, "--json"], environment: ["KEEPSAKE_DEST": path("none")])
+        try assertContained(outcome, reference: reference, entries: entries, target: target)
+        let report = try json(outcome)
+        XCTAssertEqual(report["unverified_files"] as? Int, 0, "the manifest found at the end checked them: \(outcome)")
+        XCTAssertEqual(report["verified"] as? Bool, true, "\(outcome)")
+        XCTAssertEqual(try names(in: restored(source, into: target) + "/f0").filter { !$0.hasSuffix(".bin") }, [],
+                       "nothing is left under a temporary name")
+    }
+
     /// The manifest is not trusted either: entries of the damaged frame whose `at`/`len` lie
     /// (a terabyte long, past the end of the stream) cost themselves, never a crash or a
     /// terabyte of memory, and the rest is restored as before.

@@ -116,14 +116,29 @@ final class RestoreRun {
         let ownEntries = plan.wanted == nil ? nil : expected.map { index in
             ManifestIndex(index.entries, positions: index.entries.indices.filter { index.entries.storedIn(at: $0) == nil })
         }
-        let inner = try readArchive(archive, name: archiveName, holder: nil, expected: expected, seen: &seen,
-                                    onlyEntries: ownEntries)
+        let pass = try readArchive(archive, name: archiveName, holder: nil, expected: expected, seen: &seen,
+                                   onlyEntries: ownEntries)
+        let inner = pass.innerManifest
         var final = manifest
         // The archive's own manifest, indexed, when no manifest was known before reading.
         var ownIndex: ManifestIndex?
         if let expected {
             result.verifiedAgainstManifest = true
             nameMissing(expected, seen: seen)
+        } else if inner == nil, pass.stoppedAtDamage, let own = try manifestFromTheEnd(of: archive, name: archiveName) {
+            // A lone archive damaged before its manifest: the manifest, found from the end,
+            // checks what was placed and places the rest around the damage.
+            let index = own.index()
+            final = own
+            ownIndex = index
+            result.verifiedAgainstManifest = true
+            seen.resolve(against: index)
+            let scope = ManifestIndex(own.entries, positions: own.entries.indices.filter { own.entries.storedIn(at: $0) == nil })
+            try readAround(pass.unreadableFrame, of: archive, name: archiveName, holder: nil, expected: index, scope: scope,
+                           cutShort: pass.cutShort, seen: &seen)
+            nameMissing(index, seen: seen)
+        } else if let cutShort = pass.cutShort {
+            nameCutShort(cutShort)
         } else if let inner {
             do {
                 let own = try Manifest.parse(inner)
@@ -163,14 +178,16 @@ final class RestoreRun {
 
     /// Reads one archive front to back, restoring what belongs to this phase: with `holder`
     /// nil, this backup's own entries; otherwise the files `expected` says `holder` holds.
-    /// Returns the archive's own manifest when it was read (and no manifest was known).
+    /// Returns the archive's own manifest when it was read (and no manifest was known), and,
+    /// with no manifest known, where damage stopped the reading.
     /// A damaged archive sets `archiveProblem`; with a manifest that places every entry and
     /// an archive of frames, reading goes on around each damaged frame (`readAround`), so
     /// only the entries that lie in one are lost. Target failures throw.
     /// With `onlyEntries`, only the frames holding those entries are read when the archive
     /// allows it (see `narrowed`).
+    @discardableResult
     private func readArchive(_ source: RandomAccessSource, name: String, holder: BackupID?, expected: ManifestIndex?,
-                             seen: inout SeenEntries, onlyEntries: ManifestIndex? = nil) throws -> [UInt8]? {
+                             seen: inout SeenEntries, onlyEntries: ManifestIndex? = nil) throws -> Pass {
         let ranged = onlyEntries.flatMap { narrowed(source, name: name, entries: $0) }
         let pass = try readPass(source, ranged: ranged, name: name, holder: holder, expected: expected, seen: &seen)
         if let expected, pass.stoppedAtDamage {
@@ -179,10 +196,11 @@ final class RestoreRun {
                 expected.indexedPositions.filter { expected.entries.storedIn(at: $0) == nil }))
             try readAround(pass.unreadableFrame, of: source, name: name, holder: holder, expected: expected, scope: scope,
                            cutShort: pass.cutShort, seen: &seen)
-        } else if let cutShort = pass.cutShort {
-            nameCutShort(cutShort)
+            return Pass(innerManifest: pass.innerManifest)
         }
-        return pass.innerManifest
+        // Without a manifest the caller may find one at the archive's end and read around.
+        if expected != nil, let cutShort = pass.cutShort { nameCutShort(cutShort) }
+        return pass
     }
 
     /// What one pass over an archive gave: its own manifest (when read), the frame where
@@ -335,6 +353,17 @@ final class RestoreRun {
             return false
         }
         return true
+    }
+
+    /// The manifest at the end of a damaged lone archive, found through its seek table
+    /// (`TailManifest`); nil when there is none to be had (and the restore goes on as before:
+    /// what was placed waits, unverified).
+    private func manifestFromTheEnd(of archive: RandomAccessSource, name: String) throws -> Manifest? {
+        guard let table = RangedZstdSource.table(of: archive),
+              let bytes = try TailManifest.read(from: archive, table: table, name: name, cancellation: cancellation) else {
+            return nil
+        }
+        return try? Manifest.parse(bytes)
     }
 
     /// The archive's own manifest, or nil (with the problem noted) when it is larger than
