@@ -178,6 +178,10 @@ final class DamageContainmentTests: EndToEndTestCase {
         XCTAssertEqual(report["verified"] as? Bool, true, "\(outcome)")
         XCTAssertEqual(try names(in: restored(source, into: target) + "/f0").filter { !$0.hasSuffix(".bin") }, [],
                        "nothing is left under a temporary name")
+
+        // Verify of the archive alone does the same.
+        try assertVerifyContained(try run(["verify", archive, "--json"], environment: ["KEEPSAKE_DEST": path("none")]),
+                                  reference: reference, entries: entries)
     }
 
     /// The manifest is not trusted either: entries of the damaged frame whose `at`/`len` lie

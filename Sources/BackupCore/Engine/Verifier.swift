@@ -379,6 +379,8 @@ public final class Verifier {
         var sawMarker = false
         var entriesSeen = 0
         var current = "the start of the archive"
+        // A damaged lone archive's manifest found at its end, and what of it was seen.
+        var recovered: (manifest: Manifest, index: ManifestIndex, seen: [Bool])?
         // Kept outside the reader: damage may stop the reader from opening at all.
         var decoded: ByteSource?
         do {
@@ -458,6 +460,19 @@ public final class Verifier {
             report.unreadableFrom = frame.map { "frame \($0)" } ?? current
             if let inParts, let index {
                 try checkAround(frame, of: inParts, name: name, index: index, seen: &seen, report: &report)
+            } else if let inParts, innerManifest == nil,
+                      let found = try TailManifest.manifest(of: inParts, name: name, cancellation: cancellation) {
+                // A lone archive damaged before its manifest: the manifest found at its end
+                // checks what was read, and the rest is checked around the damage.
+                let foundIndex = found.index()
+                var foundSeen = [Bool](repeating: false, count: found.entries.count)
+                for (path, read) in digests {
+                    if let position = foundIndex.position(of: path.bytes[...]) { foundSeen[position] = true }
+                    compare(read.header, sha: read.sha256, with: foundIndex[path], insideOnly: true, report: &report)
+                }
+                digests = [:]
+                try checkAround(frame, of: inParts, name: name, index: foundIndex, seen: &foundSeen, report: &report)
+                recovered = (found, foundIndex, foundSeen)
             }
         } catch let error as StorageError {
             report.archiveProblems.append("\(error) (while reading \(current))")
@@ -479,6 +494,13 @@ public final class Verifier {
             } else if inside == nil && report.archiveProblems.isEmpty {
                 report.archiveProblems.append("\(name) has no manifest inside; it is truncated")
             }
+        } else if let recovered {
+            let entries = recovered.manifest.entries
+            report.id = recovered.manifest.summary.id
+            report.filesInEarlierArchives = Int64(entries.indices.count { entries.storedIn(at: $0) != nil && entries.type(at: $0) == .file })
+            let absent = recovered.index.distinctPositions.filter { entries.storedIn(at: $0) == nil && !recovered.seen[$0] }
+                .map { entries[$0] }
+            reportAbsent(absent, of: entries.indices.count(where: { entries.storedIn(at: $0) == nil }), report: &report)
         } else if let innerManifest {
             report.id = innerManifest.summary.id
             let inner = innerManifest.index()

@@ -125,7 +125,8 @@ final class RestoreRun {
         if let expected {
             result.verifiedAgainstManifest = true
             nameMissing(expected, seen: seen)
-        } else if inner == nil, pass.stoppedAtDamage, let own = try manifestFromTheEnd(of: archive, name: archiveName) {
+        } else if inner == nil, pass.stoppedAtDamage,
+                  let own = try TailManifest.manifest(of: archive, name: archiveName, cancellation: cancellation) {
             // A lone archive damaged before its manifest: the manifest, found from the end,
             // checks what was placed and places the rest around the damage.
             let index = own.index()
@@ -353,17 +354,6 @@ final class RestoreRun {
             return false
         }
         return true
-    }
-
-    /// The manifest at the end of a damaged lone archive, found through its seek table
-    /// (`TailManifest`); nil when there is none to be had (and the restore goes on as before:
-    /// what was placed waits, unverified).
-    private func manifestFromTheEnd(of archive: RandomAccessSource, name: String) throws -> Manifest? {
-        guard let table = RangedZstdSource.table(of: archive),
-              let bytes = try TailManifest.read(from: archive, table: table, name: name, cancellation: cancellation) else {
-            return nil
-        }
-        return try? Manifest.parse(bytes)
     }
 
     /// The archive's own manifest, or nil (with the problem noted) when it is larger than

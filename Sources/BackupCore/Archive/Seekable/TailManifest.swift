@@ -13,6 +13,14 @@ enum TailManifest {
 
     // MARK: Finding
 
+    /// The manifest at the end of `archive`, parsed; nil when it has no seek table or no
+    /// intact manifest entry lies in its last frames (or it does not parse).
+    static func manifest(of archive: RandomAccessSource, name: String, cancellation: CancellationFlag) throws -> Manifest? {
+        guard let table = RangedZstdSource.table(of: archive),
+              let bytes = try read(from: archive, table: table, name: name, cancellation: cancellation) else { return nil }
+        return try? Manifest.parse(bytes)
+    }
+
     /// The manifest's bytes, or nil when no intact manifest entry lies in the last frames.
     static func read(from source: RandomAccessSource, table: SeekTable, name: String,
                      cancellation: CancellationFlag) throws -> [UInt8]? {
