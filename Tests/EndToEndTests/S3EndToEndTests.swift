@@ -75,6 +75,38 @@ final class S3EndToEndTests: EndToEndTestCase {
         try assertTreesEqual(expected: source, actual: restored(source, into: target))
     }
 
+    /// A byte flipped in an archive in the bucket costs only the file it spoils: restore and
+    /// verify read on around the damaged frame with ranged GETs (issue 25 §2.3).
+    func testDamageInTheBucketCostsOnlyTheFileItSpoils() throws {
+        let server = try started()
+        let source = path("src")
+        // Six incompressible 1 MB files: two frames, stored as they are (a flip spoils one byte).
+        try Fixtures.makeIncompressibleTree(at: source, count: 6, size: 1_000_000)
+        let dest = "s3://\(bucket)/damaged"
+        let made = try json(try run(["backup", source, "--dest", dest, "--json"], environment: environment(server)))
+        let url = "\(server.endpoint.absoluteString)/\(bucket)/damaged/\(try XCTUnwrap(made["archive"] as? String))"
+        let signing = ["-sf", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", "\(server.accessKey):\(server.secretKey)"]
+        let local = path("archive.tar.zst")
+        try toolSucceeds("curl", signing + [url, "-o", local])
+        let size = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: local)[.size] as? Int)
+        try Fixtures.flipByte(in: local, at: size * 3 / 4)
+        try toolSucceeds("curl", signing + ["-T", local, url])
+
+        let target = path("target")
+        let restore = try run(["restore", "latest", "--dest", dest, "--target", target, "--json"], environment: environment(server))
+        assertExit(restore, 4)
+        let report = try json(restore)
+        XCTAssertEqual((report["damaged"] as? [Any])?.count, 1, "one file spoiled: \(restore)")
+        XCTAssertEqual(report["files"] as? Int, 5, "\(restore)")
+        XCTAssertEqual(try names(in: restored(source, into: target)).count, 5)
+
+        let verify = try run(["verify", "--dest", dest, "--json"], environment: environment(server))
+        assertExit(verify, 4)
+        let checked = try XCTUnwrap((try json(verify))["backups"] as? [[String: Any]]).first
+        XCTAssertEqual((checked?["damaged_files"] as? [Any])?.count, 1, "\(verify)")
+        XCTAssertEqual(checked?["files_checked"] as? Int, 6, "\(verify)")
+    }
+
     /// Backups that leave the machine encrypted: a public-key backup and an incremental one in
     /// the bucket, listed, verified and pruned without the key, restored whole and in part
     /// with it, and decrypted by curl and age alone.
