@@ -184,6 +184,32 @@ final class DamageContainmentTests: EndToEndTestCase {
                                   reference: reference, entries: entries)
     }
 
+    /// The manifest beside the archive damaged (its entry lines; the summary line, in a
+    /// frame of its own, intact): restore goes on with the copy inside the archive, brings
+    /// back every file checked against it, and still says the backup is damaged (exit 4).
+    func testADamagedManifestBesideTheArchiveCostsNoFile() throws {
+        let id = try backup([source], dest: dest)
+        let sidecar = try sidecarPath(in: dest, id: id)
+        let size = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: sidecar)[.size] as? Int)
+        try Fixtures.flipByte(in: sidecar, at: size - 64)
+        XCTAssertNotEqual(try tool("zstd", ["-t", sidecar]).exitCode, 0, "the manifest must be damaged")
+
+        let target = path("target")
+        let outcome = try run(["restore", id, "--dest", dest, "--target", target, "--json"])
+        assertExit(outcome, 4)
+        let report = try json(outcome)
+        XCTAssertEqual((report["damaged"] as? [Any])?.count, 0, "\(outcome)")
+        XCTAssertEqual(report["files"] as? Int, contents.count, "\(outcome)")
+        XCTAssertEqual(report["unverified_files"] as? Int, 0, "checked against the manifest inside: \(outcome)")
+        XCTAssertTrue((report["archive_problem"] as? String)?.contains("run 'keepsake repair'") ?? false, "\(outcome)")
+        for (relative, bytes) in contents {
+            XCTAssertEqual(FileManager.default.contents(atPath: restored(source, into: target) + "/" + relative).map(Array.init), bytes,
+                           relative)
+        }
+        let text = try run(["restore", id, "--dest", dest, "--target", path("target-2")])
+        XCTAssertTrue(text.stdoutText.contains("nothing lost, but the backup is damaged"), "\(text)")
+    }
+
     /// The manifest is not trusted either: entries of the damaged frame whose `at`/`len` lie
     /// (a terabyte long, past the end of the stream) cost themselves, never a crash or a
     /// terabyte of memory, and the rest is restored as before.

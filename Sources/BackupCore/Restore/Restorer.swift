@@ -35,16 +35,28 @@ public final class Restorer {
     /// reached through it.
     public func restore(_ backup: LocatedBackup, request: RestoreRequest) throws -> RestoreResult {
         var request = request
-        var manifest = try backup.manifest(forRestoringPaths: request.selectionPaths)
+        var manifest: Manifest?
+        // A manifest beside the archive that cannot be read: the archive carries its own
+        // copy, so the restore goes on with that (as from a lone archive file), and says so.
+        var unreadableManifest: String?
+        do {
+            manifest = try backup.manifest(forRestoringPaths: request.selectionPaths)
+        } catch EngineError.manifestUnreadable(let name, let reason) where backup.archiveName != nil {
+            unreadableManifest = "the manifest \(name) cannot be read (\(reason)); the copy inside the archive was used "
+                + "instead: run 'keepsake repair' to rebuild it"
+        }
         if let partial = manifest, let resolved = try resolveSelections(request.selectionPaths, in: partial, of: backup) {
             request.selectionPaths = resolved
             manifest = try backup.manifest(forRestoringPaths: resolved)
         }
         let archive = try backup.openArchive()
         defer { archive.close() }
-        return try restore(archive: archive, archiveName: backup.archiveLabel, manifest: manifest, request: request) { holder in
+        var result = try restore(archive: archive, archiveName: backup.archiveLabel, manifest: manifest, request: request) { holder in
             try backup.earlierArchive(holder)
         }
+        // The backup is damaged though every file may have come back: exit 4 all the same.
+        if let unreadableManifest { result.noteArchiveProblem(unreadableManifest) }
+        return result
     }
 
     /// The selections with every path that names nothing in the backup as given replaced

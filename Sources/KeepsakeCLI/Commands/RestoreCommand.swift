@@ -269,7 +269,8 @@ struct RestoreCommand: KeepsakeCommand {
             items.append(.init("Checked", "every file matched its SHA-256", valueRole: .success))
         }
         if result.hasIntegrityFailure {
-            items.append(.init("Damaged", "\(Units.count(result.damaged.count, "path")) not restored; the archive is damaged (see above)",
+            items.append(.init("Damaged", result.damaged.isEmpty ? "nothing lost, but the backup is damaged (see above)"
+                : "\(Units.count(result.damaged.count, "path")) not restored; the archive is damaged (see above)",
                                valueRole: .danger))
         }
         items.append(.init("Time", Units.elapsed(result.elapsed)))
