@@ -590,8 +590,9 @@ public final class Verifier {
                     }
                 }
                 seen[position] = true
+                let frames = damaged.description(of: entries.location(at: position) ?? 0..<0)
                 report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(entries.path(at: position)),
-                                                   reason: "it lies in a damaged part of the archive (\(damaged.description))"))
+                                                   reason: "it lies in a damaged part of the archive (\(frames))"))
             }
             guard !rest.isEmpty else { return }
             // Not closed: closing it would close `source`, which the caller still reads.

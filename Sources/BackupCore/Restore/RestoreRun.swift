@@ -323,8 +323,9 @@ final class RestoreRun {
                 let path = entries.path(at: position)
                 seen.mark(position, path: path)
                 guard plan.selection.matches(path, isDirectory: entries.type(at: position) == .directory) else { continue }
+                let frames = damaged.description(of: entries.location(at: position) ?? 0..<0)
                 result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
-                                                  reason: "it lies in a damaged part of the archive (\(damaged.description))"))
+                                                  reason: "it lies in a damaged part of the archive (\(frames))"))
             }
             try finishWrites()
             guard !rest.isEmpty else { return }

@@ -27,6 +27,11 @@ struct DamagedFrames {
         }
     }
 
+    /// No frame damaged yet, of `table`.
+    private init(table: SeekTable) {
+        self.table = table
+    }
+
     // MARK: Recording
 
     /// Records `frame` as damaged; false when it was known already or is not a frame of the
@@ -58,6 +63,17 @@ struct DamagedFrames {
             first = min(first ?? start, start)
         }
         return first.flatMap(table.frameIndex(containing:))
+    }
+
+    /// The damaged frames that `range` of the tar stream touches, as `description` says them
+    /// ("frame 7"): what an entry lying there was lost to (all of them when it touches none).
+    func description(of range: Range<Int64>) -> String {
+        guard let first = table.frameIndex(containing: range.lowerBound) else { return "past the end of the archive" }
+        let last = range.isEmpty ? first : (table.frameIndex(containing: range.upperBound - 1) ?? table.frames.count - 1)
+        var touched = DamagedFrames(table: table)
+        for frame in first...last where frames.contains(frame) { touched.frames.insert(frame) }
+        // An entry cut short by damage no frame was found for: every frame found so far.
+        return touched.frames.isEmpty ? description : touched.description
     }
 
     /// "frame 7" or "frames 7 and 9", for messages.
