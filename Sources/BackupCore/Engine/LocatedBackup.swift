@@ -30,6 +30,8 @@ public final class LocatedBackup {
     /// holds (for the same hosts), newest first, so the caller can say which one it picked.
     public internal(set) var otherSourceSets: [[String]] = []
     private let catalog: BackupCatalog
+    /// The destination's backups, listed once for all the earlier archives one restore needs.
+    private var catalogItems: [BackupCatalog.Item]?
 
     init(storage: StorageBackend, origin: Origin, item: BackupCatalog.Item?, archiveName: String?) {
         self.storage = storage
@@ -152,8 +154,11 @@ public final class LocatedBackup {
     public func earlierArchive(_ holder: BackupID) throws -> (source: RandomAccessSource, name: String)? {
         switch origin {
         case .destination:
-            // The summary line names the archive: the rest of that manifest is not needed.
-            guard let earlier = try? catalog.resolve(holder.rawValue), earlier.id == holder,
+            // Listed once: a chain of 30 would otherwise read every manifest's summary 30
+            // times (on S3, a GET each). The summary line names the archive.
+            if catalogItems == nil { catalogItems = try? catalog.items() }
+            guard let items = catalogItems,
+                  let earlier = try? catalog.resolve(holder.rawValue, among: items, hosts: .all, source: nil), earlier.id == holder,
                   let name = earlier.summary?.archive?.name else { return nil }
             return (try storage.open(name), name)
         case .archiveFile:
