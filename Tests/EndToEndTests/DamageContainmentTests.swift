@@ -210,6 +210,41 @@ final class DamageContainmentTests: EndToEndTestCase {
         XCTAssertTrue(text.stdoutText.contains("nothing lost, but the backup is damaged"), "\(text)")
     }
 
+    /// A file inside the archive holding a decoy manifest entry (a tar stream of
+    /// `.keepsake/manifest.jsonl`, the manifest of another backup, and the end-of-archive
+    /// blocks) is never taken for the archive's own when its real manifest is damaged: the
+    /// decoy cannot know the id the backup drew after reading it.
+    func testADecoyManifestInsideAFileIsNotTakenForTheArchives() throws {
+        let earlier = try backup([source], dest: dest)
+        let decoyText = try sidecarText(try sidecarPath(in: dest, id: earlier))
+        let decoy = path("decoy.jsonl")
+        try Data(decoyText.utf8).write(to: URL(fileURLWithPath: decoy))
+        try FileManager.default.createDirectory(atPath: source + "/a0", withIntermediateDirectories: true)
+        let script = """
+            import sys, tarfile
+            with tarfile.open(sys.argv[2], "w", format=tarfile.USTAR_FORMAT) as out:
+                out.add(sys.argv[1], arcname=".keepsake/manifest.jsonl")
+            """
+        try toolSucceeds("python3", ["-c", script, decoy, source + "/a0/decoy.tar"])
+        // A full backup: the decoy in its first frame, the real manifest in its last.
+        let id = try backup([source], dest: dest, options: ["--full"])
+        XCTAssertNotEqual(id, earlier)
+        let stored = try XCTUnwrap(try names(in: dest).first { $0.contains(id) && $0.hasSuffix(".tar.zst") })
+        let archive = path("alone/" + stored)
+        try FileManager.default.createDirectory(atPath: path("alone"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: dest + "/" + stored, toPath: archive)
+        let frames = try seekTable(of: archive)
+        XCTAssertGreaterThanOrEqual(frames.count, 4)
+        // The last frame, which holds the real manifest, undecodable.
+        _ = try damage(archive, frames: frames, at: [frames[frames.count - 1].compressed.lowerBound])
+
+        let outcome = try run(["restore", archive, "--target", path("target"), "--json"], environment: ["KEEPSAKE_DEST": path("none")])
+        assertExit(outcome, 4)
+        let report = try json(outcome)
+        XCTAssertNotEqual(report["backup_id"] as? String, earlier, "the decoy was taken for the manifest: \(outcome)")
+        XCTAssertEqual(report["verified"] as? Bool, false, "nothing vouches for the files: \(outcome)")
+    }
+
     /// The manifest is not trusted either: entries of the damaged frame whose `at`/`len` lie
     /// (a terabyte long, past the end of the stream) cost themselves, never a crash or a
     /// terabyte of memory, and the rest is restored as before.

@@ -13,12 +13,18 @@ enum TailManifest {
 
     // MARK: Finding
 
-    /// The manifest at the end of `archive`, parsed; nil when it has no seek table or no
-    /// intact manifest entry lies in its last frames (or it does not parse).
+    /// The manifest at the end of `archive`, parsed; nil when it has no seek table, no
+    /// intact manifest entry lies in its last frames, it does not parse, or it is not of the
+    /// backup the archive's name gives (`HOST_ID.tar.zst`; an archive renamed otherwise gets
+    /// none). A file inside the archive could hold a decoy manifest entry at a block boundary,
+    /// but not the backup's id, which was drawn after its content was read.
     static func manifest(of archive: RandomAccessSource, name: String, cancellation: CancellationFlag) throws -> Manifest? {
-        guard let table = RangedZstdSource.table(of: archive),
-              let bytes = try read(from: archive, table: table, name: name, cancellation: cancellation) else { return nil }
-        return try? Manifest.parse(bytes)
+        let fileName = name.split(separator: "/").last.map(String.init) ?? name
+        guard let stem = BackupNaming.stem(of: fileName), stem.count >= 25, let id = BackupID(String(stem.suffix(25))),
+              let table = RangedZstdSource.table(of: archive),
+              let bytes = try read(from: archive, table: table, name: name, cancellation: cancellation),
+              let manifest = try? Manifest.parse(bytes), manifest.summary.id == id else { return nil }
+        return manifest
     }
 
     /// The manifest's bytes, or nil when no intact manifest entry lies in the last frames.
@@ -66,7 +72,10 @@ enum TailManifest {
         do {
             let reader = try ArchiveReader(decoded: ranged, name: name, keepsakeTar: true, cancellation: cancellation)
             guard let header = try reader.nextHeader(), header.path == BackupNaming.manifestEntryPath else { return nil }
-            return try reader.readManifest(name: "the manifest inside \(name)")
+            let manifest = try reader.readManifest(name: "the manifest inside \(name)")
+            // The manifest is the archive's last entry: the end of the archive follows it.
+            guard try reader.nextHeader() == nil else { return nil }
+            return manifest
         } catch is ArchiveError {
             return nil
         } catch is ManifestError {
