@@ -15,16 +15,12 @@ struct DamagedFrames {
     // MARK: Life cycle
 
     /// The damage bookkeeping of `source`, or nil when it cannot be read in parts (no seek
-    /// table, or frames larger than Keepsake decompresses in one piece). Frames that lie
-    /// past the end of a shortened file count as damaged from the start.
+    /// table, or frames larger than Keepsake decompresses in one piece). No frame is known
+    /// damaged yet: each is added as reading meets it (one the table places past the end of
+    /// the file too, when it is read short).
     init?(source: RandomAccessSource) {
-        guard let table = RangedZstdSource.table(of: source), !table.frames.isEmpty, let size = try? source.size() else {
-            return nil
-        }
+        guard let table = RangedZstdSource.table(of: source), !table.frames.isEmpty else { return nil }
         self.table = table
-        for (index, frame) in table.frames.enumerated() where frame.compressedOffset + Int64(frame.compressedSize) > size {
-            frames.insert(index)
-        }
     }
 
     /// No frame damaged yet, of `table`.
