@@ -86,22 +86,17 @@ public final class Verifier {
         guard let archiveName = backup.archiveName else {
             throw EngineError.manifestUnreadable(name: backup.item?.manifestName ?? backup.label, reason: "it does not name its archive")
         }
-        let (hashing, content, inParts) = try Verifier.openForCheckAround(archiveName, in: backup.storage)
+        let (hashing, content, inParts) = try Verifier.openForCheck(archiveName, in: backup.storage)
         defer { content.close() }
         return try verify(stored: hashing, content: content, inParts: inParts, name: backup.archiveLabel,
                           sidecar: backup.manifestBytes())
     }
 
     /// Opens the archive `name` for a check: the bytes as stored are hashed, and an
-    /// encrypted archive is decrypted above that, so one read checks both.
-    static func openForCheck(_ name: String, in storage: StorageBackend) throws -> (stored: HashingSource, content: ByteSource) {
-        let opened = try openForCheckAround(name, in: storage)
-        return (opened.stored, opened.content)
-    }
-
-    /// `openForCheck`, with the stored archive for reading in parts when its content is
-    /// the stored bytes themselves (not encrypted): what reading around damage needs.
-    private static func openForCheckAround(_ name: String, in storage: StorageBackend) throws
+    /// encrypted archive is decrypted above that, so one read checks both. `inParts` is the
+    /// stored archive for reading in parts when its content is those bytes themselves (not
+    /// encrypted): what reading around damage needs.
+    private static func openForCheck(_ name: String, in storage: StorageBackend) throws
         -> (stored: HashingSource, content: ByteSource, inParts: RandomAccessSource?) {
         let raw: RandomAccessSource
         let stored = DecryptingStorage.stored(storage)
@@ -194,7 +189,7 @@ public final class Verifier {
         let content: ByteSource
         let inParts: RandomAccessSource?
         do {
-            (hashing, content, inParts) = try Verifier.openForCheckAround(facts.name, in: storage)
+            (hashing, content, inParts) = try Verifier.openForCheck(facts.name, in: storage)
         } catch let error as EncryptionError {
             throw error
         } catch {
@@ -570,12 +565,7 @@ public final class Verifier {
         var unreadable = frame ?? damaged.firstFrame(of: own, unless: { seen[$0] })
         // Every round adds a frame to `damaged`, so this ends within the table's length.
         while let frame = unreadable, damaged.add(frame) {
-            var rest: [Int] = []
-            var lost: [Int] = []
-            for position in own.distinctPositions where !seen[position] {
-                guard let location = entries.location(at: position) else { return }
-                if damaged.touches(location) { lost.append(position) } else { rest.append(position) }
-            }
+            guard let (lost, rest) = damaged.split(own, unless: { seen[$0] }) else { return }
             for position in lost {
                 // Checked out of what the damaged frame still decodes, when it holds the entry.
                 if let location = entries.location(at: position),

@@ -296,8 +296,7 @@ final class RestoreRun {
                             expected: ManifestIndex, scope: ManifestIndex, cutShort: InFlight?,
                             seen: inout SeenEntries) throws {
         let entries = scope.entries
-        guard var damaged = DamagedFrames(source: source),
-              scope.distinctPositions.allSatisfy({ seen[$0] || entries.location(at: $0) != nil }) else {
+        guard var damaged = DamagedFrames(source: source) else {
             if let cutShort { nameCutShort(cutShort) }
             return
         }
@@ -306,12 +305,8 @@ final class RestoreRun {
         var unreadable = frame ?? damaged.firstFrame(of: scope, unless: { seen[$0] })
         // Every round adds a frame to `damaged`, so this ends within the table's length.
         while let frame = unreadable, damaged.add(frame) {
-            var rest: [Int] = []
-            var lost: [Int] = []
-            for position in scope.distinctPositions where !seen[position] {
-                guard let location = entries.location(at: position) else { continue }
-                if damaged.touches(location) { lost.append(position) } else { rest.append(position) }
-            }
+            guard let split = damaged.split(scope, unless: { seen[$0] }) else { break }
+            var lost = split.lost
             if let entry = cutShort {
                 // Met (and marked seen) before its content failed: salvaged like the others.
                 if let position = scope.position(of: entry.archivePath) { lost.insert(position, at: 0) } else { nameCutShort(entry) }
@@ -328,8 +323,8 @@ final class RestoreRun {
                                                   reason: "it lies in a damaged part of the archive (\(frames))"))
             }
             try finishWrites()
-            guard !rest.isEmpty else { return }
-            let around = RangedZstdSource(source: source, table: damaged.table, ranges: rest.compactMap(entries.location(at:)),
+            guard !split.rest.isEmpty else { return }
+            let around = RangedZstdSource(source: source, table: damaged.table, ranges: split.rest.compactMap(entries.location(at:)),
                                           name: name, workers: DecodedArchiveSource.workers)
             let pass = try readPass(source, ranged: around, name: name, holder: holder, expected: expected, seen: &seen)
             unreadable = pass.stoppedAtDamage ? pass.unreadableFrame ?? damaged.firstFrame(of: scope, unless: { seen[$0] }) : nil

@@ -50,6 +50,19 @@ struct DamagedFrames {
         return frames.contains { (first...last).contains($0) }
     }
 
+    /// The entries of `scope` not `done`, split into those lying (at least partly) in a
+    /// damaged frame and the others, each in manifest order; nil when one of them has no
+    /// place in the tar stream (a manifest without `at`/`len`), so that nothing is read around.
+    func split(_ scope: ManifestIndex, unless done: (Int) -> Bool) -> (lost: [Int], rest: [Int])? {
+        var lost: [Int] = []
+        var rest: [Int] = []
+        for position in scope.distinctPositions where !done(position) {
+            guard let location = scope.entries.location(at: position) else { return nil }
+            if touches(location) { lost.append(position) } else { rest.append(position) }
+        }
+        return (lost, rest)
+    }
+
     /// The frame where the first entry of `scope` (by its place in the tar stream) that is
     /// not `done` begins: where reading stopped when damage gave no frame of its own.
     func firstFrame(of scope: ManifestIndex, unless done: (Int) -> Bool) -> Int? {
