@@ -130,7 +130,7 @@ final class BackupRestoreTests: EndToEndTestCase {
         XCTAssertEqual(try json(made)["sources"] as? [String], [source], "a relative source is recorded as an absolute path")
         let here = path("here")
         try RawFileSystem.makeDirectory(RawFileSystem.bytes(here))
-        assertExit(try run(["restore", "latest", "--dest", dest], currentDirectory: here), 0)
+        assertExit(try run(["restore", "latest", "--dest", dest, "--target", "."], currentDirectory: here), 0)
         try assertTreesEqual(expected: source, actual: restored(source, into: here))
     }
 

@@ -108,7 +108,7 @@ final class CLITests: EndToEndTestCase {
         let missingSource = try run(["backup", path("no-such-folder"), "--dest", dest])
         assertExit(missingSource, 1)
         XCTAssertTrue(missingSource.stderrText.contains("no-such-folder"), "\(missingSource)")
-        let json = try self.json(try run(["restore", "19990101", "--dest", dest, "--json"]))
+        let json = try self.json(try run(["restore", "19990101", "--dest", dest, "--target", path("t"), "--json"]))
         XCTAssertEqual(json["exit_code"] as? Int, 1)
         XCTAssertNotNil(json["error"] as? String)
     }

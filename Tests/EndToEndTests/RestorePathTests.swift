@@ -111,7 +111,7 @@ final class RestorePathTests: EndToEndTestCase {
         XCTAssertEqual(try String(contentsOfFile: path("t2") + first + "/x.txt", encoding: .utf8), "x\n")
         XCTAssertFalse(picked.stderrText.contains("'latest' is"), "no note once the source is given:\n\(picked)")
 
-        let none = try run(["restore", "latest", "--dest", dest, "--source", path("elsewhere")])
+        let none = try run(["restore", "latest", "--dest", dest, "--source", path("elsewhere"), "--target", path("t")])
         assertExit(none, 1)
         XCTAssertTrue(none.stderrText.contains("No backup in \(dest) holds \(path("elsewhere"))"), "\(none)")
 

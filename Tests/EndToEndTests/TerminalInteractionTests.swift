@@ -18,11 +18,11 @@ final class TerminalInteractionTests: EndToEndTestCase {
     /// Starts `keepsake ARGUMENTS` in a detached 100×30 tmux session; its exit code is
     /// written to `status` when it ends.
     private func startInTerminal(_ arguments: [String], status: String, term: String = "xterm-256color",
-                                 extra: [String: String] = [:]) throws {
+                                 extra: [String: String] = [:], directory: String? = nil) throws {
         var environment = keepsake.baseEnvironment.filter { ["HOME", "XDG_DATA_HOME", "NO_COLOR", "LC_ALL", "PATH"].contains($0.key) }
         environment.merge(extra) { $1 }
         let assignments = environment.map { "\($0.key)=\(shellQuoted($0.value))" }.sorted().joined(separator: " ")
-        let command = "env -i \(assignments) TERM=\(term) \(shellQuoted(keepsake.executable)) "
+        let command = (directory.map { "cd \(shellQuoted($0)) && " } ?? "") + "env -i \(assignments) TERM=\(term) \(shellQuoted(keepsake.executable)) "
             + arguments.map(shellQuoted).joined(separator: " ") + "; echo $? > \(shellQuoted(status)); sleep 30"
         // tmux forks its server off the client; Foundation's Process does not notice such a
         // client end here, so it is spawned and reaped directly.
@@ -132,6 +132,31 @@ final class TerminalInteractionTests: EndToEndTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: restored(source, into: target) + "/note.txt"))
     }
 
+    /// A whole backup without --target asks before it lands in the current folder: no
+    /// restores nothing (exit 1), yes restores there.
+    func testAWholeRestoreIntoTheCurrentFolderIsAskedFirst() throws {
+        let source = path("src")
+        let dest = path("dest")
+        let here = path("here")
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(source))
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(here))
+        try Data("x".utf8).write(to: URL(fileURLWithPath: source + "/note.txt"))
+        let id = try backup([source], dest: dest, options: ["--quiet"])
+        for (answer, code) in [("no", "1"), ("yes", "0")] {
+            let status = path("status-\(answer)")
+            try startInTerminal(["restore", id, "--dest", dest], status: status, directory: here)
+            try waitFor({ try screen().contains("into the current folder") }, what: "the question")
+            XCTAssertEqual(try names(in: here), [], "nothing is written before the answer")
+            try keys("-l", answer)
+            try keys("Enter")
+            try waitFor({ statusWritten(status) }, what: "keepsake to finish")
+            XCTAssertEqual(try String(contentsOfFile: status, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines), code)
+            let shown = try screen()
+            XCTAssertEqual(FileManager.default.fileExists(atPath: restored(source, into: here) + "/note.txt"), answer == "yes", shown)
+            session += 1
+        }
+    }
+
     func testWithoutATerminalTheBackupMustBeNamed() throws {
         let outcome = try run(["restore", "--dest", path("dest")])
         assertExit(outcome, 2)
@@ -236,7 +261,11 @@ final class TerminalInteractionTests: EndToEndTestCase {
         let start = try XCTUnwrap(lines.firstIndex { $0.hasPrefix("Error: ") }, "\(lines)")
         let error = Array(lines[start...])
         XCTAssertGreaterThan(error.count, 1, "a long error wraps at 50 columns:\n\(error.joined(separator: "\n"))")
-        XCTAssertTrue(error.allSatisfy { $0.count <= 50 }, "\(error.joined(separator: "\n"))")
+        // The command it names stands whole on a line of its own, to be pasted; only that
+        // line may be wider than the terminal.
+        let command = "`keepsake list --dest '\(dest)'`"
+        XCTAssertTrue(error.contains { $0.trimmingCharacters(in: .whitespaces) == command }, "\(error.joined(separator: "\n"))")
+        XCTAssertTrue(error.allSatisfy { $0.count <= 50 || $0.hasSuffix(command) }, "\(error.joined(separator: "\n"))")
         XCTAssertTrue(error.dropFirst().allSatisfy { $0.hasPrefix("       ") }, "hanging indent:\n\(error.joined(separator: "\n"))")
 
         let piped = try run(["restore", "latest", "--dest", dest, "--target", path("t")], environment: ["COLUMNS": "50"])

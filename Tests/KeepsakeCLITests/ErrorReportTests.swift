@@ -68,7 +68,7 @@ final class ErrorReportTests: InProcessTestCase {
     /// whether the command line or the run failed.
     func testJSONErrorsCarryTheExitCode() throws {
         for (arguments, code) in [(["list", "--bogus", "--json"], ExitCode.usage),
-                                  (["restore", "latest", "--dest", path("none"), "--json"], .failure),
+                                  (["restore", "latest", "--dest", path("none"), "--target", path("t"), "--json"], .failure),
                                   (["run", "home", "--config", path("missing.toml"), "--json"], .failure)] {
             let run = keepsake(arguments, expecting: code)
             let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], run.description)

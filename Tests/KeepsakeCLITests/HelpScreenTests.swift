@@ -462,6 +462,13 @@ final class HelpScreenTests: InProcessTestCase {
               --s3-endpoint <url>     The S3-compatible server for s3:// destinations
                                       (http://127.0.0.1:8333); path-style addressing.
                                       (default: AWS) (env: KEEPSAKE_S3_ENDPOINT)
+              --profile <name>        Use this profile of the configuration file: its
+                                      destination, S3 settings and keys (options given here
+                                      win). (env: KEEPSAKE_PROFILE)
+              --config <file>         The configuration file that defines the profiles.
+                                      (default:
+                                      ${XDG_CONFIG_HOME:-~/.config}/keepsake/config.toml)
+                                      (env: KEEPSAKE_CONFIG)
               -l, --long              With BACKUP: show mode, owner, size, modification time
                                       and SHA-256.
               --wide                  With BACKUP --long: the whole SHA-256 of each file
@@ -529,6 +536,16 @@ final class HelpScreenTests: InProcessTestCase {
                   destinations (http://127.0.0.1:8333);
                   path-style addressing. (default: AWS)
                   (env: KEEPSAKE_S3_ENDPOINT)
+              --profile <name>
+                  Use this profile of the configuration file:
+                  its destination, S3 settings and keys
+                  (options given here win).
+                  (env: KEEPSAKE_PROFILE)
+              --config <file>
+                  The configuration file that defines the
+                  profiles. (default:
+                  ${XDG_CONFIG_HOME:-~/.config}/keepsake/
+                  config.toml) (env: KEEPSAKE_CONFIG)
               -l, --long
                   With BACKUP: show mode, owner, size,
                   modification time and SHA-256.
@@ -619,9 +636,18 @@ final class HelpScreenTests: InProcessTestCase {
               --s3-endpoint <url>     The S3-compatible server for s3:// destinations
                                       (http://127.0.0.1:8333); path-style addressing.
                                       (default: AWS) (env: KEEPSAKE_S3_ENDPOINT)
+              --profile <name>        Use this profile of the configuration file: its
+                                      destination, S3 settings and keys (options given here
+                                      win). (env: KEEPSAKE_PROFILE)
+              --config <file>         The configuration file that defines the profiles.
+                                      (default:
+                                      ${XDG_CONFIG_HOME:-~/.config}/keepsake/config.toml)
+                                      (env: KEEPSAKE_CONFIG)
               -C, --target <dir>      The folder to restore into; created when missing.
-                                      Paths inside keep their full original path.
-                                      (default: the current folder)
+                                      Paths inside keep their full original path. Required
+                                      to restore a whole backup ('--target .' for the
+                                      current folder); on a terminal a question stands in.
+                                      (default: the current folder, for chosen PATHs)
               --overwrite <when>      Replace existing files: never, if-newer (the backup's
                                       copy is newer), or always. (default: never)
                                       (values: never, if-newer, always)
@@ -725,10 +751,24 @@ final class HelpScreenTests: InProcessTestCase {
                   destinations (http://127.0.0.1:8333);
                   path-style addressing. (default: AWS)
                   (env: KEEPSAKE_S3_ENDPOINT)
+              --profile <name>
+                  Use this profile of the configuration file:
+                  its destination, S3 settings and keys
+                  (options given here win).
+                  (env: KEEPSAKE_PROFILE)
+              --config <file>
+                  The configuration file that defines the
+                  profiles. (default:
+                  ${XDG_CONFIG_HOME:-~/.config}/keepsake/
+                  config.toml) (env: KEEPSAKE_CONFIG)
               -C, --target <dir>
                   The folder to restore into; created when
                   missing. Paths inside keep their full
-                  original path. (default: the current folder)
+                  original path. Required to restore a whole
+                  backup ('--target .' for the current
+                  folder); on a terminal a question stands in.
+                  (default: the current folder, for chosen
+                  PATHs)
               --overwrite <when>
                   Replace existing files: never, if-newer (the
                   backup's copy is newer), or always.
@@ -843,6 +883,13 @@ final class HelpScreenTests: InProcessTestCase {
               --s3-endpoint <url>     The S3-compatible server for s3:// destinations
                                       (http://127.0.0.1:8333); path-style addressing.
                                       (default: AWS) (env: KEEPSAKE_S3_ENDPOINT)
+              --profile <name>        Use this profile of the configuration file: its
+                                      destination, S3 settings and keys (options given here
+                                      win). (env: KEEPSAKE_PROFILE)
+              --config <file>         The configuration file that defines the profiles.
+                                      (default:
+                                      ${XDG_CONFIG_HOME:-~/.config}/keepsake/config.toml)
+                                      (env: KEEPSAKE_CONFIG)
               --progress              Report progress even when stderr is not a terminal:
                                       plain lines every few seconds (JSON Lines with
                                       --json).
@@ -900,6 +947,16 @@ final class HelpScreenTests: InProcessTestCase {
                   destinations (http://127.0.0.1:8333);
                   path-style addressing. (default: AWS)
                   (env: KEEPSAKE_S3_ENDPOINT)
+              --profile <name>
+                  Use this profile of the configuration file:
+                  its destination, S3 settings and keys
+                  (options given here win).
+                  (env: KEEPSAKE_PROFILE)
+              --config <file>
+                  The configuration file that defines the
+                  profiles. (default:
+                  ${XDG_CONFIG_HOME:-~/.config}/keepsake/
+                  config.toml) (env: KEEPSAKE_CONFIG)
               --progress
                   Report progress even when stderr is not a
                   terminal: plain lines every few seconds
@@ -949,7 +1006,8 @@ final class HelpScreenTests: InProcessTestCase {
             backup is kept when any rule keeps it. Counts are whole numbers of 1 or more, or
             -1 (or 'unlimited') for every period. A backup that a kept incremental backup
             needs is always kept ('needed by ID'), and so is a backup whose manifest cannot
-            be read. Prune refuses to run without a rule, and refuses a policy that would
+            be read. With --profile and no rule given, the profile's retention policy is
+            applied. Prune refuses to run without a rule, and refuses a policy that would
             remove every backup of a group.
             Each backup is un-committed first (its manifest removed), then its archive, so
             an interruption never leaves a listed backup without its archive.
@@ -964,6 +1022,13 @@ final class HelpScreenTests: InProcessTestCase {
               --s3-endpoint <url>     The S3-compatible server for s3:// destinations
                                       (http://127.0.0.1:8333); path-style addressing.
                                       (default: AWS) (env: KEEPSAKE_S3_ENDPOINT)
+              --profile <name>        Use this profile of the configuration file: its
+                                      destination, S3 settings and keys (options given here
+                                      win). (env: KEEPSAKE_PROFILE)
+              --config <file>         The configuration file that defines the profiles.
+                                      (default:
+                                      ${XDG_CONFIG_HOME:-~/.config}/keepsake/config.toml)
+                                      (env: KEEPSAKE_CONFIG)
               --keep-last <n>         Keep the N newest backups.
               --keep-hourly <n>       Keep the newest backup of each of the N newest hours
                                       that have backups.
@@ -1023,9 +1088,11 @@ final class HelpScreenTests: InProcessTestCase {
             (or 'unlimited') for every period. A backup that a
             kept incremental backup needs is always kept
             ('needed by ID'), and so is a backup whose
-            manifest cannot be read. Prune refuses to run
-            without a rule, and refuses a policy that would
-            remove every backup of a group.
+            manifest cannot be read. With --profile and no
+            rule given, the profile's retention policy is
+            applied. Prune refuses to run without a rule, and
+            refuses a policy that would remove every backup of
+            a group.
             Each backup is un-committed first (its manifest
             removed), then its archive, so an interruption
             never leaves a listed backup without its archive.
@@ -1044,6 +1111,16 @@ final class HelpScreenTests: InProcessTestCase {
                   destinations (http://127.0.0.1:8333);
                   path-style addressing. (default: AWS)
                   (env: KEEPSAKE_S3_ENDPOINT)
+              --profile <name>
+                  Use this profile of the configuration file:
+                  its destination, S3 settings and keys
+                  (options given here win).
+                  (env: KEEPSAKE_PROFILE)
+              --config <file>
+                  The configuration file that defines the
+                  profiles. (default:
+                  ${XDG_CONFIG_HOME:-~/.config}/keepsake/
+                  config.toml) (env: KEEPSAKE_CONFIG)
               --keep-last <n>
                   Keep the N newest backups.
               --keep-hourly <n>
@@ -1141,10 +1218,18 @@ final class HelpScreenTests: InProcessTestCase {
               --from <where>       Where the backups are: a folder, s3://BUCKET/PREFIX, or
                                    rclone:REMOTE:PATH. (default: the default destination)
                                    (env: KEEPSAKE_DEST)
-              --to <where>         Where to copy them (required).
+              --to <where>         Where to copy them (required without a profile that has
+                                   one copy-to). (default: the profile's copy-to)
               --s3-endpoint <url>  The S3-compatible server for s3:// destinations
                                    (http://127.0.0.1:8333); path-style addressing.
                                    (default: AWS) (env: KEEPSAKE_S3_ENDPOINT)
+              --profile <name>     Use this profile of the configuration file: its
+                                   destination, S3 settings and keys (options given here
+                                   win). (env: KEEPSAKE_PROFILE)
+              --config <file>      The configuration file that defines the profiles.
+                                   (default:
+                                   ${XDG_CONFIG_HOME:-~/.config}/keepsake/config.toml)
+                                   (env: KEEPSAKE_CONFIG)
               --lock-wait <time>   When another run holds the destination, wait this long
                                    for it (900, 90s, 15min, 2h) before exit 5. (default: 0
                                    (fail at once))
@@ -1164,6 +1249,9 @@ final class HelpScreenTests: InProcessTestCase {
 
               keepsake copy latest --from /mnt/usb/backups --to rclone:nas:keepsake
                   Copy the newest backup (and the chain it needs) from a USB disk to a NAS.
+
+              keepsake copy --profile home
+                  Copy every backup of profile 'home' to its copy-to destination.
 
             """)
         assertHelp(["copy", "--help"], width: 50, """
@@ -1195,12 +1283,24 @@ final class HelpScreenTests: InProcessTestCase {
                   (default: the default destination)
                   (env: KEEPSAKE_DEST)
               --to <where>
-                  Where to copy them (required).
+                  Where to copy them (required without a
+                  profile that has one copy-to). (default: the
+                  profile's copy-to)
               --s3-endpoint <url>
                   The S3-compatible server for s3://
                   destinations (http://127.0.0.1:8333);
                   path-style addressing. (default: AWS)
                   (env: KEEPSAKE_S3_ENDPOINT)
+              --profile <name>
+                  Use this profile of the configuration file:
+                  its destination, S3 settings and keys
+                  (options given here win).
+                  (env: KEEPSAKE_PROFILE)
+              --config <file>
+                  The configuration file that defines the
+                  profiles. (default:
+                  ${XDG_CONFIG_HOME:-~/.config}/keepsake/
+                  config.toml) (env: KEEPSAKE_CONFIG)
               --lock-wait <time>
                   When another run holds the destination, wait
                   this long for it (900, 90s, 15min, 2h)
@@ -1235,6 +1335,10 @@ final class HelpScreenTests: InProcessTestCase {
                   Copy the newest backup (and the chain it
                   needs) from a USB disk to a NAS.
 
+              keepsake copy --profile home
+                  Copy every backup of profile 'home' to its
+                  copy-to destination.
+
             """)
     }
 
@@ -1263,6 +1367,13 @@ final class HelpScreenTests: InProcessTestCase {
               --s3-endpoint <url>  The S3-compatible server for s3:// destinations
                                    (http://127.0.0.1:8333); path-style addressing.
                                    (default: AWS) (env: KEEPSAKE_S3_ENDPOINT)
+              --profile <name>     Use this profile of the configuration file: its
+                                   destination, S3 settings and keys (options given here
+                                   win). (env: KEEPSAKE_PROFILE)
+              --config <file>      The configuration file that defines the profiles.
+                                   (default:
+                                   ${XDG_CONFIG_HOME:-~/.config}/keepsake/config.toml)
+                                   (env: KEEPSAKE_CONFIG)
               --json               Print one JSON document on stdout instead of text.
               -q, --quiet          Print nothing but errors and warnings.
               --color <when>       Colour and styling: auto (only on a terminal, unless
@@ -1308,6 +1419,16 @@ final class HelpScreenTests: InProcessTestCase {
                   destinations (http://127.0.0.1:8333);
                   path-style addressing. (default: AWS)
                   (env: KEEPSAKE_S3_ENDPOINT)
+              --profile <name>
+                  Use this profile of the configuration file:
+                  its destination, S3 settings and keys
+                  (options given here win).
+                  (env: KEEPSAKE_PROFILE)
+              --config <file>
+                  The configuration file that defines the
+                  profiles. (default:
+                  ${XDG_CONFIG_HOME:-~/.config}/keepsake/
+                  config.toml) (env: KEEPSAKE_CONFIG)
               --json
                   Print one JSON document on stdout instead of
                   text.
@@ -1358,6 +1479,13 @@ final class HelpScreenTests: InProcessTestCase {
               --s3-endpoint <url>     The S3-compatible server for s3:// destinations
                                       (http://127.0.0.1:8333); path-style addressing.
                                       (default: AWS) (env: KEEPSAKE_S3_ENDPOINT)
+              --profile <name>        Use this profile of the configuration file: its
+                                      destination, S3 settings and keys (options given here
+                                      win). (env: KEEPSAKE_PROFILE)
+              --config <file>         The configuration file that defines the profiles.
+                                      (default:
+                                      ${XDG_CONFIG_HOME:-~/.config}/keepsake/config.toml)
+                                      (env: KEEPSAKE_CONFIG)
               --source <path>         Only backups of this source (or of a source holding
                                       this path): 'latest' is the newest of them.
                                       (default: any)
@@ -1420,6 +1548,16 @@ final class HelpScreenTests: InProcessTestCase {
                   destinations (http://127.0.0.1:8333);
                   path-style addressing. (default: AWS)
                   (env: KEEPSAKE_S3_ENDPOINT)
+              --profile <name>
+                  Use this profile of the configuration file:
+                  its destination, S3 settings and keys
+                  (options given here win).
+                  (env: KEEPSAKE_PROFILE)
+              --config <file>
+                  The configuration file that defines the
+                  profiles. (default:
+                  ${XDG_CONFIG_HOME:-~/.config}/keepsake/
+                  config.toml) (env: KEEPSAKE_CONFIG)
               --source <path>
                   Only backups of this source (or of a source
                   holding this path): 'latest' is the newest
@@ -1488,6 +1626,13 @@ final class HelpScreenTests: InProcessTestCase {
               --s3-endpoint <url>     The S3-compatible server for s3:// destinations
                                       (http://127.0.0.1:8333); path-style addressing.
                                       (default: AWS) (env: KEEPSAKE_S3_ENDPOINT)
+              --profile <name>        Use this profile of the configuration file: its
+                                      destination, S3 settings and keys (options given here
+                                      win). (env: KEEPSAKE_PROFILE)
+              --config <file>         The configuration file that defines the profiles.
+                                      (default:
+                                      ${XDG_CONFIG_HOME:-~/.config}/keepsake/config.toml)
+                                      (env: KEEPSAKE_CONFIG)
               --source <path>         Only backups of this source (or of a source holding
                                       this path): 'latest' is the newest of them.
                                       (default: any)
@@ -1551,6 +1696,16 @@ final class HelpScreenTests: InProcessTestCase {
                   destinations (http://127.0.0.1:8333);
                   path-style addressing. (default: AWS)
                   (env: KEEPSAKE_S3_ENDPOINT)
+              --profile <name>
+                  Use this profile of the configuration file:
+                  its destination, S3 settings and keys
+                  (options given here win).
+                  (env: KEEPSAKE_PROFILE)
+              --config <file>
+                  The configuration file that defines the
+                  profiles. (default:
+                  ${XDG_CONFIG_HOME:-~/.config}/keepsake/
+                  config.toml) (env: KEEPSAKE_CONFIG)
               --source <path>
                   Only backups of this source (or of a source
                   holding this path): 'latest' is the newest
@@ -1618,6 +1773,7 @@ final class HelpScreenTests: InProcessTestCase {
             OPTIONS:
               --config <file>  The configuration file that defines the profiles.
                                (default: ${XDG_CONFIG_HOME:-~/.config}/keepsake/config.toml)
+                               (env: KEEPSAKE_CONFIG)
               -v, --verbose    Print the summaries of the backup, the prune and the
                                verification.
               --progress       Report progress even when stderr is not a terminal: plain
@@ -1666,6 +1822,7 @@ final class HelpScreenTests: InProcessTestCase {
                                defines the profiles. (default:
                                ${XDG_CONFIG_HOME:-~/.config}/
                                keepsake/config.toml)
+                               (env: KEEPSAKE_CONFIG)
               -v, --verbose    Print the summaries of the
                                backup, the prune and the
                                verification.
@@ -1724,6 +1881,7 @@ final class HelpScreenTests: InProcessTestCase {
               --weekly <day>   Every week on this day (mon, tue, …, sun) at TIME (HH:MM).
               --config <file>  The configuration file that defines the profiles.
                                (default: ${XDG_CONFIG_HOME:-~/.config}/keepsake/config.toml)
+                               (env: KEEPSAKE_CONFIG)
               --install        Install the crontab line in your crontab (replacing the
                                profile's earlier line).
               --json           Print one JSON document on stdout instead of text.
@@ -1779,6 +1937,7 @@ final class HelpScreenTests: InProcessTestCase {
                                defines the profiles. (default:
                                ${XDG_CONFIG_HOME:-~/.config}/
                                keepsake/config.toml)
+                               (env: KEEPSAKE_CONFIG)
               --install        Install the crontab line in
                                your crontab (replacing the
                                profile's earlier line).
@@ -1839,7 +1998,8 @@ final class HelpScreenTests: InProcessTestCase {
               keepsake keygen --output ~/keepsake-identity.txt
                   Make an identity; the public key (age1…) is printed for --recipient.
 
-              keepsake restore latest --identity ~/keepsake-identity.txt
+              keepsake restore latest --identity ~/keepsake-identity.txt --target
+                /tmp/restore
                   Restore an encrypted backup with it.
 
             """)
@@ -1886,7 +2046,7 @@ final class HelpScreenTests: InProcessTestCase {
                   printed for --recipient.
 
               keepsake restore latest --identity
-                ~/keepsake-identity.txt
+                ~/keepsake-identity.txt --target /tmp/restore
                   Restore an encrypted backup with it.
 
             """)

@@ -229,7 +229,7 @@ final class MainScreenTests: InProcessTestCase {
             --- stderr
             2 matches in 2 of 2 backups.
             Restore one with:
-            keepsake restore YYYYMMDDThhmmssZ-backup#2 /tmp/ks-XXXXXX/src/notes.txt
+            keepsake restore YYYYMMDDThhmmssZ-backup#2 /tmp/ks-XXXXXX/src/notes.txt --dest /tmp/ks-XXXXXX/dest
 
             """, normalizer: normalizer)
         assertScreen("find-50", both(keepsake(find, on: .pipe(50), expecting: .success)), """
@@ -240,8 +240,7 @@ final class MainScreenTests: InProcessTestCase {
             --- stderr
             2 matches in 2 of 2 backups.
             Restore one with:
-            keepsake restore YYYYMMDDThhmmssZ-backup#2
-            /tmp/ks-XXXXXX/src/notes.txt
+            keepsake restore YYYYMMDDThhmmssZ-backup#2 /tmp/ks-XXXXXX/src/notes.txt --dest /tmp/ks-XXXXXX/dest
 
             """, normalizer: normalizer)
     }

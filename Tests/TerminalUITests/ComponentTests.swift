@@ -40,11 +40,17 @@ final class ComponentTests: KeepsakeTestCase {
             No backups yet in this destination. Create the first one with keepsake backup ~/Photos
 
             """)
+        // Wider than the line, the command still stands whole on a line of its own: pasted
+        // from a wrapped hint, 'keepsake restore ID' would restore a whole backup.
         XCTAssertEqual(plain(HintLine("Run", command: "keepsake restore latest"), width: 10), """
             Run
-            keepsake
-            restore
-            latest
+            keepsake restore latest
+
+            """)
+        let long = HintLine("Restore one with:", command: "keepsake restore host_20261205T020000Z-0a1b2c3d home/ana/notes.txt --dest /mnt/usb")
+        XCTAssertEqual(plain(long, width: 50), """
+            Restore one with:
+            keepsake restore host_20261205T020000Z-0a1b2c3d home/ana/notes.txt --dest /mnt/usb
 
             """)
     }

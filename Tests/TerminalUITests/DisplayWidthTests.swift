@@ -161,4 +161,17 @@ final class DisplayWidthTests: KeepsakeTestCase {
         let glued = "(default:" + String(DisplayWidth.noBreakSpace) + "/a/long/default/path)"
         XCTAssertEqual(DisplayWidth.wrap(glued, width: 24), ["(default:", "/a/long/default/path)"])
     }
+
+    /// A span kept whole starts its own line when it does not fit the current one, stands
+    /// alone when wider than any line, and the words after it go on as usual.
+    func testWrapKeepsWholeSpansOnOneLine() {
+        let text = "No backup 'x' in /srv/backups; run 'keepsake list --dest /srv/backups' to see them."
+        let spans = ["'keepsake list --dest /srv/backups'"]
+        XCTAssertEqual(DisplayWidth.wrap(text, width: 50, keepingWhole: spans),
+                       ["No backup 'x' in /srv/backups; run", "'keepsake list --dest /srv/backups' to see them."])
+        XCTAssertEqual(DisplayWidth.wrap(text, width: 20, keepingWhole: spans),
+                       ["No backup 'x' in", "/srv/backups; run", "'keepsake list --dest /srv/backups'", "to see them."])
+        // Without the span, the command comes apart.
+        XCTAssertFalse(DisplayWidth.wrap(text, width: 20).contains(spans[0]))
+    }
 }

@@ -235,12 +235,12 @@ public enum CopyError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .damaged(let backup, let archive, let source, let reason):
             return "Backup \(backup) in \(source) is damaged: its archive \(archive) \(reason); nothing of it was copied "
-                + "(run 'keepsake verify \(backup)' there)"
+                + "(run 'keepsake verify \(backup)')"
         case .reliesOnDamaged(let backup, let earlier):
             return "Backup \(backup) was not copied: it relies on backup \(earlier), which could not be copied"
         case .reliesOnMissing(let backup, let earlier, let source):
             return "Backup \(backup) was not copied: it relies on backup \(earlier), which is not in \(source) "
-                + "(run 'keepsake verify \(backup)' there)"
+                + "(run 'keepsake verify \(backup)')"
         }
     }
 }

@@ -15,8 +15,11 @@ struct CopyCommand: KeepsakeCommand {
         options: [
             OptionSpec(.from, kind: .value(valueName: "where"), defaultDescription: "the default destination",
                        environment: "KEEPSAKE_DEST", help: "Where the backups are: a folder, s3://BUCKET/PREFIX, or rclone:REMOTE:PATH."),
-            OptionSpec(.to, kind: .value(valueName: "where"), help: "Where to copy them (required)."),
+            OptionSpec(.to, kind: .value(valueName: "where"), defaultDescription: "the profile's copy-to",
+                       help: "Where to copy them (required without a profile that has one copy-to)."),
             CommonOptions.s3Endpoint,
+            DestinationSelection.profileOption,
+            ProfileLoader.configOption,
             CommonOptions.lockWait,
             CommonOptions.progress,
         ] + CommonOptions.global,
@@ -24,6 +27,7 @@ struct CopyCommand: KeepsakeCommand {
             .init(command: "keepsake copy --to s3://backups/laptop", explanation: "Copy every backup of the default destination to a bucket."),
             .init(command: "keepsake copy latest --from /mnt/usb/backups --to rclone:nas:keepsake",
                   explanation: "Copy the newest backup (and the chain it needs) from a USB disk to a NAS."),
+            .init(command: "keepsake copy --profile home", explanation: "Copy every backup of profile 'home' to its copy-to destination."),
         ]
     )
 
@@ -37,12 +41,20 @@ struct CopyCommand: KeepsakeCommand {
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         references = arguments.arguments(.backup)
-        fromOption = arguments.value(.from)
-        guard let to = arguments.value(.to), !to.isEmpty else {
+        let selection = try DestinationSelection.resolve(arguments, context: context, destinationKey: .from, opensBackups: false)
+        fromOption = selection.destination
+        let copyTo = selection.profile?.copyTo ?? []
+        if let to = arguments.value(.to), !to.isEmpty {
+            toOption = to
+        } else if copyTo.count == 1 {
+            toOption = copyTo[0]
+        } else if let profile = selection.profile, copyTo.count > 1 {
+            throw UsageError.custom("Profile '\(profile.name)' copies to \(copyTo.count) destinations "
+                + "(\(copyTo.joined(separator: ", "))); give one with '--to <where>'.", command: Self.spec)
+        } else {
             throw UsageError.custom("Give the destination to copy to with '--to <where>' (a folder, s3://BUCKET/PREFIX, or rclone:REMOTE:PATH).",
                                     command: Self.spec)
         }
-        toOption = to
         progress = arguments.flag(.progress)
         lockWait = try CommonOptions.lockWaitSeconds(arguments, command: Self.spec)
     }

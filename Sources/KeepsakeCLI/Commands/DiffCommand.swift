@@ -14,7 +14,7 @@ struct DiffCommand: KeepsakeCommand {
             ArgumentSpec(.from, help: "The older backup: an id, unique id prefix, 'latest', or an archive file."),
             ArgumentSpec(.to, help: "The newer backup: an id, unique id prefix, 'latest', or an archive file."),
         ],
-        options: [CommonOptions.dest, CommonOptions.s3Endpoint, CommonOptions.source, CommonOptions.hostFilter]
+        options: DestinationSelection.options + [CommonOptions.source, CommonOptions.hostFilter]
             + KeyOptions.reading + CommonOptions.global,
         examples: [
             .init(command: "keepsake diff 20261128 latest", explanation: "What changed between a backup of 28 November and the newest one."),
@@ -30,14 +30,13 @@ struct DiffCommand: KeepsakeCommand {
     private let source: String?
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
-        context.keyring = try KeyOptions.keyring(arguments, context: context)
+        destinationOption = try DestinationSelection.resolve(arguments, context: context).destination
         // The parser has already insisted on exactly two positionals.
         guard let from = arguments.argument(.from), let to = arguments.argument(.to) else {
             throw UsageError(.missingArgument("\(ArgumentKey.from) \(ArgumentKey.to)"), command: Self.spec)
         }
         fromReference = from
         toReference = to
-        destinationOption = arguments.value(.dest)
         hosts = arguments.value(.host).map { .only($0) } ?? .all
         source = arguments.value(.source).map(DestinationResolver.absolute)
     }

@@ -11,7 +11,7 @@ struct FindCommand: KeepsakeCommand {
         abstract: "Find which backups hold a file, with each version's size, time and SHA-256.",
         discussion: "PATTERN follows the --exclude rules: without a slash it matches a name at any depth (notes.txt, '*.pdf'); with a slash it matches the whole path (home/*/notes.txt; the leading / is optional); ** spans folders; a trailing / matches folders only. Every backup is searched, oldest first, from its manifest (no archive is read). Exit 1 when nothing matches.",
         arguments: [ArgumentSpec(.pattern, help: "A name or path pattern; quote it so the shell leaves * alone.")],
-        options: [CommonOptions.dest, CommonOptions.s3Endpoint, CommonOptions.source, CommonOptions.hostFilter]
+        options: DestinationSelection.options + [CommonOptions.source, CommonOptions.hostFilter]
             + KeyOptions.reading + CommonOptions.global,
         examples: [
             .init(command: "keepsake find notes.txt", explanation: "Every version of every file named notes.txt, in every backup."),
@@ -24,14 +24,13 @@ struct FindCommand: KeepsakeCommand {
     private let destinationOption: String?
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
-        context.keyring = try KeyOptions.keyring(arguments, context: context)
+        destinationOption = try DestinationSelection.resolve(arguments, context: context).destination
         let pattern = arguments.argument(.pattern) ?? ""
         do {
             search = try BackupSearch(pattern: pattern)
         } catch {
             throw UsageError.custom("Invalid pattern '\(pattern)': \(error.reason).", command: Self.spec)
         }
-        destinationOption = arguments.value(.dest)
         host = arguments.value(.host)
         source = arguments.value(.source).map(DestinationResolver.absolute)
     }
@@ -74,7 +73,8 @@ struct FindCommand: KeepsakeCommand {
             let backups = result.backupIDs.count
             context.message(Stack([
                 Text("\(versions) match\(versions == 1 ? "" : "es") in \(backups) of \(result.searchedCount) backup\(result.searchedCount == 1 ? "" : "s")."),
-                HintLine("Restore one with:", command: "keepsake restore \(newest.backup.id.rawValue) \(Self.restorePath(newest.entry))"),
+                HintLine("Restore one with:", command: context.pasteable.complete(
+                    command: "keepsake restore \(newest.backup.id.rawValue) \(Self.restorePath(newest.entry))")),
             ]))
         }
         return code
@@ -92,7 +92,8 @@ struct FindCommand: KeepsakeCommand {
         guard !context.json && !context.quiet && result.searchedCount > 0, let hint = Self.broaderPattern(search.pattern) else {
             return
         }
-        context.message(HintLine(hint.reason, command: "keepsake find '\(hint.pattern)'", textRole: .muted))
+        context.message(HintLine(hint.reason, command: context.pasteable.complete(command: "keepsake find '\(hint.pattern)'"),
+                                 textRole: .muted))
     }
 
     /// A broader pattern to suggest when nothing matched, and why; nil when there is none.

@@ -20,7 +20,7 @@ struct KeygenCommand: KeepsakeCommand {
         examples: [
             .init(command: "keepsake keygen --output ~/keepsake-identity.txt",
                   explanation: "Make an identity; the public key (age1…) is printed for --recipient."),
-            .init(command: "keepsake restore latest --identity ~/keepsake-identity.txt",
+            .init(command: "keepsake restore latest --identity ~/keepsake-identity.txt --target /tmp/restore",
                   explanation: "Restore an encrypted backup with it."),
         ]
     )

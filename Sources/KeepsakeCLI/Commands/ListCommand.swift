@@ -11,8 +11,7 @@ struct ListCommand: KeepsakeCommand {
         abstract: "List the backups, or the files of one backup.",
         discussion: "Without an argument: a table of the backups in the destination, oldest first. With a backup id (any unique prefix, or 'latest') or an archive file: its files, one path per line; --long adds mode, owner, size, time and SHA-256.",
         arguments: [ArgumentSpec(.backup, help: "A backup id, unique id prefix, 'latest', or an archive file.", optional: true)],
-        options: [
-            CommonOptions.dest, CommonOptions.s3Endpoint,
+        options: DestinationSelection.options + [
             OptionSpec(.long, short: "l", help: "With BACKUP: show mode, owner, size, modification time and SHA-256."),
             OptionSpec(.wide, help: "With BACKUP --long: the whole SHA-256 of each file (otherwise its first 12 hex digits)."),
             OptionSpec(.ids, help: "Without BACKUP: print only the backup ids, oldest first, one per line."),
@@ -39,9 +38,8 @@ struct ListCommand: KeepsakeCommand {
     private let source: String?
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
-        context.keyring = try KeyOptions.keyring(arguments, context: context)
         reference = arguments.argument(.backup)
-        destinationOption = arguments.value(.dest)
+        destinationOption = try DestinationSelection.resolve(arguments, context: context).destination
         long = arguments.flag(.long)
         wide = arguments.flag(.wide)
         idsOnly = arguments.flag(.ids)
@@ -99,7 +97,7 @@ struct ListCommand: KeepsakeCommand {
             if !context.quiet {
                 context.message(Stack([
                     Text(host.map { "No backups of host '\($0)' in \(storage.location)." } ?? "No backups in \(storage.location) yet."),
-                    HintLine("Make one with", command: "keepsake backup PATH"),
+                    HintLine("Make one with", command: context.pasteable.complete(command: "keepsake backup PATH")),
                 ]))
             }
             return .success

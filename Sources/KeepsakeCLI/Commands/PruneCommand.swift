@@ -20,8 +20,8 @@ struct PruneCommand: KeepsakeCommand {
     static let spec = CommandSpec(
         name: "prune",
         abstract: "Remove the backups a retention policy does not keep.",
-        discussion: "The rules are restic's 'forget --keep-*' rules, applied to each group of backups of the same host and sources (this host's only, unless --host or --all-hosts): a backup is kept when any rule keeps it. Counts are whole numbers of 1 or more, or -1 (or 'unlimited') for every period. A backup that a kept incremental backup needs is always kept ('needed by ID'), and so is a backup whose manifest cannot be read. Prune refuses to run without a rule, and refuses a policy that would remove every backup of a group.\nEach backup is un-committed first (its manifest removed), then its archive, so an interruption never leaves a listed backup without its archive.",
-        options: [CommonOptions.dest, CommonOptions.s3Endpoint]
+        discussion: "The rules are restic's 'forget --keep-*' rules, applied to each group of backups of the same host and sources (this host's only, unless --host or --all-hosts): a backup is kept when any rule keeps it. Counts are whole numbers of 1 or more, or -1 (or 'unlimited') for every period. A backup that a kept incremental backup needs is always kept ('needed by ID'), and so is a backup whose manifest cannot be read. With --profile and no rule given, the profile's retention policy is applied. Prune refuses to run without a rule, and refuses a policy that would remove every backup of a group.\nEach backup is un-committed first (its manifest removed), then its archive, so an interruption never leaves a listed backup without its archive.",
+        options: DestinationSelection.options
             + countOptions.map { OptionSpec($0.key, kind: .value(valueName: "n"), help: $0.help) }
             + [
                 OptionSpec(.keepWithin, kind: .value(valueName: "duration"),
@@ -85,8 +85,17 @@ struct PruneCommand: KeepsakeCommand {
                 policy.keepTags.append(tags)
             }
         }
+        let selection = try DestinationSelection.resolve(arguments, context: context, opensBackups: false)
         let rules = Self.countOptions.map(\.key) + [.keepWithin, .keepTag]
-        if policy.isEmpty && rules.allSatisfy({ arguments.values($0).isEmpty }) {
+        let givesRules = !rules.allSatisfy({ arguments.values($0).isEmpty })
+        if !givesRules, let profile = selection.profile {
+            // The profile's policy, as `keepsake run` applies it.
+            guard let retention = profile.retention else {
+                throw UsageError.custom("Profile '\(profile.name)' has no retention policy ([profiles.\(profile.name).retention] "
+                    + "in \(profile.file)); give the rules of what to keep, such as --keep-daily 7.", command: Self.spec)
+            }
+            policy = retention
+        } else if policy.isEmpty && !givesRules {
             problems.add("Give at least one rule of what to keep: --keep-last, --keep-hourly, --keep-daily, --keep-weekly, --keep-monthly, --keep-yearly, --keep-within or --keep-tag (prune never removes backups without a policy).")
         }
         if arguments.value(.host) != nil && arguments.flag(.allHosts) {
@@ -96,7 +105,7 @@ struct PruneCommand: KeepsakeCommand {
         hosts = HostSelection.from(host: arguments.value(.host), allHosts: arguments.flag(.allHosts))
         self.policy = policy
         dryRun = arguments.flag(.dryRun)
-        destinationOption = arguments.value(.dest)
+        destinationOption = selection.destination
         lockWait = try CommonOptions.lockWaitSeconds(arguments, command: Self.spec)
         now = try CommandClock.now(environment: context.environment, command: Self.spec)
     }

@@ -12,7 +12,7 @@ struct RepairCommand: KeepsakeCommand {
         discussion: "Every archive carries its manifest as its last entry. When the copy beside the archive is missing, unreadable, or names another backup, repair reads the archive whole, measures its size and SHA-256, and writes the manifest beside it again. A manifest that reads fine is never touched. Exit 4 when an archive's own manifest cannot be read either.",
         arguments: [ArgumentSpec(.backup, help: "Backup ids or unique prefixes to check; all archives when none.",
                                  optional: true, repeating: true)],
-        options: [CommonOptions.dest, CommonOptions.s3Endpoint] + CommonOptions.global,
+        options: DestinationSelection.options + CommonOptions.global,
         examples: [
             .init(command: "keepsake repair", explanation: "Check every archive's manifest and rebuild the ones that need it."),
         ]
@@ -23,7 +23,7 @@ struct RepairCommand: KeepsakeCommand {
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         references = arguments.arguments(.backup)
-        destinationOption = arguments.value(.dest)
+        destinationOption = try DestinationSelection.resolve(arguments, context: context, opensBackups: false).destination
     }
 
     // MARK: Running

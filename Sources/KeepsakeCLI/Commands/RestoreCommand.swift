@@ -16,10 +16,9 @@ struct RestoreCommand: KeepsakeCommand {
             ArgumentSpec(.path, help: "Restore only these paths (a folder brings its contents; patterns like '*.conf' allowed).",
                          optional: true, repeating: true, takesPath: true),
         ],
-        options: [
-            CommonOptions.dest, CommonOptions.s3Endpoint,
-            OptionSpec(.target, short: "C", kind: .value(valueName: "dir"), defaultDescription: "the current folder",
-                       help: "The folder to restore into; created when missing. Paths inside keep their full original path.",
+        options: DestinationSelection.options + [
+            OptionSpec(.target, short: "C", kind: .value(valueName: "dir"), defaultDescription: "the current folder, for chosen PATHs",
+                       help: "The folder to restore into; created when missing. Paths inside keep their full original path. Required to restore a whole backup ('--target .' for the current folder); on a terminal a question stands in.",
                        takesPath: true),
             OptionSpec(.overwrite, kind: .value(valueName: "when"),
                        allowedValues: OverwritePolicy.allCases.map(\.rawValue), defaultDescription: "never",
@@ -54,9 +53,11 @@ struct RestoreCommand: KeepsakeCommand {
     private let hosts: HostSelection
     /// `--source`: `latest` is the newest backup holding this path.
     private let source: String?
+    /// A whole backup into the current folder without `--target`: asked on the terminal first.
+    private let asksForTarget: Bool
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
-        context.keyring = try KeyOptions.keyring(arguments, context: context)
+        destinationOption = try DestinationSelection.resolve(arguments, context: context).destination
         reference = arguments.argument(.backup)
         if arguments.value(.host) != nil && arguments.flag(.allHosts) {
             throw UsageError.custom("Give either '--host' or '--all-hosts', not both.", command: Self.spec)
@@ -81,11 +82,17 @@ struct RestoreCommand: KeepsakeCommand {
             request.stripComponents = count
         }
         request.sync = arguments.flag(.sync)
+        // A whole backup lands where the user said: a command pasted without its paths
+        // must not spill a backup into whatever folder the shell is in.
+        asksForTarget = request.selectionPaths.isEmpty && arguments.path(.target) == nil && !request.dryRun
+        if asksForTarget && (!context.capabilities.canPrompt || context.noInput) {
+            throw UsageError.custom("Restoring a whole backup needs '--target <dir>': say where it goes ('--target .' for the "
+                + "current folder), or name the paths to restore.", command: Self.spec)
+        }
         self.request = request
         if arguments.flag(.sameOwner) && geteuid() != 0 {
             throw UsageError.custom("The option '--same-owner' needs root: only root can give files to other owners or restore setuid bits and device files.", command: Self.spec)
         }
-        destinationOption = arguments.value(.dest)
         progress = arguments.flag(.progress)
         let patterns = request.selectionPaths.filter { $0.contains(where: { "*?[".utf8.contains($0) }) }
         if let pattern = patterns.first(where: { PathBytes.validString($0) == nil }) {
@@ -105,6 +112,7 @@ struct RestoreCommand: KeepsakeCommand {
         let backup = try reference.map { try context.locate($0, destinationOption: destinationOption, hosts: hosts, source: self.source) }
             ?? context.locator(destinationOption).locate(.backup(pickBackup(context: context)))
         let source = backup.label
+        if asksForTarget { try confirmTarget(restoring: source, context: context) }
         let presenter = EventPresenter(context: context, progress: progress)
         defer { presenter.finish() }
         let result = try Restorer(events: presenter, cancellation: context.cancellation).restore(backup, request: request)
@@ -165,6 +173,24 @@ struct RestoreCommand: KeepsakeCommand {
             } else {
                 code = .success
             }
+        }
+    }
+
+    // MARK: Asking
+
+    /// Asks before a whole backup is restored into the current folder (no `--target`);
+    /// anything but yes restores nothing.
+    private func confirmTarget(restoring source: String, context: CommandContext) throws {
+        let question = Field.text("Restore all of \(source) into the current folder \(request.target)? (yes/no)", default: "no")
+        let answer: String
+        do {
+            answer = try question.ask(using: context.console.prompts(), context: context.err, noInput: context.noInput)
+        } catch {
+            throw EngineError.invalidRequest("Nothing was restored: no answer to whether to restore into the current folder; "
+                + "give '--target <dir>'.")
+        }
+        guard ["y", "yes"].contains(answer.trimmingCharacters(in: .whitespaces).lowercased()) else {
+            throw EngineError.invalidRequest("Nothing was restored; give '--target <dir>' to say where the backup goes.")
         }
     }
 

@@ -66,7 +66,9 @@ struct RunCommand: KeepsakeCommand {
         let copyTo = try profile.copyTo.map { try context.destination($0) }
         state.destination = storage.location
         var environment = context.environment
+        // A keepsake command in a hook finds the profile's destination and keys by itself.
         environment["KEEPSAKE_PROFILE"] = profile.name
+        environment["KEEPSAKE_CONFIG"] = config.path
 
         // Before: a failure stops everything, and the after hook does not run.
         if let command = profile.before {

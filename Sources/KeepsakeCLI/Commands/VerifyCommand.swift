@@ -12,7 +12,7 @@ struct VerifyCommand: KeepsakeCommand {
         discussion: "Decompresses each archive completely, checks every file against the manifest, that every file in the manifest is present, and the archive's size and SHA-256 recorded when it was stored. Exit 4 names each damaged backup and, where possible, the damaged files.",
         arguments: [ArgumentSpec(.backup, help: "Backup ids, unique prefixes, 'latest', or archive files; all backups when none.",
                                  optional: true, repeating: true)],
-        options: [CommonOptions.dest, CommonOptions.s3Endpoint, CommonOptions.progress] + KeyOptions.reading + CommonOptions.global,
+        options: DestinationSelection.options + [CommonOptions.progress] + KeyOptions.reading + CommonOptions.global,
         examples: [
             .init(command: "keepsake verify", explanation: "Verify every backup in the default destination."),
             .init(command: "keepsake verify latest --dest /mnt/usb/backups", explanation: "Verify the newest backup on a USB disk."),
@@ -24,9 +24,8 @@ struct VerifyCommand: KeepsakeCommand {
     private let progress: Bool
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
-        context.keyring = try KeyOptions.keyring(arguments, context: context)
+        destinationOption = try DestinationSelection.resolve(arguments, context: context).destination
         references = arguments.arguments(.backup)
-        destinationOption = arguments.value(.dest)
         progress = arguments.flag(.progress)
     }
 

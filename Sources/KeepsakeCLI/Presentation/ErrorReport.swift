@@ -18,11 +18,11 @@ struct ErrorReport {
     }
 
     /// The lines, in order.
-    let lines: [Line]
+    private(set) var lines: [Line]
     /// How the command ends.
     let code: ExitCode
     /// The `error` of the JSON object.
-    let message: String
+    private(set) var message: String
 
     // MARK: Init
 
@@ -58,10 +58,21 @@ struct ErrorReport {
         }
     }
 
+    /// The report with the commands its problems name completed (`PasteableCommands`).
+    func completing(_ pasteable: PasteableCommands) -> ErrorReport {
+        var report = self
+        report.lines = lines.map { line in
+            if case .problem(let text) = line { return .problem(pasteable.complete(text)) }
+            return line
+        }
+        report.message = pasteable.complete(message)
+        return report
+    }
+
     // MARK: Rendering
 
     /// The text for standard error: on a terminal each problem wrapped at word boundaries
-    /// to its width, the later lines under the message; one line each when stderr is not a
+    /// to its width (never inside a command it names), the later lines under the message; one line each when stderr is not a
     /// terminal (a log keeps each error on one line, for grep).
     func lines(in context: RenderContext, wraps: Bool) -> [String] {
         let label = "Error:"
@@ -71,7 +82,9 @@ struct ErrorReport {
             case .detail(let text):
                 return [text]
             case .problem(let text):
-                let wrapped = wraps ? DisplayWidth.wrap(text, width: max(context.width, 30), firstPrefix: label + " ", restPrefix: indent)
+                // A command it names stays whole on one line, to be pasted.
+                let wrapped = wraps ? DisplayWidth.wrap(text, width: max(context.width, 30), firstPrefix: label + " ", restPrefix: indent,
+                                                        keepingWhole: PasteableCommands.spans(in: text))
                                     : [label + " " + text]
                 // Style the label once the layout is fixed on plain text.
                 return wrapped.enumerated().map { index, line in

@@ -28,8 +28,12 @@ final class CommandContext {
         quiet = arguments.flag(.quiet)
         noInput = arguments.flag(.noInput)
         s3Endpoint = arguments.value(.s3Endpoint)
+        pasteable = PasteableCommands(arguments)
         self.cancellation = cancellation
     }
+
+    /// Completes the commands messages name with the destination options given here.
+    let pasteable: PasteableCommands
 
     /// `--s3-endpoint`, for s3:// destinations.
     let s3Endpoint: String?
@@ -101,29 +105,30 @@ final class CommandContext {
 
     /// A warning line on standard error (shown even with `--quiet`).
     func warn(_ text: String) {
-        labelled("warning:", role: .warning, text)
+        labelled("warning:", role: .warning, pasteable.complete(text))
     }
 
     /// A hint on standard error about a choice made for the user (shown even with `--quiet`).
     func hint(_ text: String) {
-        labelled("hint:", role: .warning, text)
+        labelled("hint:", role: .warning, pasteable.complete(text))
     }
 
     /// A line on standard error about damaged data (shown even with `--quiet`).
     func damaged(_ text: String) {
-        labelled("damaged:", role: .danger, text)
+        labelled("damaged:", role: .danger, pasteable.complete(text))
     }
 
     /// An informational line on standard error (hidden by `--quiet` and `--json`).
     func note(_ text: String) {
         guard !quiet, !json else { return }
-        console.errors.writeLine(err.apply(.muted, to: text))
+        console.errors.writeLine(err.apply(.muted, to: pasteable.complete(text)))
     }
 
     /// Tells a failure on standard error and, with `--json` (or `json`), as
     /// `{"error": …, "exit_code": N}` on standard output; returns its exit code.
     @discardableResult
     func report(_ report: ErrorReport, json: Bool? = nil) -> ExitCode {
+        let report = report.completing(pasteable)
         for line in report.lines(in: err, wraps: capabilities.stderrIsTTY) {
             console.errors.writeLine(line)
         }

@@ -3,7 +3,7 @@ import Foundation
 import KeepsakeConfig
 import TerminalUI
 
-/// Loads a profile for `keepsake run` and `keepsake schedule`; a configuration error is told
+/// Loads a profile for `keepsake run`, `keepsake schedule` and `--profile`; a configuration error is told
 /// the way compilers do, one `Error: FILE:LINE:COLUMN: message` line per problem (`ErrorReport`).
 enum ProfileLoader {
     // MARK: Options
@@ -11,14 +11,19 @@ enum ProfileLoader {
     /// `--config FILE`, shared by the commands that read profiles.
     static let configOption = OptionSpec(.config, kind: .value(valueName: "file"),
                                          defaultDescription: "${XDG_CONFIG_HOME:-~/.config}/keepsake/config.toml",
+                                         environment: "KEEPSAKE_CONFIG",
                                          help: "The configuration file that defines the profiles.")
 
     // MARK: Loading
 
-    /// The configuration file's absolute path for a `--config` value (the default when nil).
+    /// The configuration file's absolute path for a `--config` value, else `KEEPSAKE_CONFIG`
+    /// (which `keepsake run` sets for its hooks), else the default.
     static func configPath(_ option: String?, environment: [String: String]) -> String {
-        guard let option, !option.isEmpty else { return ConfigFile.defaultPath(environment: environment) }
-        return DestinationResolver.absolute(option)
+        if let option, !option.isEmpty { return DestinationResolver.absolute(option) }
+        if let fromEnvironment = environment["KEEPSAKE_CONFIG"], !fromEnvironment.isEmpty {
+            return DestinationResolver.absolute(fromEnvironment)
+        }
+        return ConfigFile.defaultPath(environment: environment)
     }
 
     /// The file and the profile named `name`.

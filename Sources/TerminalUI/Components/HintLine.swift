@@ -4,7 +4,8 @@ import Foundation
 /// "To restore it, run **keepsake restore latest**".
 ///
 /// The text wraps; the command is kept whole on the last line when it fits there, and
-/// otherwise starts a line of its own.
+/// otherwise starts a line of its own. It is never broken, even when wider than the line:
+/// a command pasted from a wrapped hint would run without its later words.
 ///
 /// ```swift
 /// HintLine("No backups yet. Create one with", command: "keepsake backup ~/Photos")
@@ -32,8 +33,7 @@ public struct HintLine: Renderable {
 
     // MARK: Rendering
 
-    /// The hint's lines; the command is never split inside a word unless it is wider
-    /// than the whole width.
+    /// The hint's lines; the command is never split.
     public func render(in context: RenderContext) -> [String] {
         let width = context.width
         let textLines = text.isEmpty ? [] : DisplayWidth.wrap(text, width: width)
@@ -44,10 +44,8 @@ public struct HintLine: Renderable {
 
         if let lastPlain = textLines.last, DisplayWidth.width(of: lastPlain) + 1 + commandWidth <= width {
             lines[lines.count - 1] += " " + styledCommand(command)
-        } else if commandWidth <= width {
-            lines.append(styledCommand(command))
         } else {
-            lines += DisplayWidth.wrap(command, width: width).map(styledCommand)
+            lines.append(styledCommand(command))
         }
         return lines
     }

@@ -210,13 +210,18 @@ public enum DisplayWidth {
     /// of spaces between words collapse to one, and a word longer than a line is broken
     /// after its last `/` that fits (paths stay readable) or else by characters, never
     /// inside a wide character. No line ends with a space. Always returns at least one line.
-    public static func wrap(_ text: String, width: Int, firstPrefix: String = "", restPrefix: String = "") -> [String] {
+    ///
+    /// Each of `keepingWhole` found in `text` (a command to paste, spaces and all) is one
+    /// word that is never broken: it starts a line of its own when it does not fit on the
+    /// current one, and stands alone, wider than the line, when it fits on none.
+    public static func wrap(_ text: String, width: Int, firstPrefix: String = "", restPrefix: String = "",
+                            keepingWhole: [String] = []) -> [String] {
         let width = max(1, width)
         let firstRoom = max(1, width - self.width(of: firstPrefix))
         let restRoom = max(1, width - self.width(of: restPrefix))
         var body: [String] = []
         for paragraph in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            wrapParagraph(String(paragraph), into: &body) { $0 == 0 ? firstRoom : restRoom }
+            wrapParagraph(String(paragraph), keepingWhole: keepingWhole, into: &body) { $0 == 0 ? firstRoom : restRoom }
         }
         return body.enumerated().map { index, line in
             var line = Substring((index == 0 ? firstPrefix : restPrefix) + line)
@@ -226,12 +231,16 @@ public enum DisplayWidth {
     }
 
     /// Appends the lines of one paragraph to `lines`; `room` gives the cells line N may hold.
-    private static func wrapParagraph(_ paragraph: String, into lines: inout [String], room: (Int) -> Int) {
+    private static func wrapParagraph(_ paragraph: String, keepingWhole: [String], into lines: inout [String],
+                                      room: (Int) -> Int) {
         let widest = max(room(0), room(1))
-        let words = paragraph.split(separator: " ", omittingEmptySubsequences: true).flatMap { word -> [String] in
-            // Glued words too wide for any line come apart at their no-break spaces.
-            guard self.width(of: String(word)) > widest, word.contains(noBreakSpace) else { return [String(word)] }
-            return word.split(separator: noBreakSpace).map(String.init)
+        let words = pieces(of: paragraph, keepingWhole: keepingWhole).flatMap { piece -> [(text: String, whole: Bool)] in
+            if piece.whole { return [(piece.text, true)] }
+            return piece.text.split(separator: " ", omittingEmptySubsequences: true).flatMap { word -> [String] in
+                // Glued words too wide for any line come apart at their no-break spaces.
+                guard self.width(of: String(word)) > widest, word.contains(noBreakSpace) else { return [String(word)] }
+                return word.split(separator: noBreakSpace).map(String.init)
+            }.map { ($0, false) }
         }
         guard !words.isEmpty else {
             lines.append("")
@@ -239,7 +248,7 @@ public enum DisplayWidth {
         }
         var current = ""
         var currentWidth = 0
-        for word in words {
+        for (word, whole) in words {
             let wordWidth = self.width(of: word)
             if currentWidth > 0 && currentWidth + 1 + wordWidth <= room(lines.count) {
                 current += " " + word
@@ -248,6 +257,12 @@ public enum DisplayWidth {
             }
             if currentWidth > 0 {
                 lines.append(current)
+            }
+            if whole {
+                // Never broken: wider than the line, it stands alone.
+                current = word
+                currentWidth = wordWidth
+                continue
             }
             // Too long for any line: hard-break it, keep the last piece open so the next
             // word may follow it.
@@ -268,6 +283,24 @@ public enum DisplayWidth {
             currentWidth = restWidth
         }
         lines.append(current)
+    }
+
+    /// `paragraph` cut into the occurrences of `keepingWhole` (in the order found, none
+    /// overlapping) and the text between them.
+    private static func pieces(of paragraph: String, keepingWhole: [String]) -> [(text: String, whole: Bool)] {
+        let spans = keepingWhole.filter { !$0.isEmpty }
+        guard !spans.isEmpty else { return [(paragraph, false)] }
+        var pieces: [(text: String, whole: Bool)] = []
+        var rest = Substring(paragraph)
+        while true {
+            let found = spans.compactMap { span in rest.range(of: span) }.min { $0.lowerBound < $1.lowerBound }
+            guard let found else { break }
+            pieces.append((String(rest[..<found.lowerBound]), false))
+            pieces.append((String(rest[found]), true))
+            rest = rest[found.upperBound...]
+        }
+        pieces.append((String(rest), false))
+        return pieces
     }
 
     // MARK: Tokens
