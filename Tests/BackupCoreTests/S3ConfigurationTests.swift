@@ -25,6 +25,19 @@ final class S3ConfigurationTests: KeepsakeTestCase {
 
     // MARK: Credentials
 
+    /// `~/.aws` is the environment's HOME, as the AWS tools read it, not the account's.
+    func testTheSharedFilesAreFoundUnderHOME() throws {
+        try writeFile(home + "/.aws/credentials", "[default]\naws_access_key_id = AKIDHOME\naws_secret_access_key = s\n")
+        try writeFile(home + "/.aws/config", "[default]\nregion = eu-north-1\n")
+        let resolved = try S3Configuration.resolve(environment: ["HOME": home])
+        XCTAssertEqual(resolved.credentials.accessKeyID, "AKIDHOME")
+        XCTAssertEqual(resolved.credentialSource, home + "/.aws/credentials [default]")
+        XCTAssertEqual(resolved.region, "eu-north-1")
+        let elsewhere = try S3Configuration.resolve(environment: ["HOME": home, "AWS_SHARED_CREDENTIALS_FILE": home + "/none",
+                                                                  "AWS_ACCESS_KEY_ID": "AKIDENV", "AWS_SECRET_ACCESS_KEY": "e"])
+        XCTAssertEqual(elsewhere.credentials.accessKeyID, "AKIDENV")
+    }
+
     func testCredentialsFromTheEnvironmentThenTheSharedFile() throws {
         try writeFile(home + "/.aws/credentials", """
             # a comment

@@ -49,6 +49,49 @@ final class S3EndToEndTests: EndToEndTestCase {
         return (keys(listing.stdoutText, "Key"), keys(uploads.stdoutText, "Key"))
     }
 
+    // MARK: Where credentials come from
+
+    /// With no AWS_* variable, the keys come from `$HOME/.aws/credentials` (HOME is this
+    /// test's, not the account's); then a profile that holds the endpoint and the keys
+    /// serves list and restore with nothing else given.
+    func testCredentialsFromHOMEAndFromAProfile() throws {
+        let server = try started(access: .enforcedWithRandomKeys())
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["a.txt": "alpha\n"])
+        let dest = "s3://\(bucket)/home"
+        let aws = keepsake.home + "/.aws"
+        try FileManager.default.createDirectory(atPath: aws, withIntermediateDirectories: true)
+        try "[default]\naws_access_key_id = \(server.accessKey)\naws_secret_access_key = \(server.secretKey)\n"
+            .write(toFile: aws + "/credentials", atomically: true, encoding: .utf8)
+        let bare: [String: String?] = ["AWS_ACCESS_KEY_ID": nil, "AWS_SECRET_ACCESS_KEY": nil, "AWS_PROFILE": nil,
+                                       "AWS_SESSION_TOKEN": nil, "AWS_SHARED_CREDENTIALS_FILE": nil, "AWS_CONFIG_FILE": nil]
+        let made = try run(["backup", source, "--dest", dest, "--s3-endpoint", server.endpoint.absoluteString, "--json"],
+                           environment: bare)
+        assertExit(made, 0)
+        let id = try XCTUnwrap(try json(made)["id"] as? String)
+
+        try FileManager.default.removeItem(atPath: aws)
+        let config = path("keepsake.toml")
+        try """
+            [profiles.web]
+            sources = ["\(source)"]
+            destination = "\(dest)"
+            s3-endpoint = "\(server.endpoint.absoluteString)"
+            aws-access-key-id = "\(server.accessKey)"
+            aws-secret-access-key = "\(server.secretKey)"
+
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        XCTAssertEqual(chmod(config, 0o600), 0)
+        assertExit(try run(["list", "--ids", "--dest", dest, "--s3-endpoint", server.endpoint.absoluteString], environment: bare), 1,
+                   "without keys the server refuses")
+        let listed = try run(["list", "--ids", "--profile", "web", "--config", config], environment: bare)
+        assertExit(listed, 0)
+        XCTAssertEqual(listed.stdoutText, id + "\n")
+        let target = path("restored")
+        assertExit(try run(["restore", "latest", "--profile", "web", "--config", config, "--target", target], environment: bare), 0)
+        XCTAssertEqual(try String(contentsOfFile: restored(source, into: target) + "/a.txt", encoding: .utf8), "alpha\n")
+    }
+
     // MARK: Workflow
 
     func testTheWholeWorkflowOnS3() throws {

@@ -74,9 +74,12 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
     /// from `--s3-endpoint`, then `KEEPSAKE_S3_ENDPOINT`, else AWS itself; the region from
     /// the profile, `KEEPSAKE_S3_REGION`, `AWS_REGION`, `AWS_DEFAULT_REGION`, the shared
     /// config file, else `us-east-1`. A custom endpoint means path-style addressing unless
-    /// `KEEPSAKE_S3_ADDRESSING=virtual`.
+    /// `KEEPSAKE_S3_ADDRESSING=virtual`. `~` is `home`, else the environment's `HOME` (as
+    /// the AWS tools read it: `HOME=/srv/ci keepsake …` uses `/srv/ci/.aws`), else the
+    /// account's home folder.
     public static func resolve(environment: [String: String], overrides: Overrides = Overrides(),
-                               home: String = NSHomeDirectory()) throws(S3Error) -> S3Configuration {
+                               home: String? = nil) throws(S3Error) -> S3Configuration {
+        let home = home ?? nonEmpty(environment["HOME"]) ?? NSHomeDirectory()
         let profile = overrides.awsProfile ?? nonEmpty(environment["AWS_PROFILE"]) ?? "default"
         let credentialsFile = nonEmpty(environment["AWS_SHARED_CREDENTIALS_FILE"]) ?? home + "/.aws/credentials"
         let configFile = nonEmpty(environment["AWS_CONFIG_FILE"]) ?? home + "/.aws/config"
