@@ -147,6 +147,59 @@ final class ProfileOptionTests: EndToEndTestCase {
         XCTAssertEqual(try String(contentsOfFile: out, encoding: .utf8), id + "\n")
     }
 
+    // MARK: Hosts
+
+    /// `backup --host NAME` records the backup, its file names and its chain under NAME; a
+    /// profile's `host` does the same for `run`, whose prune keeps to that host's backups,
+    /// and brings the host to the other commands' `latest`.
+    func testAHostNameGivenIsTheBackupsHost() throws {
+        let first = try json(try run(["backup", source, "--dest", dest, "--host", "web-1", "--json"]))
+        XCTAssertEqual(first["host"] as? String, "web-1")
+        XCTAssertTrue((first["archive"] as? String)?.hasPrefix("web-1_") == true, "\(first)")
+        let second = try json(try run(["backup", source, "--dest", dest, "--host", "web-1", "--json"]))
+        XCTAssertEqual(second["kind"] as? String, "incremental", "web-1's chain goes on")
+        XCTAssertEqual(second["parent"] as? String, first["id"] as? String)
+        let own = try json(try run(["backup", source, "--dest", dest, "--json"]))
+        XCTAssertEqual(own["kind"] as? String, "full", "this machine's own chain is another")
+
+        let target = path("web-1")
+        let restoredWeb = try json(try runElsewhere(["restore", "latest", "--dest", dest, "--host", "web-1", "--target", target,
+                                                     "--json"]))
+        XCTAssertEqual(restoredWeb["source"] as? String, second["id"] as? String, "\(restoredWeb)")
+
+        try """
+            [profiles.web]
+            sources = ["\(source)"]
+            destination = "\(dest)"
+            host = "web-1"
+
+            [profiles.web.retention]
+            keep-last = 1
+
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let night = try json(try run(["run", "web", "--config", config, "--json"]))
+        let newest = try XCTUnwrap((night["backup"] as? [String: Any])?["id"] as? String, "\(night)")
+        XCTAssertEqual((night["backup"] as? [String: Any])?["host"] as? String, "web-1")
+        let pruned = try XCTUnwrap(night["prune"] as? [String: Any])
+        let decisions = try XCTUnwrap(pruned["decisions"] as? [[String: Any]])
+        XCTAssertEqual(Set(decisions.compactMap { $0["host"] as? String }), ["web-1"], "the run prunes web-1's backups only")
+        XCTAssertEqual(decisions.count, 3)
+        XCTAssertTrue(try runElsewhere(["list", "--ids", "--dest", dest]).stdoutText.contains(own["id"] as? String ?? "?"),
+                      "this machine's backup is not web-1's to prune")
+        let listed = try runElsewhere(["list", "--long", "--dest", dest, "--host", "web-1"])
+        XCTAssertTrue(listed.stdoutText.contains("HOST") && listed.stdoutText.contains("web-1"), listed.stdoutText)
+        let fromProfile = try json(try runElsewhere(["restore", "latest", "--profile", "web", "--config", config, "--target",
+                                                     path("from-profile"), "--dry-run", "--json"]))
+        XCTAssertEqual(fromProfile["source"] as? String, newest, "\(fromProfile)")
+
+        assertExit(try run(["backup", source, "--dest", dest, "--host", "web 1"]), 2)
+        let badConfig = path("bad.toml")
+        try "[profiles.bad]\nsources = [\"\(source)\"]\nhost = \"web 1\"\n".write(toFile: badConfig, atomically: true, encoding: .utf8)
+        let bad = try run(["run", "bad", "--config", badConfig])
+        assertExit(bad, 1)
+        XCTAssertTrue(bad.stderrText.contains("'host'"), bad.stderrText)
+    }
+
     // MARK: Pasting
 
     /// The command a hint names is run as pasted, by a shell, from another folder: it

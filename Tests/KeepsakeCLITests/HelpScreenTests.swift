@@ -218,6 +218,9 @@ final class HelpScreenTests: InProcessTestCase {
                                       are kept, empty.
               -t, --tag <tag>         Label the backup (shown by list). (repeatable)
               -n, --dry-run           Scan and count what would be backed up; write nothing.
+              --host <name>           Record the backup as made by this host (a container, a
+                                      reinstalled machine): its chain, 'latest' and prune's
+                                      groups follow the name. (default: this host's name)
               --stdin                 Back up standard input (a database dump, say) as one
                                       file instead of paths.
               --stdin-name <name>     The file name standard input gets in the backup.
@@ -344,6 +347,11 @@ final class HelpScreenTests: InProcessTestCase {
               -n, --dry-run
                   Scan and count what would be backed up;
                   write nothing.
+              --host <name>
+                  Record the backup as made by this host (a
+                  container, a reinstalled machine): its
+                  chain, 'latest' and prune's groups follow
+                  the name. (default: this host's name)
               --stdin
                   Back up standard input (a database dump,
                   say) as one file instead of paths.
@@ -470,7 +478,8 @@ final class HelpScreenTests: InProcessTestCase {
                                       ${XDG_CONFIG_HOME:-~/.config}/keepsake/config.toml)
                                       (env: KEEPSAKE_CONFIG)
               -l, --long              With BACKUP: show mode, owner, size, modification time
-                                      and SHA-256.
+                                      and SHA-256. Without: show the HOST column even when
+                                      one host made every backup.
               --wide                  With BACKUP --long: the whole SHA-256 of each file
                                       (otherwise its first 12 hex digits).
               --ids                   Without BACKUP: print only the backup ids, oldest
@@ -548,7 +557,9 @@ final class HelpScreenTests: InProcessTestCase {
                   config.toml) (env: KEEPSAKE_CONFIG)
               -l, --long
                   With BACKUP: show mode, owner, size,
-                  modification time and SHA-256.
+                  modification time and SHA-256. Without: show
+                  the HOST column even when one host made
+                  every backup.
               --wide
                   With BACKUP --long: the whole SHA-256 of
                   each file (otherwise its first 12 hex

@@ -26,7 +26,7 @@ public final class BackupEngine {
     public func run(_ request: BackupRequest) throws -> BackupResult {
         let started = Date()
         let sources = try resolvedSources(request)
-        var summary = BackupSummary(id: BackupID(date: request.now), created: request.now, host: HostIdentity.hostName,
+        var summary = BackupSummary(id: BackupID(date: request.now), created: request.now, host: request.host,
                                     user: HostIdentity.userName,
                                     sources: request.stdinName.map { ["stdin:" + $0] } ?? sources.map(PathBytes.display),
                                     tags: request.tags, compression: request.compression,
@@ -78,7 +78,7 @@ public final class BackupEngine {
         // The size of the last backup of these sources on this host: the progress bar's total.
         let expectedBytes = parent?.summary.originalBytes ?? lastSizeOfSources
 
-        let host = HostIdentity.fileSafeHostName
+        let host = HostIdentity.fileSafe(request.host)
         let encrypted = request.encryption != nil
         summary.encryption = request.encryptionRecord
         let archiveName = BackupNaming.archiveName(host: host, id: id, compression: request.compression, encrypted: encrypted)
@@ -168,7 +168,7 @@ public final class BackupEngine {
         do {
             let encrypting = try request.encryption.map { try AgeEncryptingSink(downstream: sidecar, encryption: $0) }
             // The cache gets the plain (compressed) bytes, what goes into the encryption.
-            let plainName = BackupNaming.manifestName(host: HostIdentity.fileSafeHostName, id: summary.id)
+            let plainName = BackupNaming.manifestName(host: HostIdentity.fileSafe(request.host), id: summary.id)
             let mirror = MirroringSink(primary: encrypting ?? sidecar, mirror: cache?.begin(plainName))
             tee = mirror
             try SidecarManifest.write(summaryLine: Array((summary.json.serialized() + "\n").utf8), to: mirror,
@@ -237,7 +237,7 @@ public final class BackupEngine {
         var unknown: BackupID?
         var found: (item: BackupCatalog.Item, summary: BackupSummary, manifest: String, in: StorageBackend)?
         for item in items.reversed() {
-            guard let summary = item.summary, summary.host == HostIdentity.hostName else { continue }
+            guard let summary = item.summary, summary.host == request.host else { continue }
             if !summary.sourcesHidden {
                 if Set(summary.sources) == wanted { found = (item, summary, item.manifestName, storage) }
             } else if let cache, let copy = cached[item.id], copy.summary.id == item.id {
@@ -328,7 +328,7 @@ public final class BackupEngine {
     /// to: a cron job whose key setting went missing must not quietly send plain backups.
     private func checkEncryptionContinues(_ request: BackupRequest, items: [BackupCatalog.Item]) throws {
         guard request.encryption == nil, !request.allowUnencrypted,
-              let last = items.last(where: { $0.summary?.host == HostIdentity.hostName }),
+              let last = items.last(where: { $0.summary?.host == request.host }),
               let encryption = last.summary?.encryption else { return }
         throw EngineError.invalidRequest("The last backup of this host in \(storage.location), \(last.id), is encrypted "
             + "(\(encryption.label)), and this one would not be. Give the same --recipient, --recipients-file or --passphrase-file "

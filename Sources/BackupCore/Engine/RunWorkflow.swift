@@ -75,6 +75,7 @@ public final class RunWorkflow {
                 let engine = PruneEngine(storage: storage, events: events, cancellation: cancellation)
                 var prune = PruneRequest(policy: retention, dryRun: false, now: now, calendar: calendar)
                 prune.lockWait = request.lockWait
+                prune.hosts = .only(request.host)
                 outcome.prune = try engine.run(prune)
             } catch {
                 outcome.failures.append(Failure(step: .prune, error: error))

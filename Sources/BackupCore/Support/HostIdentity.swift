@@ -18,6 +18,17 @@ public enum HostIdentity {
     /// The host name reduced to characters safe in a file name.
     public static var fileSafeHostName: String { fileSafe(hostName) }
 
+    /// Why `name` cannot be given as a host name (`backup --host`, a profile's `host`), or nil:
+    /// it must be its own file-safe form (letters, digits, `-` and `.`, at most 64), so that
+    /// the name in a backup's summary and the one in its file names are the same.
+    public static func problem(with name: String) -> String? {
+        guard !name.isEmpty else { return "a host name cannot be empty" }
+        guard fileSafe(name) == name else {
+            return "'\(name)' is not a host name Keepsake can use: give letters, digits, '-' and '.' (at most 64)"
+        }
+        return nil
+    }
+
     /// A host name reduced to characters safe in a file name (as archive names use it).
     public static func fileSafe(_ hostName: String) -> String {
         let safe = hostName.map { character -> Character in

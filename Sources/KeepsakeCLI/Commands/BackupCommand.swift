@@ -29,6 +29,8 @@ struct BackupCommand: KeepsakeCommand {
             OptionSpec(.tag, short: "t", kind: .value(valueName: "tag"), repeatable: true,
                        help: "Label the backup (shown by list)."),
             OptionSpec(.dryRun, short: "n", help: "Scan and count what would be backed up; write nothing."),
+            OptionSpec(.host, kind: .value(valueName: "name"), defaultDescription: "this host's name",
+                       help: "Record the backup as made by this host (a container, a reinstalled machine): its chain, 'latest' and prune's groups follow the name."),
             OptionSpec(.stdin, help: "Back up standard input (a database dump, say) as one file instead of paths."),
             OptionSpec(.stdinName, kind: .value(valueName: "name"), defaultDescription: "stdin",
                        help: "The file name standard input gets in the backup.", takesPath: true),
@@ -77,6 +79,10 @@ struct BackupCommand: KeepsakeCommand {
         }
         if arguments.value(.stdinName) != nil && !readsStdin {
             problems.add("The option '--stdin-name' only applies with '--stdin'.")
+        }
+        let host = arguments.value(.host)
+        if let host, let problem = HostIdentity.problem(with: host) {
+            problems.add("The value '\(host)' is invalid for '--host <name>': \(problem).")
         }
         if readsStdin && context.capabilities.stdinIsTTY {
             problems.add("Standard input is a terminal; pipe the data in, e.g. 'pg_dump shop | keepsake backup --stdin'.")
@@ -172,6 +178,7 @@ struct BackupCommand: KeepsakeCommand {
             request.encryption = try KeyOptions.encryption(arguments, context: context)
         }
         request.allowUnencrypted = arguments.flag(.noEncryption)
+        if let host { request.host = host }
         request.changeCacheRoot = context.cacheRoot
         destinationOption = arguments.value(.dest)
         progress = arguments.flag(.progress)

@@ -38,12 +38,15 @@ struct CopyCommand: KeepsakeCommand {
     private let toOption: String
     private let progress: Bool
     private let lockWait: TimeInterval
+    /// Whose newest backup `latest` is: the profile's host, else this machine.
+    private let latestHost: String
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         references = arguments.arguments(.backup)
         let selection = try DestinationSelection.resolve(arguments, context: context, destinationKey: .from, opensBackups: false)
         fromOption = selection.destination
         let copyTo = selection.profile?.copyTo ?? []
+        latestHost = selection.profile?.host ?? HostIdentity.hostName
         if let to = arguments.value(.to), !to.isEmpty {
             toOption = to
         } else if copyTo.count == 1 {
@@ -70,7 +73,7 @@ struct CopyCommand: KeepsakeCommand {
         let catalog = BackupCatalog(storage: source)
         var ids: [BackupID]?
         if !references.isEmpty {
-            ids = try references.map { try catalog.resolve($0, hosts: $0 == "latest" ? .only(HostIdentity.hostName) : .all).id }
+            ids = try references.map { try catalog.resolve($0, hosts: $0 == "latest" ? .only(latestHost) : .all).id }
         }
         let presenter = EventPresenter(context: context, progress: progress)
         defer { presenter.finish() }

@@ -12,7 +12,7 @@ struct ListCommand: KeepsakeCommand {
         discussion: "Without an argument: a table of the backups in the destination, oldest first. With a backup id (any unique prefix, or 'latest') or an archive file: its files, one path per line; --long adds mode, owner, size, time and SHA-256.",
         arguments: [ArgumentSpec(.backup, help: "A backup id, unique id prefix, 'latest', or an archive file.", optional: true)],
         options: DestinationSelection.options + [
-            OptionSpec(.long, short: "l", help: "With BACKUP: show mode, owner, size, modification time and SHA-256."),
+            OptionSpec(.long, short: "l", help: "With BACKUP: show mode, owner, size, modification time and SHA-256. Without: show the HOST column even when one host made every backup."),
             OptionSpec(.wide, help: "With BACKUP --long: the whole SHA-256 of each file (otherwise its first 12 hex digits)."),
             OptionSpec(.ids, help: "Without BACKUP: print only the backup ids, oldest first, one per line."),
             CommonOptions.source,
@@ -114,7 +114,7 @@ struct ListCommand: KeepsakeCommand {
             Table.Column("SOURCES", truncation: .middle, minWidth: 12, flexible: true, priority: 6, optional: true),
             .init("TAGS", minWidth: 4, flexible: true, priority: 1, optional: true),
         ]
-        let showsHost = hosts.count > 1
+        let showsHost = hosts.count > 1 || long
         if showsHost { columns.insert(.init("HOST", minWidth: 4, priority: 8), at: 1) }
         let rows: [[Table.Cell]] = items.map { item in
             guard let summary = item.summary else {

@@ -102,7 +102,7 @@ struct PruneCommand: KeepsakeCommand {
             problems.add("Give either '--host' or '--all-hosts', not both.")
         }
         try problems.throwIfAny()
-        hosts = HostSelection.from(host: arguments.value(.host), allHosts: arguments.flag(.allHosts))
+        hosts = HostSelection.from(host: selection.host(arguments), allHosts: arguments.flag(.allHosts))
         self.policy = policy
         dryRun = arguments.flag(.dryRun)
         destinationOption = selection.destination

@@ -57,12 +57,13 @@ struct RestoreCommand: KeepsakeCommand {
     private let asksForTarget: Bool
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
-        destinationOption = try DestinationSelection.resolve(arguments, context: context).destination
+        let selection = try DestinationSelection.resolve(arguments, context: context)
+        destinationOption = selection.destination
         reference = arguments.argument(.backup)
         if arguments.value(.host) != nil && arguments.flag(.allHosts) {
             throw UsageError.custom("Give either '--host' or '--all-hosts', not both.", command: Self.spec)
         }
-        hosts = HostSelection.from(host: arguments.value(.host), allHosts: arguments.flag(.allHosts))
+        hosts = HostSelection.from(host: selection.host(arguments), allHosts: arguments.flag(.allHosts))
         source = arguments.value(.source).map(DestinationResolver.absolute)
         if reference == nil && (!context.capabilities.canPrompt || context.noInput) {
             // Without a terminal to pick on, the backup must be named.

@@ -28,6 +28,12 @@ struct DestinationSelection {
     /// `KEEPSAKE_DEST` or the default destination.
     let destination: String?
 
+    /// `--host`, else the profile's `host`; nil for this machine (or every host, where
+    /// that is the command's default).
+    func host(_ arguments: ParsedArguments) -> String? {
+        arguments.value(.host) ?? profile?.host
+    }
+
     // MARK: Resolving
 
     /// Loads the profile (when one is named), applies its S3 settings to `context` and, when

@@ -10,7 +10,7 @@ struct ConfigValidator {
         "sources", "destination", "exclude", "exclude-from", "exclude-caches", "exclude-if-present", "one-file-system",
         "compression", "level", "threads", "readers", "tags", "full-every", "full-if-older-than", "ignore-ctime", "ignore-inode",
         "reread", "before", "after", "retention", "copy-to", "lock-wait", "s3-endpoint", "s3-region", "aws-profile", "aws-access-key-id",
-        "aws-secret-access-key", "aws-session-token", "recipients", "recipients-file", "passphrase-file", "identity-file",
+        "aws-secret-access-key", "aws-session-token", "recipients", "recipients-file", "passphrase-file", "identity-file", "host",
     ]
     static let retentionKeys = [
         "keep-last", "keep-hourly", "keep-daily", "keep-weekly", "keep-monthly", "keep-yearly", "keep-within", "keep-tag",
@@ -141,6 +141,10 @@ struct ConfigValidator {
             } else {
                 add(.invalidValue, at: table.position(of: "lock-wait"), "'lock-wait' must be \(LockWait.expected)")
             }
+        }
+        let host = string("host", in: table)
+        if let host, let problem = HostIdentity.problem(with: host) {
+            add(.invalidValue, at: table.position(of: "host"), "'host': \(problem)")
         }
         var s3 = S3Configuration.Overrides()
         s3.endpoint = string("s3-endpoint", in: table)
@@ -274,6 +278,7 @@ struct ConfigValidator {
         profile.copyTo = copyTo
         profile.s3 = s3
         profile.lockWait = lockWait
+        profile.host = host
         return profile
     }
 

@@ -24,6 +24,9 @@ public struct Profile: Sendable, Equatable {
     /// Further destinations each new backup (and the chain it needs) is copied to by
     /// `keepsake run` (`copy-to`).
     public var copyTo: [String] = []
+    /// The host name the profile's backups are recorded under (`host`); nil for this
+    /// machine's name. The other commands' `--profile` acts on that host's backups.
+    public var host: String?
     /// How long `keepsake run` waits for the destination's lock when another run holds it
     /// (`lock-wait`; 0: fail at once with exit 5).
     public var lockWait: TimeInterval = 0
@@ -174,6 +177,7 @@ public struct Profile: Sendable, Equatable {
                                     chain: chain, toolVersion: toolVersion, now: now)
         request.lockWait = lockWait
         if let readers { request.readers = readers }
+        if let host { request.host = host }
         return request
     }
 
@@ -187,7 +191,7 @@ public struct Profile: Sendable, Equatable {
             && lhs.compression == rhs.compression && lhs.level == rhs.level && lhs.threads == rhs.threads
             && lhs.readers == rhs.readers && lhs.tags == rhs.tags && lhs.chain == rhs.chain && lhs.retention == rhs.retention
             && lhs.before == rhs.before && lhs.after == rhs.after && lhs.copyTo == rhs.copyTo && lhs.s3 == rhs.s3
-            && lhs.lockWait == rhs.lockWait && lhs.encryption == rhs.encryption
+            && lhs.lockWait == rhs.lockWait && lhs.encryption == rhs.encryption && lhs.host == rhs.host
     }
 
     // MARK: Errors
