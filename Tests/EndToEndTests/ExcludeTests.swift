@@ -117,6 +117,44 @@ final class ExcludeTests: EndToEndTestCase {
         XCTAssertEqual(try names(in: dest), [], "a dry run must write nothing into an existing destination")
     }
 
+    /// `--dry-run --list` names every path the backup would save and every path it leaves
+    /// out with the rule; what it says it would save is what a real backup then stores, as
+    /// GNU tar lists the archive.
+    func testADryRunListsWhatItWouldSaveAndWhatItLeavesOutWithTheRule() throws {
+        let dest = source + "/backups"
+        try backup([source], dest: dest, options: ["--quiet"])
+        let options = ["--exclude", "*.log", "--exclude", "!keep.log", "--exclude", "build/", "--exclude-caches",
+                       "--exclude-if-present", ".nobackup"]
+        let planned = try run(["backup", source, "--dest", dest, "--dry-run", "--list"] + options)
+        assertExit(planned, 0)
+        XCTAssertTrue(planned.stderrText.contains("Dry run: nothing was written."), "the summary goes to stderr:\n\(planned)")
+        let lines = planned.stdoutText.split(separator: "\n").map(String.init)
+        let base = source + "/"
+        XCTAssertEqual(Set(lines.filter { $0.hasPrefix("- ") }), [
+            "- \(base)app.log  (--exclude '*.log')",
+            "- \(base)src/debug.log  (--exclude '*.log')",
+            "- \(base)build/  (--exclude 'build/')",
+            "- \(base)src/build/  (--exclude 'build/')",
+            "- \(base)cache/  (its contents: CACHEDIR.TAG, --exclude-caches)",
+            "- \(base)private/  (its contents: .nobackup is present, --exclude-if-present)",
+            "- \(dest)/  (the destination, left out automatically)",
+        ], planned.stdoutText)
+        let saved = Set(lines.filter { $0.hasPrefix("+ ") }.map { String($0.dropFirst(3)) }.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 })
+        XCTAssertTrue(saved.contains(String(base.dropFirst()) + "keep.log"), "re-included: \(saved)")
+
+        let real = try json(try run(["backup", source, "--dest", dest, "--full", "--json"] + options))
+        let archive = dest + "/" + (try XCTUnwrap(real["archive"] as? String))
+        let tar = try toolSucceeds("tar", ["--zstd", "-tf", archive])
+        let stored = Set(tar.stdoutText.split(separator: "\n").map { $0.hasSuffix("/") ? String($0.dropLast()) : String($0) }
+            .filter { !$0.hasPrefix(".keepsake") && !$0.contains("keepsake-manifest") })
+        XCTAssertEqual(saved, stored, "the dry run's list is what the backup stores")
+
+        let document = try json(try run(["backup", source, "--dest", dest, "--dry-run", "--list", "--json"] + options))
+        XCTAssertEqual((document["saved"] as? [Any])?.count, saved.count)
+        XCTAssertEqual((document["left_out"] as? [Any])?.count, 7)
+        assertExit(try run(["backup", source, "--dest", dest, "--list"]), 2)
+    }
+
     func testInvalidPatternIsAUsageError() throws {
         let outcome = try run(["backup", source, "--dest", dest, "--exclude", "[z-a"])
         assertExit(outcome, 2)

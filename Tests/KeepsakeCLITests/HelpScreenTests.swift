@@ -218,6 +218,10 @@ final class HelpScreenTests: InProcessTestCase {
                                       are kept, empty.
               -t, --tag <tag>         Label the backup (shown by list). (repeatable)
               -n, --dry-run           Scan and count what would be backed up; write nothing.
+              --list                  With --dry-run: print every path that would be saved
+                                      ('+ PATH') and every path left out with the rule that
+                                      left it out ('- PATH (rule)'); the summary goes to
+                                      stderr.
               --host <name>           Record the backup as made by this host (a container, a
                                       reinstalled machine): its chain, 'latest' and prune's
                                       groups follow the name. (default: this host's name)
@@ -347,6 +351,11 @@ final class HelpScreenTests: InProcessTestCase {
               -n, --dry-run
                   Scan and count what would be backed up;
                   write nothing.
+              --list
+                  With --dry-run: print every path that would
+                  be saved ('+ PATH') and every path left out
+                  with the rule that left it out ('- PATH
+                  (rule)'); the summary goes to stderr.
               --host <name>
                   Record the backup as made by this host (a
                   container, a reinstalled machine): its

@@ -23,7 +23,9 @@ public final class BackupEngine {
 
     /// Runs one backup. Unreadable files become warnings in the result; anything that
     /// stops the run throws, and then nothing new is visible in the destination.
-    public func run(_ request: BackupRequest) throws -> BackupResult {
+    /// - Parameter listing: for a dry run, told of every path it would save and every path
+    ///   it leaves out, in scan order (`backup --dry-run --list`).
+    public func run(_ request: BackupRequest, listing: ((DryRunPath) -> Void)? = nil) throws -> BackupResult {
         let started = Date()
         let sources = try resolvedSources(request)
         var summary = BackupSummary(id: BackupID(date: request.now), created: request.now, host: request.host,
@@ -43,8 +45,12 @@ public final class BackupEngine {
             request.scan.leftOutFolders = destinationInside(sources)
             let counter = DryRunCounter()
             let scanner = Scanner(options: request.scan, cancellation: cancellation, warn: warn)
+            if let listing { scanner.leftOut = { listing(.leftOut($0)) } }
             for source in sources {
-                try scanner.scan(source: source) { counter.add($0) }
+                try scanner.scan(source: source) { item in
+                    counter.add(item)
+                    listing?(.saved(path: item.absolutePath, type: item.type))
+                }
             }
             counter.fill(&summary)
             summary.warningCount = Int64(warnings.count)

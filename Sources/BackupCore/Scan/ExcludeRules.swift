@@ -83,7 +83,13 @@ public struct ExcludeRules: Sendable {
     ///   - absolutePath: the same entry's absolute path (`/home/u/proj/src/a.o`).
     ///   - isDirectory: whether the entry is a directory (for patterns ending in `/`).
     public func isExcluded(relativePath: [UInt8], absolutePath: [UInt8], isDirectory: Bool) -> Bool {
-        if rules.isEmpty { return false }
+        excludingPattern(relativePath: relativePath, absolutePath: absolutePath, isDirectory: isDirectory) != nil
+    }
+
+    /// The pattern that excludes an entry, as it was written; nil when the entry is kept
+    /// (no pattern matches, or the last one that does is a `!` pattern). See `isExcluded`.
+    public func excludingPattern(relativePath: [UInt8], absolutePath: [UInt8], isDirectory: Bool) -> String? {
+        if rules.isEmpty { return nil }
 
         var name = ExcludeRules.lastComponent(relativePath)
         let nameSource: [UInt8]
@@ -121,9 +127,9 @@ public struct ExcludeRules: Sendable {
             } else {
                 matched = false
             }
-            if matched { return !rule.negated }
+            if matched { return rule.negated ? nil : rule.source }
         }
-        return false
+        return nil
     }
 
     // MARK: Path splitting

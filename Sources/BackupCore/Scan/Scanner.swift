@@ -9,6 +9,8 @@ public final class Scanner {
     private let options: ScanOptions
     private let cancellation: CancellationFlag
     private let warn: (PathWarning) -> Void
+    /// Told of every path the scan leaves out, with the rule (`backup --dry-run --list`).
+    public var leftOut: ((LeftOutPath) -> Void)?
 
     /// The 43 bytes a valid CACHEDIR.TAG starts with (bford.info/cachedir).
     private static let cacheTagSignature = Array("Signature: 8a477f597d28d172789f06886806bc55".utf8)
@@ -168,7 +170,8 @@ public final class Scanner {
             warn(PathWarning(kind: .unreadable, path: PathBytes.display(source), reason: FileDescriptorIO.message(errno)))
             return
         }
-        if contentsSkipped(directoryFD: fd) {
+        if let rule = skippingRule(directoryFD: fd) {
+            leftOut?(LeftOutPath(path: source, isDirectory: true, contentsOnly: true, rule: rule))
             try visitMarkers(directoryFD: fd, absolutePath: source, visit: visit)
             close(fd)
             return
@@ -206,22 +209,30 @@ public final class Scanner {
                 continue
             }
             let isDirectory = info.st_mode & S_IFMT == S_IFDIR
-            if isDirectory, !options.leftOutFolders.isEmpty, options.leftOutFolders.contains(FileIdentity(info)) { continue }
+            if isDirectory, !options.leftOutFolders.isEmpty, options.leftOutFolders.contains(FileIdentity(info)) {
+                leftOut?(LeftOutPath(path: absolute, isDirectory: true, rule: .destination))
+                continue
+            }
             if !options.excludes.isEmpty,
-               options.excludes.isExcluded(relativePath: relative, absolutePath: absolute, isDirectory: isDirectory) {
+               let pattern = options.excludes.excludingPattern(relativePath: relative, absolutePath: absolute, isDirectory: isDirectory) {
+                leftOut?(LeftOutPath(path: absolute, isDirectory: isDirectory, rule: .pattern(pattern)))
                 continue
             }
             let item = ScannedItem(parentFD: frame.fd, name: name, absolutePath: absolute,
                                    archivePath: Array(absolute.drop(while: { $0 == UInt8(ascii: "/") })), info: info)
             try visit(item)
             guard isDirectory else { continue }
-            if options.oneFileSystem && info.st_dev != rootDevice { continue }
+            if options.oneFileSystem && info.st_dev != rootDevice {
+                leftOut?(LeftOutPath(path: absolute, isDirectory: true, contentsOnly: true, rule: .otherFileSystem))
+                continue
+            }
             let fd = PathBytes.syscall(name) { openat(frame.fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
             guard fd >= 0 else {
                 warn(PathWarning(kind: .unreadable, path: PathBytes.display(absolute), reason: FileDescriptorIO.message(errno)))
                 continue
             }
-            if contentsSkipped(directoryFD: fd) {
+            if let rule = skippingRule(directoryFD: fd) {
+                leftOut?(LeftOutPath(path: absolute, isDirectory: true, contentsOnly: true, rule: rule))
                 try visitMarkers(directoryFD: fd, absolutePath: absolute, visit: visit)
                 close(fd)
                 continue
@@ -233,14 +244,15 @@ public final class Scanner {
 
     // MARK: Markers
 
-    /// True when a cache tag or a marker file says to leave this directory's contents out.
-    private func contentsSkipped(directoryFD: Int32) -> Bool {
-        if options.excludeCaches && hasValidCacheTag(directoryFD) { return true }
+    /// The cache tag or marker file that says to leave this directory's contents out; nil
+    /// when none does.
+    private func skippingRule(directoryFD: Int32) -> LeftOutPath.Rule? {
+        if options.excludeCaches && hasValidCacheTag(directoryFD) { return .cacheTag }
         for marker in options.excludeIfPresent {
             var info = stat()
-            if fstatat(directoryFD, marker, &info, AT_SYMLINK_NOFOLLOW) == 0 { return true }
+            if fstatat(directoryFD, marker, &info, AT_SYMLINK_NOFOLLOW) == 0 { return .marker(marker) }
         }
-        return false
+        return nil
     }
 
     /// The marker files themselves are kept so a restored directory stays marked.

@@ -29,6 +29,7 @@ struct BackupCommand: KeepsakeCommand {
             OptionSpec(.tag, short: "t", kind: .value(valueName: "tag"), repeatable: true,
                        help: "Label the backup (shown by list)."),
             OptionSpec(.dryRun, short: "n", help: "Scan and count what would be backed up; write nothing."),
+            OptionSpec(.list, help: "With --dry-run: print every path that would be saved ('+ PATH') and every path left out with the rule that left it out ('- PATH  (rule)'); the summary goes to stderr."),
             OptionSpec(.host, kind: .value(valueName: "name"), defaultDescription: "this host's name",
                        help: "Record the backup as made by this host (a container, a reinstalled machine): its chain, 'latest' and prune's groups follow the name."),
             OptionSpec(.stdin, help: "Back up standard input (a database dump, say) as one file instead of paths."),
@@ -66,6 +67,8 @@ struct BackupCommand: KeepsakeCommand {
     private var request: BackupRequest
     private let destinationOption: String?
     private let progress: Bool
+    /// `--list`: a dry run's paths, saved and left out.
+    private let listsPaths: Bool
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         var problems = UsageProblems(Self.spec)
@@ -80,6 +83,13 @@ struct BackupCommand: KeepsakeCommand {
         if arguments.value(.stdinName) != nil && !readsStdin {
             problems.add("The option '--stdin-name' only applies with '--stdin'.")
         }
+        if arguments.flag(.list) && !arguments.flag(.dryRun) {
+            problems.add("The option '--list' only applies with '--dry-run'.")
+        }
+        if arguments.flag(.list) && readsStdin {
+            problems.add("The option '--list' lists paths; it does not apply with '--stdin'.")
+        }
+        listsPaths = arguments.flag(.list)
         let host = arguments.value(.host)
         if let host, let problem = HostIdentity.problem(with: host) {
             problems.add("The value '\(host)' is invalid for '--host <name>': \(problem).")
@@ -212,8 +222,11 @@ struct BackupCommand: KeepsakeCommand {
         let presenter = EventPresenter(context: context, progress: progress)
         let engine = BackupEngine(storage: storage, events: presenter, cancellation: context.cancellation)
         let result: BackupResult
+        var listing = DryRunListing(json: context.json)
         do {
-            result = try engine.run(request)
+            result = try engine.run(request, listing: listsPaths ? { path in
+                if let line = listing.add(path) { context.printLine(line) }
+            } : nil)
         } catch {
             presenter.finish()
             throw error
@@ -221,7 +234,10 @@ struct BackupCommand: KeepsakeCommand {
         presenter.finish()
         let code: ExitCode = result.warnings.isEmpty ? .success : .partial
         if context.json {
-            context.printJSON(json(result, destination: storage.location, code: code))
+            var object = BackupResultJSON.encode(result, destination: storage.location)
+            if listsPaths { listing.addJSON(to: &object) }
+            object["exit_code"] = .int(Int64(code.rawValue))
+            context.printJSON(.object(object))
         } else if !context.quiet {
             show(result, destination: storage.location, context: context)
         }
@@ -280,7 +296,10 @@ struct BackupCommand: KeepsakeCommand {
 
     private func show(_ result: BackupResult, destination: String, context: CommandContext) {
         let list = KeyValueList(items: facts(result, destination: destination))
-        if result.dryRun {
+        if result.dryRun && listsPaths {
+            // stdout holds the paths alone, for scripts and grep.
+            context.message(Stack([Text("Dry run: nothing was written.", role: .muted), list]))
+        } else if result.dryRun {
             context.print(Stack([Text("Dry run: nothing was written.", role: .muted), list]))
         } else if context.capabilities.stdoutIsTTY {
             let badge = result.warnings.isEmpty ? Badge("DONE", role: .success) : Badge("PARTIAL", role: .warning)
@@ -290,11 +309,6 @@ struct BackupCommand: KeepsakeCommand {
         }
     }
 
-    private func json(_ result: BackupResult, destination: String, code: ExitCode) -> JSONValue {
-        var object = BackupResultJSON.encode(result, destination: destination)
-        object["exit_code"] = .int(Int64(code.rawValue))
-        return .object(object)
-    }
 }
 
 // MARK: - Option keys
@@ -306,6 +320,7 @@ extension OptionKey {
     static let excludeFrom = OptionKey("exclude-from")
     static let excludeIfPresent = OptionKey("exclude-if-present")
     static let full = OptionKey("full")
+    static let list = OptionKey("list")
     static let fullEvery = OptionKey("full-every")
     static let fullIfOlderThan = OptionKey("full-if-older-than")
     static let ignoreCtime = OptionKey("ignore-ctime")
