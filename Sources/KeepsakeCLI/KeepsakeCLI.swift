@@ -42,13 +42,18 @@ public enum KeepsakeCLI {
         switch first {
         case "--version", "-V", "version":
             if arguments.dropFirst().contains(where: { $0.text == "--json" }) {
-                bare.printJSON(.object(JSONObject([("name", .string("keepsake")), ("version", .string(version))])), pretty: false)
+                bare.printJSON(.object(JSONObject([("name", .string("keepsake")), ("version", .string(version)), ("exit_code", .int(0))])),
+                               pretty: false)
             } else {
                 bare.printLine("keepsake \(version)")
             }
             return .success
         case "--help", "-h":
-            HelpCommand.printTopLevel(context: bare)
+            if wantsJSON(arguments) {
+                bare.printJSON(HelpJSON.overview())
+            } else {
+                HelpCommand.printTopLevel(context: bare)
+            }
             return .success
         default:
             break

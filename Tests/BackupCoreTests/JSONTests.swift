@@ -509,15 +509,25 @@ final class JSONTests: KeepsakeTestCase {
         ]
         let leading = JSONObject([("backup", .object(JSONObject([("id", "20261129T023000Z-3f9a1c2e"), ("list", .array([]))]))),
                                   ("count", 5)])
-        for count in [0, 1, 2, elements.count] {
-            for pretty in [false, true] {
-                var text = ""
-                var document = StreamedJSONObject(leading: leading, arrayKey: "entries", pretty: pretty) { text += $0 }
-                for element in elements.prefix(count) { document.append(element) }
-                document.finish()
-                var whole = leading
-                whole["entries"] = .array(Array(elements.prefix(count)))
-                XCTAssertEqual(text, JSONValue.object(whole).serialized(pretty: pretty), "\(count) elements, pretty \(pretty)")
+        // Members after the array (an exit code), and a leading one holding the very text
+        // the stream stands in for the array with.
+        let trailing = JSONObject([("exit_code", 0), ("after", .array([]))])
+        var tricky = leading
+        tricky["name"] = "\u{1}streamed array\u{1}"
+        for (leading, trailing) in [(leading, JSONObject()), (tricky, trailing)] {
+            for count in [0, 1, 2, elements.count] {
+                for pretty in [false, true] {
+                    var text = ""
+                    var document = StreamedJSONObject(leading: leading, arrayKey: "entries", trailing: trailing, pretty: pretty) {
+                        text += $0
+                    }
+                    for element in elements.prefix(count) { document.append(element) }
+                    document.finish()
+                    var whole = leading
+                    whole["entries"] = .array(Array(elements.prefix(count)))
+                    for (key, value) in zip(trailing.keys, trailing.values) { whole[key] = value }
+                    XCTAssertEqual(text, JSONValue.object(whole).serialized(pretty: pretty), "\(count) elements, pretty \(pretty)")
+                }
             }
         }
     }

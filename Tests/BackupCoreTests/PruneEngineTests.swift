@@ -141,9 +141,9 @@ final class PruneEngineTests: KeepsakeTestCase {
         XCTAssertEqual(result.decisions.map(\.id), result.decisions.map(\.id).sorted(by: >), "newest first")
         XCTAssertEqual(try listedIDs(), Set(result.kept))
         XCTAssertEqual(try decision(try XCTUnwrap(ids[afternoon]), in: result).reasons,
-                       ["daily snapshot #1", "weekly snapshot #1"])
+                       ["daily backup #1", "weekly backup #1"])
         XCTAssertEqual(try decision(try XCTUnwrap(ids[try date(2024, 1, 14, 2, 30)]), in: result).reasons,
-                       ["weekly snapshot #2"])
+                       ["weekly backup #2"])
         XCTAssertEqual(try storage.list().count, 8, "an archive and a manifest per kept backup, nothing else")
         try assertEveryListedBackupHasItsArchive()
     }
@@ -163,8 +163,8 @@ final class PruneEngineTests: KeepsakeTestCase {
         XCTAssertEqual(result.kept, expected)
         XCTAssertEqual(result.removed.count, 44)
         XCTAssertEqual(try listedIDs(), Set(expected))
-        XCTAssertEqual(try decision(expected[0], in: result).reasons, ["monthly snapshot #1", "yearly snapshot #1"])
-        XCTAssertEqual(try decision(expected[3], in: result).reasons, ["yearly snapshot #2"])
+        XCTAssertEqual(try decision(expected[0], in: result).reasons, ["monthly backup #1", "yearly backup #1"])
+        XCTAssertEqual(try decision(expected[3], in: result).reasons, ["yearly backup #2"])
     }
 
     /// Backups every 12 hours for ten days, one tagged: `--keep-within 3d --keep-tag release`.
@@ -258,7 +258,7 @@ final class PruneEngineTests: KeepsakeTestCase {
 
         XCTAssertEqual(result.kept, [third, second, first, full])
         XCTAssertTrue(result.removed.isEmpty)
-        XCTAssertEqual(try decision(third, in: result).reasons, ["last snapshot #1"])
+        XCTAssertEqual(try decision(third, in: result).reasons, ["last backup #1"])
         XCTAssertEqual(try decision(second, in: result).reasons, ["needed by \(third)"])
         XCTAssertEqual(try decision(first, in: result).reasons, ["needed by \(second)"])
         XCTAssertEqual(try decision(full, in: result).reasons, ["needed by \(first)"])
@@ -302,7 +302,7 @@ final class PruneEngineTests: KeepsakeTestCase {
         let result = try prune(RetentionPolicy(keepLast: 2), now: day.addingTimeInterval(86_400))
         XCTAssertEqual(result.kept, [second, first, full])
         XCTAssertEqual(try decision(full, in: result).reasons, ["needed by \(second)", "needed by \(first)"])
-        XCTAssertEqual(try decision(first, in: result).reasons, ["last snapshot #2"], "kept by the policy anyway")
+        XCTAssertEqual(try decision(first, in: result).reasons, ["last backup #2"], "kept by the policy anyway")
     }
 
     /// Real incremental backups made by the engine: the kept tip protects its chain.

@@ -91,7 +91,7 @@ final class RetentionPolicyTests: KeepsakeTestCase {
         let decisions = plan(backups, RetentionPolicy(keepLast: 2))
         XCTAssertEqual(decisions.map(\.id), ["2024-01-05 00:00", "2024-01-03 00:00", "2024-01-02 00:00", "2024-01-01 00:00"])
         XCTAssertEqual(decisions.map(\.keep), [true, true, false, false])
-        XCTAssertEqual(decisions.map(\.reasons), [["last snapshot #1"], ["last snapshot #2"], [], []])
+        XCTAssertEqual(decisions.map(\.reasons), [["last backup #1"], ["last backup #2"], [], []])
     }
 
     // MARK: keepLast
@@ -125,7 +125,7 @@ final class RetentionPolicyTests: KeepsakeTestCase {
         let backups = [RetentionCandidate(id: "x", date: when), RetentionCandidate(id: "y", date: when),
                        try backup(2024, 4, 30, 9)]
         XCTAssertEqual(reasons(plan(backups, RetentionPolicy(keepDaily: 2))),
-                       ["x": ["daily snapshot #1"], "2024-04-30 09:00": ["daily snapshot #2"]])
+                       ["x": ["daily backup #1"], "2024-04-30 09:00": ["daily backup #2"]])
     }
 
     // MARK: Calendar buckets
@@ -157,8 +157,8 @@ final class RetentionPolicyTests: KeepsakeTestCase {
         // 30 Dec 2024 (Monday) to 5 Jan 2025 (Sunday) is ISO week 1 of 2025.
         let backups = [try backup(2024, 12, 29, 12), try backup(2024, 12, 30, 12), try backup(2025, 1, 5, 12)]
         XCTAssertEqual(reasons(plan(backups, RetentionPolicy(keepWeekly: 5))), [
-            "2025-01-05 12:00": ["weekly snapshot #1"],
-            "2024-12-29 12:00": ["weekly snapshot #2"],
+            "2025-01-05 12:00": ["weekly backup #1"],
+            "2024-12-29 12:00": ["weekly backup #2"],
         ])
         XCTAssertEqual(kept(plan(backups, RetentionPolicy(keepYearly: 1, keepTags: [["never"]]))), ["2025-01-05 12:00"])
     }
@@ -194,9 +194,9 @@ final class RetentionPolicyTests: KeepsakeTestCase {
     func testLeftoverCountKeepsTheOldestBackup() throws {
         let backups = [try backup(2024, 5, 1, 8), try backup(2024, 5, 1, 9), try backup(2024, 5, 2, 9)]
         XCTAssertEqual(reasons(plan(backups, RetentionPolicy(keepDaily: 3))), [
-            "2024-05-02 09:00": ["daily snapshot #1"],
-            "2024-05-01 09:00": ["daily snapshot #2"],
-            "2024-05-01 08:00": ["oldest daily snapshot #3"],
+            "2024-05-02 09:00": ["daily backup #1"],
+            "2024-05-01 09:00": ["daily backup #2"],
+            "2024-05-01 08:00": ["oldest daily backup #3"],
         ])
         XCTAssertEqual(kept(plan(backups, RetentionPolicy(keepDaily: 2))), ["2024-05-02 09:00", "2024-05-01 09:00"],
                        "no count left: the oldest is not kept")
@@ -206,10 +206,10 @@ final class RetentionPolicyTests: KeepsakeTestCase {
         let backups = [try backup(2024, 5, 1, 8), try backup(2024, 5, 1, 9), try backup(2024, 5, 1, 10),
                        try backup(2024, 5, 2, 9), try backup(2024, 5, 3, 9), try backup(2024, 5, 3, 10)]
         XCTAssertEqual(reasons(plan(backups, RetentionPolicy(keepDaily: RetentionPolicy.unlimited))), [
-            "2024-05-03 10:00": ["daily snapshot #1"],
-            "2024-05-02 09:00": ["daily snapshot #2"],
-            "2024-05-01 10:00": ["daily snapshot #3"],
-            "2024-05-01 08:00": ["oldest daily snapshot #4"],
+            "2024-05-03 10:00": ["daily backup #1"],
+            "2024-05-02 09:00": ["daily backup #2"],
+            "2024-05-01 10:00": ["daily backup #3"],
+            "2024-05-01 08:00": ["oldest daily backup #4"],
         ])
         XCTAssertEqual(kept(plan(backups, RetentionPolicy(keepDaily: -7))).count, 4, "other negative counts act as unlimited")
     }
@@ -225,18 +225,18 @@ final class RetentionPolicyTests: KeepsakeTestCase {
 
         var expected: [String: [String]] = [:]
         for hour in 0..<24 {
-            expected[String(format: "2024-03-05 %02d:00", hour)] = ["hourly snapshot #\(24 - hour)"]
+            expected[String(format: "2024-03-05 %02d:00", hour)] = ["hourly backup #\(24 - hour)"]
         }
-        expected["2024-03-05 23:00"] = ["hourly snapshot #1", "daily snapshot #1", "weekly snapshot #1", "monthly snapshot #1"]
-        expected["2024-03-04 23:00"] = ["daily snapshot #2"]
-        expected["2024-03-03 23:00"] = ["daily snapshot #3", "weekly snapshot #2"]
-        expected["2024-03-02 23:00"] = ["daily snapshot #4"]
-        expected["2024-03-01 23:00"] = ["daily snapshot #5"]
-        expected["2024-02-29 23:00"] = ["daily snapshot #6", "monthly snapshot #2"]
-        expected["2024-02-28 23:00"] = ["daily snapshot #7"]
-        expected["2024-02-25 23:00"] = ["weekly snapshot #3"]
+        expected["2024-03-05 23:00"] = ["hourly backup #1", "daily backup #1", "weekly backup #1", "monthly backup #1"]
+        expected["2024-03-04 23:00"] = ["daily backup #2"]
+        expected["2024-03-03 23:00"] = ["daily backup #3", "weekly backup #2"]
+        expected["2024-03-02 23:00"] = ["daily backup #4"]
+        expected["2024-03-01 23:00"] = ["daily backup #5"]
+        expected["2024-02-29 23:00"] = ["daily backup #6", "monthly backup #2"]
+        expected["2024-02-28 23:00"] = ["daily backup #7"]
+        expected["2024-02-25 23:00"] = ["weekly backup #3"]
         // Weekly and monthly have counts left after their oldest period: the oldest backup stays.
-        expected["2024-02-25 00:00"] = ["oldest weekly snapshot #4", "oldest monthly snapshot #3"]
+        expected["2024-02-25 00:00"] = ["oldest weekly backup #4", "oldest monthly backup #3"]
 
         XCTAssertEqual(reasons(decisions), expected)
         XCTAssertEqual(kept(decisions).count, 32)
@@ -248,11 +248,11 @@ final class RetentionPolicyTests: KeepsakeTestCase {
         let backups = hourly(from: try date(2024, 2, 25), days: 10)
         let policy = RetentionPolicy(keepHourly: 3, keepDaily: 2, keepWeekly: 2, keepMonthly: 1)
         XCTAssertEqual(reasons(plan(backups, policy)), [
-            "2024-03-05 23:00": ["hourly snapshot #1", "daily snapshot #1", "weekly snapshot #1", "monthly snapshot #1"],
-            "2024-03-05 22:00": ["hourly snapshot #2"],
-            "2024-03-05 21:00": ["hourly snapshot #3"],
-            "2024-03-04 23:00": ["daily snapshot #2"],
-            "2024-03-03 23:00": ["weekly snapshot #2"],
+            "2024-03-05 23:00": ["hourly backup #1", "daily backup #1", "weekly backup #1", "monthly backup #1"],
+            "2024-03-05 22:00": ["hourly backup #2"],
+            "2024-03-05 21:00": ["hourly backup #3"],
+            "2024-03-04 23:00": ["daily backup #2"],
+            "2024-03-03 23:00": ["weekly backup #2"],
         ])
     }
 
@@ -337,8 +337,8 @@ final class RetentionPolicyTests: KeepsakeTestCase {
     func testTagsAreNotCountedAgainstBuckets() throws {
         let backups = [try backup(2024, 5, 3, tags: ["keep"]), try backup(2024, 5, 2), try backup(2024, 5, 1, tags: ["keep"])]
         XCTAssertEqual(reasons(plan(backups, RetentionPolicy(keepLast: 2, keepTags: [["keep"]]))), [
-            "2024-05-03 00:00": ["last snapshot #1", "has tags [keep]"],
-            "2024-05-02 00:00": ["last snapshot #2"],
+            "2024-05-03 00:00": ["last backup #1", "has tags [keep]"],
+            "2024-05-02 00:00": ["last backup #2"],
             "2024-05-01 00:00": ["has tags [keep]"],
         ])
     }
@@ -368,10 +368,10 @@ final class RetentionPolicyTests: KeepsakeTestCase {
         let policy = RetentionPolicy(keepLast: 1, keepHourly: 2, keepDaily: 2, keepWeekly: 1, keepMonthly: 1, keepYearly: 1,
                                      keepWithin: try DurationSpec(parsing: "1d"), keepTags: [["db"]])
         XCTAssertEqual(reasons(plan(backups, policy)), [
-            "2024-05-05 23:00": ["last snapshot #1", "hourly snapshot #1", "daily snapshot #1", "weekly snapshot #1",
-                                 "monthly snapshot #1", "yearly snapshot #1", "within 1d", "has tags [db]"],
-            "2024-05-05 22:00": ["hourly snapshot #2", "within 1d"],
-            "2024-04-20 12:00": ["daily snapshot #2"],
+            "2024-05-05 23:00": ["last backup #1", "hourly backup #1", "daily backup #1", "weekly backup #1",
+                                 "monthly backup #1", "yearly backup #1", "within 1d", "has tags [db]"],
+            "2024-05-05 22:00": ["hourly backup #2", "within 1d"],
+            "2024-04-20 12:00": ["daily backup #2"],
         ])
     }
 
@@ -389,8 +389,8 @@ final class RetentionPolicyTests: KeepsakeTestCase {
         XCTAssertEqual(amended, RetentionDecision(id: "b", keep: true, reasons: ["base of c"]))
         XCTAssertEqual(amended.keeping(because: "base of d").reasons, ["base of c", "base of d"])
         XCTAssertEqual(amended.keeping(because: "base of c"), amended, "the same reason is not repeated")
-        let kept = RetentionDecision(id: "a", keep: true, reasons: ["daily snapshot #1"])
-        XCTAssertEqual(kept.keeping(because: "base of c").reasons, ["daily snapshot #1", "base of c"])
+        let kept = RetentionDecision(id: "a", keep: true, reasons: ["daily backup #1"])
+        XCTAssertEqual(kept.keeping(because: "base of c").reasons, ["daily backup #1", "base of c"])
     }
 
     // MARK: Description
@@ -398,10 +398,10 @@ final class RetentionPolicyTests: KeepsakeTestCase {
     func testPolicyDescription() throws {
         XCTAssertEqual(RetentionPolicy().description, "keep everything (no rules)")
         XCTAssertEqual(RetentionPolicy(keepLast: 1, keepDaily: 7, keepWeekly: RetentionPolicy.unlimited).description,
-                       "keep 1 latest, 7 daily, all weekly snapshots")
+                       "keep 1 latest, 7 daily, all weekly backups")
         XCTAssertEqual(
             RetentionPolicy(keepMonthly: 6, keepWithin: try DurationSpec(parsing: "2w"), keepTags: [["a", "b"], ["c"]]).description,
-            "keep 6 monthly snapshots and all snapshots within 14d of the newest and all snapshots with tags [a, b] or [c]"
+            "keep 6 monthly backups and all backups within 14d of the newest and all backups with tags [a, b] or [c]"
         )
     }
 
@@ -422,7 +422,7 @@ final class RetentionPolicyTests: KeepsakeTestCase {
         XCTAssertEqual(Set(kept(decisions)), ["8f8018c0", "59403279", "dfee9fb4", "e1ae2f40"])
         XCTAssertEqual(Set(decisions.filter { !$0.keep }.map(\.id)),
                        ["0a1f9759", "46cfe4d5", "f6b1f037", "eb430a5d", "8cf1cb9a", "5d33b116", "b9553125", "e1a7b58b"])
-        XCTAssertTrue(decisions.filter(\.keep).allSatisfy { $0.reasons.count == 1 && $0.reasons[0].hasPrefix("daily snapshot") })
+        XCTAssertTrue(decisions.filter(\.keep).allSatisfy { $0.reasons.count == 1 && $0.reasons[0].hasPrefix("daily backup") })
     }
 
     /// restic's docs: `forget --keep-last 1` on two snapshots a minute apart keeps 4bba301e, removes 8c02b94b.
@@ -432,7 +432,7 @@ final class RetentionPolicyTests: KeepsakeTestCase {
             RetentionCandidate(id: "4bba301e", date: try date(2017, 2, 21, 10, 49, 18)),
         ]
         XCTAssertEqual(plan(backups, RetentionPolicy(keepLast: 1)), [
-            RetentionDecision(id: "4bba301e", keep: true, reasons: ["last snapshot #1"]),
+            RetentionDecision(id: "4bba301e", keep: true, reasons: ["last backup #1"]),
             RetentionDecision(id: "8c02b94b", keep: false, reasons: []),
         ])
     }
@@ -450,14 +450,14 @@ final class RetentionPolicyTests: KeepsakeTestCase {
         let decisions = plan(backups, policy)
         let keptDecisions = decisions.filter(\.keep)
         func count(_ rule: String) -> Int {
-            keptDecisions.filter { $0.reasons.contains { $0.hasPrefix(rule + " snapshot") } }.count
+            keptDecisions.filter { $0.reasons.contains { $0.hasPrefix(rule + " backup") } }.count
         }
         XCTAssertEqual(count("daily"), 7)
         XCTAssertEqual(count("weekly"), 5)
         XCTAssertEqual(count("monthly"), 12)
         XCTAssertEqual(count("yearly"), 75)
         func only(_ rule: String) -> Int {
-            keptDecisions.filter { $0.reasons.allSatisfy { $0.hasPrefix(rule + " snapshot") } }.count
+            keptDecisions.filter { $0.reasons.allSatisfy { $0.hasPrefix(rule + " backup") } }.count
         }
         XCTAssertEqual(only("weekly"), 4, "the 7 dailies already include 1 weekly")
         // November's newest is a daily, 31 Dec 2018 is both monthly and yearly: 11 month-ends beyond the
@@ -466,7 +466,7 @@ final class RetentionPolicyTests: KeepsakeTestCase {
         XCTAssertEqual(only("yearly"), 73, "2019's is a daily, 2018's (31 December) a monthly")
         let lastOf2018 = try date(2018, 12, 31, 11)
         let both = try XCTUnwrap(keptDecisions.first { decision in backups.first { $0.id == decision.id }?.date == lastOf2018 })
-        XCTAssertEqual(both.reasons, ["monthly snapshot #12", "yearly snapshot #2"])
+        XCTAssertEqual(both.reasons, ["monthly backup #12", "yearly backup #2"])
         XCTAssertEqual(keptDecisions.count, 7 + 4 + 11 + 73)
         XCTAssertFalse(keptDecisions.contains { $0.reasons.contains { $0.hasPrefix("oldest") } })
     }

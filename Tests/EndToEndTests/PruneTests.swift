@@ -46,7 +46,7 @@ final class PruneTests: EndToEndTestCase {
         XCTAssertEqual(try listedIDs(dest), [ids[2], ids[3]])
         let rows = tableRows(outcome.stdoutText)
         XCTAssertEqual(rows.count, 4, "every backup is in the table:\n\(outcome)")
-        XCTAssertTrue(rows[0].hasPrefix(ids[3]) && rows[0].contains("keep") && rows[0].contains("last snapshot #1"),
+        XCTAssertTrue(rows[0].hasPrefix(ids[3]) && rows[0].contains("keep") && rows[0].contains("last backup #1"),
                       "newest first, with its reason:\n\(outcome)")
         XCTAssertTrue(rows[3].hasPrefix(ids[0]) && rows[3].contains("remove"), "\(outcome)")
         XCTAssertTrue(outcome.stdoutText.contains("Removed 2 backups, freeing "), "\(outcome)")
@@ -72,7 +72,7 @@ final class PruneTests: EndToEndTestCase {
         }
         let rows = tableRows(text)
         XCTAssertEqual(rows.map { String($0.prefix(25)) }, ids.reversed(), "every backup, newest first:\n\(outcome)")
-        XCTAssertTrue(rows[0].contains("FULL") && rows[0].contains("keep") && rows[0].contains("last snapshot #1"))
+        XCTAssertTrue(rows[0].contains("FULL") && rows[0].contains("keep") && rows[0].contains("last backup #1"))
         for row in rows.dropFirst() {
             XCTAssertTrue(row.contains("remove"), "\(row)")
         }
@@ -96,7 +96,7 @@ final class PruneTests: EndToEndTestCase {
         XCTAssertEqual(decisions.compactMap { $0["id"] as? String }, ids.reversed())
         XCTAssertEqual(decisions[0]["keep"] as? Bool, true)
         XCTAssertEqual(decisions[0]["kind"] as? String, "full")
-        XCTAssertEqual(decisions[0]["reasons"] as? [String], ["last snapshot #1"])
+        XCTAssertEqual(decisions[0]["reasons"] as? [String], ["last backup #1"])
         XCTAssertNotNil(decisions[0]["created"] as? String)
         XCTAssertEqual(decisions[2]["keep"] as? Bool, false)
         XCTAssertEqual(decisions[2]["reasons"] as? [String], [])

@@ -38,6 +38,43 @@ final class UsageOutputTests: EndToEndTestCase {
         XCTAssertTrue(plain.stdoutText.isEmpty, "without --json, nothing on stdout:\n\(plain)")
     }
 
+    /// Every command with `--json` prints exactly one JSON document on stdout whose
+    /// `exit_code` is the process's exit status: in success and in failure, streamed listings
+    /// too; help gives its specs as data, and completions (a shell script) a usage error.
+    func testEveryCommandWithJSONPrintsOneDocumentWithItsExitCode() throws {
+        let source = path("src")
+        let dest = path("dest")
+        try Fixtures.makeTree(at: source, files: ["a.txt": "alpha\n", "b/c.txt": "gamma\n"])
+        let first = try backup([source], dest: dest)
+        try Data("alpha 2\n".utf8).write(to: URL(fileURLWithPath: source + "/a.txt"))
+        let second = try backup([source], dest: dest)
+        let config = path("keepsake.toml")
+        try "[profiles.home]\nsources = [\"\(source)\"]\ndestination = \"\(dest)\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let at = ["--dest", dest]
+        let commands: [[String]] = [
+            ["backup", source] + at, ["backup", source, "--dry-run", "--list"] + at,
+            ["list"] + at, ["list", "--ids"] + at, ["list", "latest"] + at, ["list", "latest", "--long"] + at, ["list", "nosuch"] + at,
+            ["restore", "latest", "--target", path("r")] + at, ["restore", "latest"] + at,
+            ["verify"] + at, ["prune", "--keep-last", "5", "--dry-run"] + at, ["prune"] + at,
+            ["copy", "--from", dest, "--to", path("copy")], ["repair"] + at,
+            ["diff", first, second] + at, ["find", "c.txt"] + at, ["find", "nothing-matches"] + at,
+            ["run", "home", "--config", config], ["schedule", "home", "--daily", "02:30", "--config", config],
+            ["keygen", "--output", path("key.txt")], ["keygen"],
+            ["help"], ["help", "restore"], ["restore", "--help"], ["--help"], ["--version"], ["completions", "bash"],
+        ]
+        for command in commands {
+            let outcome = try run(command + ["--json"])
+            let label = (command + ["--json"]).joined(separator: " ")
+            let object = try json(outcome)
+            XCTAssertEqual(object["exit_code"] as? Int, Int(outcome.exitCode), "\(label)\n\(outcome)")
+            XCTAssertEqual(outcome.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "\n").count, 1,
+                           "one compact document: \(label)")
+        }
+        XCTAssertEqual(try json(try run(["help", "restore", "--json"]))["name"] as? String, "restore")
+        XCTAssertTrue(((try json(try run(["help", "--json"]))["commands"] as? [[String: Any]]) ?? []).contains { $0["name"] as? String == "find" })
+        assertExit(try run(["completions", "bash", "--json"]), 2)
+    }
+
     /// `keepsake help --man` is a manual page groff reads without a warning, with every
     /// command, the exit codes and the environment.
     func testManualPageRendersCleanly() throws {

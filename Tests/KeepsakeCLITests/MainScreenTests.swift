@@ -301,16 +301,16 @@ final class MainScreenTests: InProcessTestCase {
         let prune = ["prune", "--keep-last", "1", "--dry-run", "--dest", path("dest")]
         assertScreen("prune-80", keepsake(prune, on: .pipe(80), expecting: .success).stdout, """
             ID                         CREATED           KIND  ACTION  REASON
-            ─────────────────────────  ────────────────  ────  ──────  ────────────────
-            YYYYMMDDThhmmssZ-backup#2  YYYY-MM-DD hh:mm  INCR  keep    last snapshot #1
+            ─────────────────────────  ────────────────  ────  ──────  ──────────────
+            YYYYMMDDThhmmssZ-backup#2  YYYY-MM-DD hh:mm  INCR  keep    last backup #1
             YYYYMMDDThhmmssZ-backup#1  YYYY-MM-DD hh:mm  FULL  remove
             Would remove 1 backup, freeing #.# KiB.
 
             """, normalizer: normalizer)
         assertScreen("prune-50", keepsake(prune, on: .pipe(50), expecting: .success).stdout, """
             ID                         ACTION  REASON
-            ─────────────────────────  ──────  ───────────────
-            YYYYMMDDThhmmssZ-backup#2  keep    last snapshot …
+            ─────────────────────────  ──────  ──────────────
+            YYYYMMDDThhmmssZ-backup#2  keep    last backup #1
             YYYYMMDDThhmmssZ-backup#1  remove
             Would remove 1 backup, freeing #.# KiB.
 

@@ -22,18 +22,28 @@ public struct StreamedJSONObject {
     // MARK: Life cycle
 
     /// Writes the object's opening: the `leading` members, then `arrayKey` and the array's
-    /// opening bracket.
-    public init(leading: JSONObject, arrayKey: String, pretty: Bool, write: @escaping (String) -> Void) {
+    /// opening bracket. `trailing` members (an `exit_code`) follow the array when it is
+    /// finished.
+    public init(leading: JSONObject, arrayKey: String, trailing: JSONObject = JSONObject(), pretty: Bool,
+                write: @escaping (String) -> Void) {
         self.pretty = pretty
         self.write = write
         var object = leading
-        object[arrayKey] = .array([])
-        // The whole object with an empty array, cut just after the array's `[`: what is left
-        // (`]` and the object's end) closes it.
+        // A stand-in for the array, found from the end: the leading members may hold any
+        // text, the trailing ones are the caller's own.
+        let marker = "\u{1}streamed array\u{1}"
+        object[arrayKey] = .string(marker)
+        for (key, value) in zip(trailing.keys, trailing.values) { object[key] = value }
         let whole = JSONValue.object(object).serialized(pretty: pretty)
-        let cut = whole.range(of: "[]", options: .backwards).map { whole.index(after: $0.lowerBound) } ?? whole.endIndex
-        write(String(whole[..<cut]))
-        closing = String(whole[cut...])
+        let serializedMarker = JSONValue.string(marker).serialized(pretty: false)
+        guard let found = whole.range(of: serializedMarker, options: .backwards) else {
+            // Unreachable: the marker is in the object. An empty array keeps the text valid.
+            write(whole)
+            closing = ""
+            return
+        }
+        write(String(whole[..<found.lowerBound]) + "[")
+        closing = "]" + String(whole[found.upperBound...])
     }
 
     // MARK: Writing

@@ -78,7 +78,7 @@ public enum RetentionPlanner {
                 buckets[slot].lastKey = key
                 buckets[slot].kept += 1
                 if buckets[slot].remaining > 0 { buckets[slot].remaining -= 1 }
-                let label = "\(buckets[slot].name) snapshot #\(buckets[slot].kept)"
+                let label = "\(buckets[slot].name) backup #\(buckets[slot].kept)"
                 reasons.append(isNewPeriod ? label : "oldest " + label)
             }
 

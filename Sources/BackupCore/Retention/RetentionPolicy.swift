@@ -90,13 +90,13 @@ public struct RetentionPolicy: Sendable, Equatable, CustomStringConvertible {
             guard let count = RetentionPolicy.effectiveCount(rule.count) else { return nil }
             return count == RetentionPolicy.unlimited ? "all \(rule.word)" : "\(count) \(rule.word)"
         }
-        if !counts.isEmpty { parts.append(counts.joined(separator: ", ") + " snapshots") }
+        if !counts.isEmpty { parts.append(counts.joined(separator: ", ") + " backups") }
         if let within = keepWithin, !within.isZero {
-            parts.append("all snapshots within \(within) of the newest")
+            parts.append("all backups within \(within) of the newest")
         }
         if !keepTags.isEmpty {
             let lists = keepTags.map { "[" + $0.joined(separator: ", ") + "]" }
-            parts.append("all snapshots with tags " + lists.joined(separator: " or "))
+            parts.append("all backups with tags " + lists.joined(separator: " or "))
         }
         return parts.isEmpty ? "keep everything (no rules)" : "keep " + parts.joined(separator: " and ")
     }

@@ -18,7 +18,8 @@ import BackupCore
 /// (`--dest=--quiet` says the latter). Negative numbers such as `-5` are values.
 ///
 /// If the spec declares a `help` option and `--help` (or its short form) appears before
-/// `--`, parsing stops and the result holds only that flag, so help wins over errors.
+/// `--`, parsing stops and the result holds only that flag (and `--json`, for help as data),
+/// so help wins over errors.
 ///
 /// Arguments are bytes (`CommandLineArgument`): options and positionals marked
 /// `takesPath` keep any bytes; every other value, and every option name, must be UTF-8.
@@ -46,11 +47,11 @@ enum ArgumentParser {
     private static func helpRequest(in arguments: [CommandLineArgument], for spec: CommandSpec) -> ParsedArguments? {
         guard let help = spec.option(long: OptionKey.help.name), help.isFlag else { return nil }
         let tokens = Set([help.longFlag, help.shortFlag].compactMap { $0 })
-        for argument in arguments {
-            if argument.text == "--" { return nil }
-            if tokens.contains(argument.text) { return ParsedArguments(flagCounts: [help.long: 1]) }
-        }
-        return nil
+        let before = arguments.prefix { $0.text != "--" }
+        guard before.contains(where: { tokens.contains($0.text) }) else { return nil }
+        var flags = [help.long: 1]
+        if before.contains(where: { $0.text == OptionKey.json.description }) { flags[OptionKey.json.name] = 1 }
+        return ParsedArguments(flagCounts: flags)
     }
 
     // MARK: Positionals

@@ -30,6 +30,9 @@ struct CompletionsCommand: KeepsakeCommand {
             throw UsageError(.invalidValue(shell, option: ArgumentKey.shell.name, allowed: Self.shells), command: Self.spec)
         }
         self.shell = shell
+        if context.json {
+            throw UsageError.custom("'completions' prints a shell script; '--json' does not apply.", command: Self.spec)
+        }
     }
 
     func run(context: CommandContext) throws -> ExitCode {

@@ -57,6 +57,7 @@ struct DiffCommand: KeepsakeCommand {
             for status in ManifestDiff.Status.allCases {
                 object[status.rawValue] = .array(diff.rows(status).map(Self.json))
             }
+            object["exit_code"] = .int(0)
             context.printJSON(.object(object))
             return .success
         }

@@ -21,6 +21,7 @@ struct HelpCommand: KeepsakeCommand {
     /// The variables the manual page lists (the README's table, shortened).
     static let environment: [(String, String)] = [
         ("KEEPSAKE_DEST", "The destination when --dest is not given."),
+        ("KEEPSAKE_PROFILE, KEEPSAKE_CONFIG", "The profile when --profile is not given, and its configuration file."),
         ("XDG_DATA_HOME", "Base of the default destination (keepsake/backups)."),
         ("XDG_CONFIG_HOME", "Base of the default config file (keepsake/config.toml)."),
         ("XDG_CACHE_HOME", "Base of the change-detection cache of encrypted backups."),
@@ -34,6 +35,9 @@ struct HelpCommand: KeepsakeCommand {
     init(arguments: ParsedArguments, context: CommandContext) throws {
         topic = arguments.argument(.command)
         manPage = arguments.flag(.man)
+        if manPage && context.json {
+            throw UsageError.custom("Give either '--man' (a manual page in roff) or '--json', not both.", command: Self.spec)
+        }
         if let topic, CommandRegistry.command(named: topic) == nil {
             throw UsageError.unknownCommand(topic, known: CommandRegistry.all.map { $0.spec.name })
         }
@@ -64,6 +68,10 @@ struct HelpCommand: KeepsakeCommand {
 
     /// One command's help on stdout, wrapped to the terminal.
     static func printHelp(for spec: CommandSpec, context: CommandContext) {
+        guard !context.json else {
+            context.printJSON(HelpJSON.command(spec))
+            return
+        }
         let out = context.out
         let text = HelpRenderer.render(spec, width: context.capabilities.width, heading: { out.apply(.heading, to: $0) })
         context.printLine(text)
@@ -99,6 +107,10 @@ struct HelpCommand: KeepsakeCommand {
     /// `keepsake --help`: a header on a terminal, then every command, the global options
     /// and the exit codes.
     static func printTopLevel(context: CommandContext) {
+        guard !context.json else {
+            context.printJSON(HelpJSON.overview())
+            return
+        }
         let out = context.out
         if context.capabilities.stdoutIsTTY {
             context.print(Header(title: "Keepsake \(KeepsakeCLI.version)",

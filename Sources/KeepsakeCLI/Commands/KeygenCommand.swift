@@ -81,7 +81,8 @@ struct KeygenCommand: KeepsakeCommand {
             throw EngineError.invalidRequest("Cannot write '\(output)': \(String(cString: strerror(failure)))")
         }
         if context.json {
-            context.printJSON(.object(JSONObject([("recipient", .string(identity.recipient.encoded)), ("identity_file", .string(output))])))
+            context.printJSON(.object(JSONObject([("recipient", .string(identity.recipient.encoded)), ("identity_file", .string(output)),
+                                                 ("exit_code", .int(0))])))
         } else {
             context.printLine(identity.recipient.encoded)
             context.note("Wrote the identity to \(output) (mode 0600). Back up with --recipient \(identity.recipient.encoded); "

@@ -90,6 +90,7 @@ struct ListCommand: KeepsakeCommand {
                     item.summary?.json ?? .object(JSONObject([("id", .string(item.id.rawValue)),
                                                               ("error", .string(item.problem ?? "unreadable"))]))
                 })),
+                ("exit_code", .int(0)),
             ])))
             return .success
         }
@@ -159,6 +160,7 @@ struct ListCommand: KeepsakeCommand {
         }
         if context.json {
             var document = StreamedJSONObject(leading: JSONObject([("backup", summary.json)]), arrayKey: "entries",
+                                              trailing: JSONObject([("exit_code", .int(0))]),
                                               pretty: context.capabilities.stdoutIsTTY, write: write)
             _ = try backup.forEachEntry(cancellation: context.cancellation) { document.append(EntryFormatting.json($0)) }
             document.finish()
@@ -174,6 +176,7 @@ struct ListCommand: KeepsakeCommand {
             context.printJSON(.object(JSONObject([
                 ("backup", summary?.json ?? .null),
                 ("entries", .array(entries.map(EntryFormatting.json))),
+                ("exit_code", .int(0)),
             ])))
             return
         }

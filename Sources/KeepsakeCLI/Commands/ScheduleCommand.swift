@@ -134,6 +134,7 @@ struct ScheduleCommand: KeepsakeCommand {
                 ("crontab_line", .string(cronLine)),
                 ("systemd_service", .object(JSONObject([("name", .string(unitName + ".service")), ("contents", .string(service + "\n"))]))),
                 ("systemd_timer", .object(JSONObject([("name", .string(unitName + ".timer")), ("contents", .string(timer + "\n"))]))),
+                ("exit_code", .int(0)),
             ])))
         } else if !context.quiet || !install {
             context.printLine("""
