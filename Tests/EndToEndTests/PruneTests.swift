@@ -156,7 +156,7 @@ final class PruneTests: EndToEndTestCase {
         assertExit(none, 2, "no rule")
         XCTAssertTrue(none.stderrText.contains("--keep-last") && none.stderrText.contains("--keep-within"), "\(none)")
 
-        let bad = try run(["prune", "--dest", dest, "--keep-daily", "0", "--keep-weekly", "x", "--keep-within", "7x"])
+        let bad = try run(["prune", "--dest", dest, "--keep-daily", "-5", "--keep-weekly", "x", "--keep-within", "7x"])
         assertExit(bad, 2)
         XCTAssertTrue(bad.stderrText.contains("'--keep-daily <n>'"), "\(bad)")
         XCTAssertTrue(bad.stderrText.contains("'--keep-weekly <n>'"), "\(bad)")
@@ -169,5 +169,44 @@ final class PruneTests: EndToEndTestCase {
 
         assertExit(try run(["prune", "--dest", dest, "--keep-last", "-1", "--keep-hourly", "unlimited"]), 0)
         XCTAssertEqual(try listedIDs(dest), ids)
+    }
+
+    /// `--keep-daily 0` and a profile's `keep-daily = 0` mean the same: the rule is unused.
+    /// Beside another rule it changes nothing; alone, both are refused as no policy at all.
+    func testAZeroCountIsAnUnusedRuleOnTheCommandLineAsInAProfile() throws {
+        let dest = path("dest")
+        let ids = try makeBackups(3, dest: dest)
+        func removed(_ arguments: [String]) throws -> [String] {
+            let outcome = try run(["prune", "--dry-run", "--json"] + arguments)
+            assertExit(outcome, 0, arguments.joined(separator: " "))
+            return try json(outcome)["removed"] as? [String] ?? []
+        }
+        let plain = try removed(["--dest", dest, "--keep-last", "1"])
+        XCTAssertEqual(try removed(["--dest", dest, "--keep-last", "1", "--keep-daily", "0"]), plain)
+        let config = path("keepsake.toml")
+        try """
+            [profiles.zero]
+            sources = ["/"]
+            destination = "\(dest)"
+            retention = { keep-last = 1, keep-daily = 0 }
+
+            [profiles.only-zero]
+            sources = ["/"]
+            destination = "\(dest)"
+            retention = { keep-daily = 0 }
+
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let fromFile = path("zero.toml")
+        try String(try String(contentsOfFile: config, encoding: .utf8).split(separator: "\n\n")[0]).write(toFile: fromFile, atomically: true,
+                                                                                                           encoding: .utf8)
+        XCTAssertEqual(try removed(["--profile", "zero", "--config", fromFile]), plain)
+
+        let alone = try run(["prune", "--dest", dest, "--keep-daily", "0"])
+        assertExit(alone, 2)
+        XCTAssertTrue(alone.stderrText.contains("a count of 0 leaves its rule unused"), "\(alone)")
+        let profileAlone = try run(["prune", "--profile", "only-zero", "--config", config])
+        assertExit(profileAlone, 1)
+        XCTAssertTrue(profileAlone.stderrText.contains("has no rule"), "\(profileAlone)")
+        XCTAssertEqual(try listedIDs(dest), ids, "nothing was removed")
     }
 }

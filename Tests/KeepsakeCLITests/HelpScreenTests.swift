@@ -1023,12 +1023,12 @@ final class HelpScreenTests: InProcessTestCase {
 
             The rules are restic's 'forget --keep-*' rules, applied to each group of backups
             of the same host and sources (this host's only, unless --host or --all-hosts): a
-            backup is kept when any rule keeps it. Counts are whole numbers of 1 or more, or
-            -1 (or 'unlimited') for every period. A backup that a kept incremental backup
-            needs is always kept ('needed by ID'), and so is a backup whose manifest cannot
-            be read. With --profile and no rule given, the profile's retention policy is
-            applied. Prune refuses to run without a rule, and refuses a policy that would
-            remove every backup of a group.
+            backup is kept when any rule keeps it. Counts are whole numbers of 0 or more (0
+            leaves the rule unused, as in a profile), or -1 (or 'unlimited') for every
+            period. A backup that a kept incremental backup needs is always kept ('needed by
+            ID'), and so is a backup whose manifest cannot be read. With --profile and no
+            rule given, the profile's retention policy is applied. Prune refuses to run
+            without a rule, and refuses a policy that would remove every backup of a group.
             Each backup is un-committed first (its manifest removed), then its archive, so
             an interruption never leaves a listed backup without its archive.
 
@@ -1104,7 +1104,8 @@ final class HelpScreenTests: InProcessTestCase {
             applied to each group of backups of the same host
             and sources (this host's only, unless --host or
             --all-hosts): a backup is kept when any rule keeps
-            it. Counts are whole numbers of 1 or more, or -1
+            it. Counts are whole numbers of 0 or more (0
+            leaves the rule unused, as in a profile), or -1
             (or 'unlimited') for every period. A backup that a
             kept incremental backup needs is always kept
             ('needed by ID'), and so is a backup whose

@@ -20,7 +20,7 @@ struct PruneCommand: KeepsakeCommand {
     static let spec = CommandSpec(
         name: "prune",
         abstract: "Remove the backups a retention policy does not keep.",
-        discussion: "The rules are restic's 'forget --keep-*' rules, applied to each group of backups of the same host and sources (this host's only, unless --host or --all-hosts): a backup is kept when any rule keeps it. Counts are whole numbers of 1 or more, or -1 (or 'unlimited') for every period. A backup that a kept incremental backup needs is always kept ('needed by ID'), and so is a backup whose manifest cannot be read. With --profile and no rule given, the profile's retention policy is applied. Prune refuses to run without a rule, and refuses a policy that would remove every backup of a group.\nEach backup is un-committed first (its manifest removed), then its archive, so an interruption never leaves a listed backup without its archive.",
+        discussion: "The rules are restic's 'forget --keep-*' rules, applied to each group of backups of the same host and sources (this host's only, unless --host or --all-hosts): a backup is kept when any rule keeps it. Counts are whole numbers of 0 or more (0 leaves the rule unused, as in a profile), or -1 (or 'unlimited') for every period. A backup that a kept incremental backup needs is always kept ('needed by ID'), and so is a backup whose manifest cannot be read. With --profile and no rule given, the profile's retention policy is applied. Prune refuses to run without a rule, and refuses a policy that would remove every backup of a group.\nEach backup is un-committed first (its manifest removed), then its archive, so an interruption never leaves a listed backup without its archive.",
         options: DestinationSelection.options
             + countOptions.map { OptionSpec($0.key, kind: .value(valueName: "n"), help: $0.help) }
             + [
@@ -63,7 +63,7 @@ struct PruneCommand: KeepsakeCommand {
             if let count = PruneCommand.count(text) {
                 policy[keyPath: option.field] = count
             } else {
-                problems.add("The value '\(text)' is invalid for '\(option.key) <n>'. Use a whole number of 1 or more, or -1 (or 'unlimited') to keep one backup of every period.")
+                problems.add("The value '\(text)' is invalid for '\(option.key) <n>'. Use a whole number of 0 or more (0 leaves the rule unused), or -1 (or 'unlimited') to keep one backup of every period.")
             }
         }
         if let text = arguments.value(.keepWithin) {
@@ -95,8 +95,10 @@ struct PruneCommand: KeepsakeCommand {
                     + "in \(profile.file)); give the rules of what to keep, such as --keep-daily 7.", command: Self.spec)
             }
             policy = retention
-        } else if policy.isEmpty && !givesRules {
-            problems.add("Give at least one rule of what to keep: --keep-last, --keep-hourly, --keep-daily, --keep-weekly, --keep-monthly, --keep-yearly, --keep-within or --keep-tag (prune never removes backups without a policy).")
+        } else if policy.isEmpty && problems.isEmpty {
+            // As in a profile's retention table, a count of 0 leaves its rule unused.
+            problems.add("Give at least one rule of what to keep: --keep-last, --keep-hourly, --keep-daily, --keep-weekly, --keep-monthly, --keep-yearly, --keep-within or --keep-tag (prune never removes backups without a policy"
+                + (givesRules ? "; a count of 0 leaves its rule unused)." : ")."))
         }
         if arguments.value(.host) != nil && arguments.flag(.allHosts) {
             problems.add("Give either '--host' or '--all-hosts', not both.")
@@ -110,10 +112,11 @@ struct PruneCommand: KeepsakeCommand {
         now = try CommandClock.now(environment: context.environment, command: Self.spec)
     }
 
-    /// A count option's value: 1 or more, or -1 / `unlimited`; nil when invalid.
+    /// A count option's value: 0 or more (0: the rule is unused, as in a profile), or -1 /
+    /// `unlimited`; nil when invalid.
     private static func count(_ text: String) -> Int? {
         if text == "unlimited" { return RetentionPolicy.unlimited }
-        guard let value = Int(text), value >= 1 || value == RetentionPolicy.unlimited else { return nil }
+        guard let value = Int(text), value >= 0 || value == RetentionPolicy.unlimited else { return nil }
         return value
     }
 

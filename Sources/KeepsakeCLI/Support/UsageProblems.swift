@@ -14,6 +14,9 @@ struct UsageProblems {
         messages.append(message)
     }
 
+    /// True while no problem is recorded.
+    var isEmpty: Bool { messages.isEmpty }
+
     /// Throws a usage error holding every problem, one line (one `Error:` line) each.
     func throwIfAny() throws {
         guard !messages.isEmpty else { return }
