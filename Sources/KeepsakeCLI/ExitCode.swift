@@ -42,9 +42,9 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     /// decides it.
     init(for error: Error) {
         switch error {
-        case is UsageError, is ExcludePatternError, is DestinationAddressError, is MissingHomeError:
-            // The command line (or the value of KEEPSAKE_DEST, or a profile's destination) is
-            // wrong, or this environment needs a --dest it lacks.
+        case is UsageError, is ExcludePatternError, is DestinationAddressError, is MissingHomeError, S3Error.badEndpoint:
+            // The command line (or the value of KEEPSAKE_DEST or KEEPSAKE_S3_ENDPOINT, or a
+            // profile's destination) is wrong, or this environment needs a --dest it lacks.
             self = .usage
         case EngineError.interrupted:
             self = .interrupted

@@ -84,6 +84,7 @@ public enum KeepsakeCLI {
             return .success
         }
         do {
+            try CommonOptions.validate(parsed, command: command.spec)
             let instance = try command.init(arguments: parsed, context: context)
             return try instance.run(context: context)
         } catch {

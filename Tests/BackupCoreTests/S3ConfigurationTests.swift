@@ -113,10 +113,17 @@ final class S3ConfigurationTests: KeepsakeTestCase {
         XCTAssertEqual(try resolve(keys.merging(["AWS_PROFILE": "backup"]) { $1 }).region, "ap-south-1")
         XCTAssertEqual(try resolve(keys, .init(region: "us-west-2")).region, "us-west-2")
 
-        for bad in ["127.0.0.1:8333", "ftp://host", "http://host/path", "http://"] {
+        for bad in ["127.0.0.1:8333", "ftp://host", "http://host/path", "http://", "http://a b", "http://h:0", "http://h:65536",
+                    "http://h:8x", "http://user@h", "http://h?x", "http://[::1", "http://[zz]:1", "http://h:"] {
             XCTAssertThrowsError(try resolve(keys.merging(["KEEPSAKE_S3_ENDPOINT": bad]) { $1 }), bad) { error in
                 XCTAssertEqual(error as? S3Error, .badEndpoint(bad))
             }
+            XCTAssertNotNil(S3Configuration.endpointProblem(bad), bad)
+        }
+        // A wrong address is said before missing credentials.
+        XCTAssertThrowsError(try resolve(["KEEPSAKE_S3_ENDPOINT": "ftp://h"])) { XCTAssertEqual($0 as? S3Error, .badEndpoint("ftp://h")) }
+        for good in ["http://127.0.0.1:8333", "https://s3.example.com/", "http://[::1]:8333", "http://minio_1.lan:9000", "HTTPS://h"] {
+            XCTAssertNil(S3Configuration.endpointProblem(good), good)
         }
     }
 

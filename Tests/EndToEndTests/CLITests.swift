@@ -211,4 +211,18 @@ final class CLITests: EndToEndTestCase {
         assertExit(try run(["backup", source], environment: ["KEEPSAKE_DEST": fromEnvironment]), 0)
         XCTAssertEqual(try names(in: fromEnvironment).filter { $0.hasSuffix(".manifest.jsonl.zst") }.count, 1)
     }
+
+    /// A malformed --s3-endpoint is a usage error (exit 2) whatever the destination; one in
+    /// KEEPSAKE_S3_ENDPOINT is too, once an s3:// destination needs it.
+    func testAMalformedS3EndpointIsAUsageError() throws {
+        let dest = path("dest")
+        for bad in ["localhost:8333", "http://a b", "http://127.0.0.1:99999"] {
+            let outcome = try run(["list", "--dest", dest, "--s3-endpoint", bad])
+            assertExit(outcome, 2, bad)
+            XCTAssertTrue(outcome.stderrText.contains("'--s3-endpoint <url>'"), "\(outcome)")
+        }
+        let fromEnvironment = try run(["list", "--dest", "s3://bucket/p"], environment: ["KEEPSAKE_S3_ENDPOINT": "ftp://h"])
+        assertExit(fromEnvironment, 2)
+        XCTAssertTrue(fromEnvironment.stderrText.contains("KEEPSAKE_S3_ENDPOINT"), "\(fromEnvironment)")
+    }
 }

@@ -304,6 +304,20 @@ final class ConfigFileTests: KeepsakeTestCase {
 
     // MARK: Unknown keys
 
+    /// A profile's s3-endpoint and host are checked as --s3-endpoint and --host are.
+    func testAMalformedEndpointOrHostIsAnErrorAtItsLine() {
+        assertProblems("""
+            [profiles.home]
+            sources = ["/a"]
+            s3-endpoint = "localhost:9000"
+            host = "web 1"
+            """, [
+                "\(file):3:1: 's3-endpoint' is not usable: it does not start with http:// or https://; give an http:// or https:// "
+                    + "URL of a host, like http://127.0.0.1:8333",
+                "\(file):4:1: 'host': 'web 1' is not a host name Keepsake can use: give letters, digits, '-' and '.' (at most 64)",
+            ], kind: .invalidValue)
+    }
+
     func testUnknownKeysWithSuggestions() {
         assertProblem("""
             [profiles.home]

@@ -28,6 +28,15 @@ enum CommonOptions {
     static let lockWait = OptionSpec(.lockWait, kind: .value(valueName: "time"), defaultDescription: "0 (fail at once)",
                                      help: "When another run holds the destination, wait this long for it (900, 90s, 15min, 2h) before exit 5.")
 
+    /// Checks the options whose values every command reads the same way, before the
+    /// command runs: a malformed `--s3-endpoint` is a usage error even when the destination
+    /// turns out not to be on S3.
+    static func validate(_ arguments: ParsedArguments, command: CommandSpec) throws {
+        if let endpoint = arguments.value(.s3Endpoint), let problem = S3Configuration.endpointProblem(endpoint) {
+            throw UsageError.custom("The value '\(endpoint)' is invalid for '--s3-endpoint <url>': \(problem).", command: command)
+        }
+    }
+
     /// `--lock-wait`'s seconds; a usage error for a value that is not a wait.
     static func lockWaitSeconds(_ arguments: ParsedArguments, command: CommandSpec) throws -> TimeInterval {
         guard let text = arguments.value(.lockWait) else { return 0 }

@@ -148,6 +148,9 @@ struct ConfigValidator {
         }
         var s3 = S3Configuration.Overrides()
         s3.endpoint = string("s3-endpoint", in: table)
+        if let endpoint = s3.endpoint, let problem = S3Configuration.endpointProblem(endpoint) {
+            add(.invalidValue, at: table.position(of: "s3-endpoint"), "'s3-endpoint' is not usable: \(problem)")
+        }
         s3.region = string("s3-region", in: table)
         s3.awsProfile = string("aws-profile", in: table)
         s3.accessKeyID = string("aws-access-key-id", in: table)

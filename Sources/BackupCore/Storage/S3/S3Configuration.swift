@@ -80,6 +80,9 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
     public static func resolve(environment: [String: String], overrides: Overrides = Overrides(),
                                home: String? = nil) throws(S3Error) -> S3Configuration {
         let home = home ?? nonEmpty(environment["HOME"]) ?? NSHomeDirectory()
+        let givenEndpoint = nonEmpty(overrides.endpoint) ?? nonEmpty(environment["KEEPSAKE_S3_ENDPOINT"])
+        // Before the credentials: a wrong address is the first thing to fix.
+        if let givenEndpoint, endpointProblem(givenEndpoint) != nil { throw S3Error.badEndpoint(givenEndpoint) }
         let profile = overrides.awsProfile ?? nonEmpty(environment["AWS_PROFILE"]) ?? "default"
         let credentialsFile = nonEmpty(environment["AWS_SHARED_CREDENTIALS_FILE"]) ?? home + "/.aws/credentials"
         let configFile = nonEmpty(environment["AWS_CONFIG_FILE"]) ?? home + "/.aws/config"
@@ -105,13 +108,9 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
             ?? nonEmpty(environment["AWS_DEFAULT_REGION"]) ?? nonEmpty(configSection?["region"]) ?? "us-east-1"
         var endpoint: String
         var pathStyle: Bool
-        if let given = nonEmpty(overrides.endpoint) ?? nonEmpty(environment["KEEPSAKE_S3_ENDPOINT"]) {
+        if let given = givenEndpoint {
             endpoint = given
             while endpoint.hasSuffix("/") { endpoint.removeLast() }
-            guard endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://"),
-                  endpoint.split(separator: "/").count == 2 else {
-                throw S3Error.badEndpoint(given)
-            }
             pathStyle = environment["KEEPSAKE_S3_ADDRESSING"]?.lowercased() != "virtual"
         } else {
             endpoint = "https://s3.\(region).amazonaws.com"
@@ -119,6 +118,53 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
         }
         return S3Configuration(endpoint: endpoint, region: region, pathStyle: pathStyle, credentials: credentials,
                                credentialSource: source, caBundle: nonEmpty(environment["AWS_CA_BUNDLE"]))
+    }
+
+    /// Why `text` is not an endpoint Keepsake can use (`--s3-endpoint`, a profile's
+    /// `s3-endpoint`, `KEEPSAKE_S3_ENDPOINT`), or nil: it must be `http://` or `https://`, a
+    /// host (a name, an IPv4 address or a bracketed IPv6 one), an optional port from 1 to
+    /// 65535, and nothing after but slashes.
+    public static func endpointProblem(_ text: String) -> String? {
+        let expected = "give an http:// or https:// URL of a host, like http://127.0.0.1:8333"
+        var rest = Substring(text.trimmingCharacters(in: .whitespaces))
+        guard let scheme = ["http://", "https://"].first(where: { rest.lowercased().hasPrefix($0) }) else {
+            return "it does not start with http:// or https://; \(expected)"
+        }
+        rest = rest.dropFirst(scheme.count)
+        while rest.hasSuffix("/") { rest = rest.dropLast() }
+        guard !rest.isEmpty else { return "it names no host; \(expected)" }
+        guard !rest.contains("/"), !rest.contains("?"), !rest.contains("#"), !rest.contains("@") else {
+            return "it holds more than a host and a port (a path, a query or a user); \(expected)"
+        }
+        var host = rest
+        var port: Substring?
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { return "its IPv6 address has no closing ']'; \(expected)" }
+            host = rest[rest.index(after: rest.startIndex)..<close]
+            let after = rest[rest.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { return "something follows its IPv6 address; \(expected)" }
+                port = after.dropFirst()
+            }
+            guard !host.isEmpty, host.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else {
+                return "'\(host)' is not an IPv6 address; \(expected)"
+            }
+        } else {
+            if let colon = rest.firstIndex(of: ":") {
+                host = rest[..<colon]
+                port = rest[rest.index(after: colon)...]
+            }
+            let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
+            guard !host.isEmpty, host.allSatisfy({ allowed.contains($0) }) else {
+                return "'\(host)' is not a host name or address; \(expected)"
+            }
+        }
+        if let port {
+            guard let number = Int(port), (1...65535).contains(number), port.allSatisfy(\.isASCII) else {
+                return "its port '\(port)' is not a number from 1 to 65535; \(expected)"
+            }
+        }
+        return nil
     }
 
     private static func nonEmpty(_ value: String?) -> String? {
