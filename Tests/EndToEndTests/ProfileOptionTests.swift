@@ -110,6 +110,10 @@ final class ProfileOptionTests: EndToEndTestCase {
         // Without the profile there is no key: the encrypted backup does not open.
         let keyless = try runElsewhere(["restore", "latest", "--dest", dest, "--target", path("keyless"), "--no-input"])
         XCTAssertEqual(keyless.exitCode, 6, "\(keyless)")
+        // What to give, and never a new key: one made now cannot open what was encrypted before.
+        XCTAssertTrue(keyless.stderrText.contains("--identity FILE") && keyless.stderrText.contains("--profile NAME"), "\(keyless)")
+        XCTAssertFalse(keyless.stderrText.contains("keygen"), "\(keyless)")
+        XCTAssertTrue(keyless.stderrText.contains("keepsake list --json --dest"), "\(keyless)")
     }
 
     /// A profile the environment names wrongly says so; prune with a profile that has no

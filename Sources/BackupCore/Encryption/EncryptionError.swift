@@ -15,15 +15,18 @@ public enum EncryptionError: Error, Sendable, Equatable, CustomStringConvertible
     public var description: String {
         switch self {
         case .identityRequired(let name):
-            return "\(name) is encrypted to age public keys: give the identity that opens it with --identity FILE "
-                + "(or KEEPSAKE_IDENTITY_FILE; keepsake keygen makes one)"
+            // Never "make a key": a new identity cannot open what was encrypted before it.
+            return "\(name) is encrypted to age public keys: give the identity file of one of them with --identity FILE "
+                + "(or KEEPSAKE_IDENTITY_FILE, or a profile's identity-file with --profile NAME); 'keepsake list --json' shows "
+                + "each backup's recipients"
         case .passphraseRequired(let name):
             return "\(name) is encrypted with a passphrase: give it with --passphrase-file FILE (or KEEPSAKE_PASSPHRASE_FILE), "
                 + "or run on a terminal to be asked"
         case .noMatchingIdentity(let name, let recipients):
             let given = recipients.isEmpty ? "" : " (given: \(recipients.joined(separator: ", ")))"
             return "None of the identities given opens \(name)\(given): it is encrypted to other public keys; "
-                + "give the identity file that matches (keepsake list shows each backup's recipients)"
+                + "give the identity file that matches ('keepsake list --json' shows each backup's recipients); a new key "
+                + "cannot open it"
         case .wrongPassphrase(let name):
             return "The passphrase does not open \(name); check it and try again"
         case .unusableKey(let reason):
