@@ -232,6 +232,31 @@ final class ProfileOptionTests: EndToEndTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: restored(source, into: into) + "/notes.txt"), "only the file found")
     }
 
+    /// `restore latest PATH` for a path deleted before the latest backup names the backups
+    /// that still hold it, and the command it gives, pasted, restores it from the newest.
+    func testAPathDeletedBeforeLatestNamesTheBackupsThatHoldIt() throws {
+        let first = try backup([source], dest: dest)
+        XCTAssertEqual(unlink(source + "/sub/plan.md"), 0)
+        let second = try backup([source], dest: dest)
+        for given in ["plan.md", source + "/sub/plan.md"] {
+            let failed = try runElsewhere(["restore", "latest", given, "--dest", dest])
+            assertExit(failed, 1)
+            XCTAssertTrue(failed.stderrText.contains("Nothing in backup \(second) matches") && failed.stderrText.contains(first),
+                          failed.stderrText)
+            let command = try XCTUnwrap(quotedCommand(in: failed.stderrText.components(separatedBy: "backups that hold it").last ?? ""),
+                                        failed.stderrText)
+            XCTAssertTrue(command.hasPrefix("keepsake restore \(first) "), command)
+            let into = path("into-\(given.count)")
+            try RawFileSystem.makeDirectory(RawFileSystem.bytes(into))
+            let pasted = try paste(command, in: into)
+            XCTAssertEqual(pasted.exitCode, 0, "\(command)\n\(pasted)")
+            XCTAssertEqual(try String(contentsOfFile: restored(source, into: into) + "/sub/plan.md", encoding: .utf8), "plan\n")
+        }
+        let nowhere = try runElsewhere(["restore", "latest", "never-was.txt", "--dest", dest])
+        assertExit(nowhere, 1)
+        XCTAssertFalse(nowhere.stderrText.contains("backups that hold it"), nowhere.stderrText)
+    }
+
     /// The first command quoted in `text` ('…' or `…`), without its quotes.
     private func quotedCommand(in text: String) -> String? {
         for quote in ["`", "'"] {

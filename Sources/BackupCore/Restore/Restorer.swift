@@ -74,12 +74,14 @@ public final class Restorer {
         let resolver = SelectionResolver(manifest: whole, workingDirectory: PathBytes.from(FileManager.default.currentDirectoryPath))
         var resolved = selections.filter { !unmatched.contains($0) }
         var nothing: [String] = []
+        var nothingPaths: [[UInt8]] = []
         for given in unmatched {
             let resolution = resolver.resolve(given)
             if resolution.paths.isEmpty {
                 let closest = resolution.suggestions.isEmpty ? ""
                     : " (closest: \(resolution.suggestions.map { "'\($0)'" }.joined(separator: ", ")))"
                 nothing.append("'\(PathBytes.display(given))'\(closest)")
+                nothingPaths.append(given)
                 continue
             }
             let shown = resolution.paths.prefix(3).map(PathBytes.display).joined(separator: ", ")
@@ -88,9 +90,7 @@ public final class Restorer {
             resolved += resolution.paths
         }
         if !nothing.isEmpty {
-            throw EngineError.invalidRequest("Nothing in backup \(whole.summary.id) matches \(nothing.joined(separator: ", ")). "
-                + "Give a path as 'keepsake list \(whole.summary.id)' or 'keepsake find' prints it, the original path, "
-                + "or one relative to a source folder")
+            throw UnmatchedSelection(backup: whole.summary.id, paths: nothingPaths, shown: nothing)
         }
         return resolved
     }

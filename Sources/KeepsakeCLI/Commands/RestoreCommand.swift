@@ -116,11 +116,24 @@ struct RestoreCommand: KeepsakeCommand {
         if asksForTarget { try confirmTarget(restoring: source, context: context) }
         let presenter = EventPresenter(context: context, progress: progress)
         defer { presenter.finish() }
-        let result = try Restorer(events: presenter, cancellation: context.cancellation).restore(backup, request: request)
+        let result: RestoreResult
+        do {
+            result = try Restorer(events: presenter, cancellation: context.cancellation).restore(backup, request: request)
+        } catch let unmatched as UnmatchedSelection {
+            // A path deleted before this backup: say which backups still hold it.
+            presenter.finish()
+            guard let elsewhere = try holders(of: unmatched.paths.map(PathBytes.display), besides: backup) else { throw unmatched }
+            throw EngineError.invalidRequest("Nothing in backup \(unmatched.backup) matches \(unmatched.shown.joined(separator: ", ")); "
+                + elsewhere)
+        }
         presenter.finish()
         if result.entryCount == 0 && result.skippedExisting == 0 && result.existingDirectories == 0 && result.missingArchives.isEmpty
             && !request.selections.isEmpty && !result.hasIntegrityFailure {
-            throw EngineError.invalidRequest("Nothing in \(source) matches \(request.selections.map { "'\($0)'" }.joined(separator: ", ")); run 'keepsake list \(source)' to see its paths.")
+            let wanted = request.selections.map { "'\($0)'" }.joined(separator: ", ")
+            if let elsewhere = try holders(of: request.selections, besides: backup) {
+                throw EngineError.invalidRequest("Nothing in \(source) matches \(wanted); \(elsewhere)")
+            }
+            throw EngineError.invalidRequest("Nothing in \(source) matches \(wanted); run 'keepsake list \(source)' to see its paths.")
         }
         let outcome = Outcome(result: result, isArchiveFile: backup.isArchiveFile, dryRun: request.dryRun)
         if outcome.code == .failure, let first = result.warnings.first(where: { $0.kind == .unwritable }) {
@@ -175,6 +188,34 @@ struct RestoreCommand: KeepsakeCommand {
                 code = .success
             }
         }
+    }
+
+    // MARK: Other backups
+
+    /// Which other backups (of the hosts `latest` is chosen among) hold paths matching
+    /// `selections`, newest first, as a sentence that ends with the command restoring them
+    /// from the newest; nil when none does, or for a lone archive file.
+    private func holders(of selections: [String], besides backup: LocatedBackup) throws -> String? {
+        guard !backup.isArchiveFile else { return nil }
+        let searches = selections.compactMap { try? BackupSearch(pattern: $0) }
+        guard searches.count == selections.count else { return nil }
+        var holders: [BackupSummary] = []
+        let catalog = BackupCatalog(storage: backup.storage)
+        for item in try catalog.items().reversed() where item.id != backup.id {
+            guard let summary = item.summary, hosts.includes(summary.host), !summary.sourcesHidden,
+                  let manifest = try? catalog.manifest(of: item),
+                  searches.contains(where: { !$0.matches(in: manifest).isEmpty }) else { continue }
+            holders.append(summary)
+            if holders.count == 4 { break }
+        }
+        guard let newest = holders.first else { return nil }
+        let named = holders.prefix(3).map { "\($0.id.rawValue) (\(Timestamp.localShort($0.created)))" }
+        let more = holders.count > 3 ? " and more" : ""
+        let paths = selections.map(PasteableCommands.shellWord).joined(separator: " ")
+        // A quoted path would end a '…' command early.
+        let quote = paths.contains("'") ? "`" : "'"
+        return "backups that hold it: \(named.joined(separator: ", "))\(more); run \(quote)keepsake restore \(newest.id.rawValue) "
+            + "\(paths)\(quote) for the newest."
     }
 
     // MARK: Asking
