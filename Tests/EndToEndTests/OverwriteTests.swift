@@ -119,12 +119,19 @@ final class OverwriteTests: EndToEndTestCase {
         XCTAssertEqual(object["files"] as? Int, 2, "\(object)")
         XCTAssertEqual(object["written"] as? Int, 2, "\(object)")
         XCTAssertEqual(object["replaced"] as? Int, 1, "f.txt was replaced, g.txt was new: \(object)")
+        XCTAssertEqual(object["replaced_different"] as? Int, 1, "f.txt held a local edit: \(object)")
         XCTAssertEqual(object["kept"] as? Int, 0, "\(object)")
 
+        // Both now hold the backup's copy; one is edited again: two replaced, one differed.
+        try edit(seconds: backupTime + 2000)
         let text = try run(["restore", "latest", "--dest", dest, "--target", target, "--overwrite", "always"])
         assertExit(text, 0)
-        XCTAssertTrue(text.stdoutText.contains("Replaced: 2 existing files"), "\(text)")
+        XCTAssertTrue(text.stdoutText.contains("Replaced: 2 existing files with the backup's copy (1 differed, 1 was already the same)"),
+                      "\(text)")
         XCTAssertFalse(text.stdoutText.contains("Kept"), "\(text)")
+        let again = try json(try run(["restore", "latest", "--dest", dest, "--target", target, "--overwrite", "always", "--json"]))
+        XCTAssertEqual(again["replaced"] as? Int, 2, "\(again)")
+        XCTAssertEqual(again["replaced_different"] as? Int, 0, "nothing differed any more: \(again)")
     }
 
     /// `-n` tells what would be written from what would be kept, and writes nothing.

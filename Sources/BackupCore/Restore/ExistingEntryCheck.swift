@@ -15,6 +15,21 @@ struct ExistingEntryCheck {
     /// hard link's other name is found.
     func matches(_ header: ArchiveEntryHeader, reader: ArchiveReader, existing: stat, name: [UInt8], parentFD: Int32,
                  entry: ManifestEntry?, rootFD: Int32) throws -> Bool {
+        try compare(header, reader: reader, existing: existing, name: name, parentFD: parentFD, entry: entry, rootFD: rootFD)
+            ?? false
+    }
+
+    /// `matches` for an entry about to be replaced, whose content the archive reader must
+    /// still give to the writer: a file is compared only by the manifest's SHA-256, and nil
+    /// says it cannot be (no manifest, as for a plain tarball).
+    func matchesBeforeReplacing(_ header: ArchiveEntryHeader, existing: stat, name: [UInt8], parentFD: Int32,
+                                entry: ManifestEntry?, rootFD: Int32) throws -> Bool? {
+        try compare(header, reader: nil, existing: existing, name: name, parentFD: parentFD, entry: entry, rootFD: rootFD)
+    }
+
+    /// The comparison; nil when a file has no SHA-256 in the manifest and `reader` is nil.
+    private func compare(_ header: ArchiveEntryHeader, reader: ArchiveReader?, existing: stat, name: [UInt8], parentFD: Int32,
+                         entry: ManifestEntry?, rootFD: Int32) throws -> Bool? {
         let kind = existing.st_mode & S_IFMT
         switch header.type {
         case .file:
@@ -44,8 +59,8 @@ struct ExistingEntryCheck {
     /// Whether the regular file `name` holds the archive's content for `header`: same size,
     /// then the same SHA-256 (the manifest's, or else that of the content read from the
     /// archive). A file that cannot be read counts as different.
-    private func fileMatches(_ header: ArchiveEntryHeader, reader: ArchiveReader, existing: stat, name: [UInt8],
-                             parentFD: Int32, entry: ManifestEntry?) throws -> Bool {
+    private func fileMatches(_ header: ArchiveEntryHeader, reader: ArchiveReader?, existing: stat, name: [UInt8],
+                             parentFD: Int32, entry: ManifestEntry?) throws -> Bool? {
         guard existing.st_mode & S_IFMT == S_IFREG, Int64(existing.st_size) == header.size else { return false }
         // Non-blocking: a FIFO swapped in since the look must not hang the restore.
         let fd = PathBytes.syscall(name) { openat(parentFD, $0, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) }
@@ -56,8 +71,10 @@ struct ExistingEntryCheck {
         let wanted: String
         if let sha256 = entry?.sha256 {
             wanted = sha256
-        } else {
+        } else if let reader {
             wanted = try ManifestCheck.hashContent(of: reader, declaredSize: header.size, cancellation: cancellation).sha256
+        } else {
+            return nil
         }
         return try ManifestCheck.hashFile(fd, size: header.size, cancellation: cancellation) == wanted
     }

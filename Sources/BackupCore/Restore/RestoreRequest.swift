@@ -99,6 +99,10 @@ public struct RestoreResult: Sendable {
     /// Existing entries the backup's copy replaced (counted in `files` and the others too),
     /// or would replace in a dry run.
     public var replaced: Int64 = 0
+    /// Those of `replaced` that already held what the backup does (by the manifest's
+    /// SHA-256, a link's target, the kind of node): `replaced - replacedSame` differed, or
+    /// could not be compared (no manifest).
+    public var replacedSame: Int64 = 0
     /// Folders of the backup that were already in the target (not counted in `directories`).
     public var existingDirectories: Int64 = 0
     /// Earlier archives an incremental backup needs that could not be found: the files

@@ -534,6 +534,10 @@ final class RestoreRun {
                 return try reader.skipContent()
             case .replace:
                 replaces = true
+                if try existingCheck.matchesBeforeReplacing(header, existing: existing, name: name, parentFD: parentFD,
+                                                            entry: step.entry, rootFD: target.rootFD) == true {
+                    result.replacedSame += 1
+                }
             }
         }
 
@@ -592,6 +596,10 @@ final class RestoreRun {
                 return try reader.skipContent()
             case .replace:
                 result.replaced += 1
+                if try existingCheck.matchesBeforeReplacing(header, existing: existing, name: name, parentFD: parentFD,
+                                                            entry: step.entry, rootFD: lookup.rootFD) == true {
+                    result.replacedSame += 1
+                }
             }
         }
         result.planned.append(PathBytes.display(step.path))

@@ -306,7 +306,15 @@ struct RestoreCommand: KeepsakeCommand {
             items.append(.init("Restored to", PathBytes.display(PathBytes.join(request.targetPath, placement))))
         }
         if result.replaced > 0 {
-            items.append(.init(dry ? "Would replace" : "Replaced", "\(Units.count(Int(result.replaced), "existing file")) with the backup's copy"))
+            let same = min(result.replacedSame, result.replaced)
+            // How many held something else: the rest already held the backup's copy (a plain
+            // tarball has no SHA-256s to tell).
+            let differed = result.plainTarball ? ""
+                : same > 0 ? " (\(Units.count(Int(result.replaced - same), "differed", plural: "differed")), \(same) "
+                    + "\(same == 1 ? "was" : "were") already the same)"
+                : result.replaced == 1 ? " (it differed)" : " (every one differed)"
+            items.append(.init(dry ? "Would replace" : "Replaced",
+                               "\(Units.count(Int(result.replaced), "existing file")) with the backup's copy\(differed)"))
         }
         if result.skippedExisting > 0 {
             items.append(.init(dry ? "Would keep" : "Kept", keptText(result), valueRole: result.keptDifferent.isEmpty ? .plain : .warning))
@@ -394,6 +402,7 @@ struct RestoreCommand: KeepsakeCommand {
             ("skipped_existing", .int(result.skippedExisting)),
             ("written", .int(result.writtenCount)),
             ("replaced", .int(result.replaced)),
+            ("replaced_different", .int(result.replaced - min(result.replacedSame, result.replaced))),
             ("kept", .int(result.skippedExisting)),
             ("kept_same", .int(result.skippedExisting - Int64(result.keptDifferent.count))),
             ("existing_directories", .int(result.existingDirectories)),
