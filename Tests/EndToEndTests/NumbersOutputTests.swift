@@ -136,6 +136,30 @@ final class NumbersOutputTests: EndToEndTestCase {
         XCTAssertTrue(lines.contains { $0.contains("/ 11.7 KiB") && $0.contains("ETA") }, "total and ETA:\n\(second)")
     }
 
+    /// A restore's progress has a total from the manifest: the files it brings back, all of
+    /// them or the ones chosen.
+    func testRestoreProgressHasATotal() throws {
+        let source = path("src")
+        var files: [String: String] = [:]
+        for index in 0..<12 { files["f\(index).txt"] = String(repeating: "x", count: 1000 + index) }
+        try Fixtures.makeTree(at: source, files: files)
+        let dest = path("dest")
+        try backup([source], dest: dest)
+        func totals(_ arguments: [String]) throws -> [Int] {
+            let outcome = try run(["restore", "latest", "--dest", dest, "--json", "--progress"] + arguments)
+            assertExit(outcome, 0)
+            let events = outcome.stdoutText.split(separator: "\n").compactMap {
+                (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+            }.filter { $0["event"] as? String == "progress" }
+            XCTAssertFalse(events.isEmpty, "\(outcome)")
+            return events.compactMap { $0["total_bytes"] as? Int }
+        }
+        let whole = try totals(["--target", path("all")])
+        XCTAssertEqual(Set(whole), [(0..<12).reduce(0) { $0 + 1000 + $1 }], "the sizes of every file")
+        let chosen = try totals(["--target", path("one"), String(source.dropFirst()) + "/f3.txt"])
+        XCTAssertEqual(Set(chosen), [1003], "the size of the one file chosen")
+    }
+
     func testOneOfAThingIsSingular() throws {
         let source = path("src")
         try Fixtures.makeTree(at: source, files: ["a.txt": "a\n"])

@@ -33,6 +33,9 @@ final class RestoreRun {
     /// SHA-256 per file) is expected at its end: files waiting for it are hashed meanwhile.
     private var expectsOwnManifest = false
     private var lastProgress = Date.distantPast
+    /// The bytes of the files the restore brings back, from the manifest (nil without
+    /// one): the progress bar's total.
+    private let totalBytes: Int64?
     /// The entry being restored while its content is read; what a damaged archive cut short.
     private var entryInFlight: InFlight?
 
@@ -47,6 +50,13 @@ final class RestoreRun {
         self.request = request
         plan = try RestorePlan(manifest: manifest, request: request)
         existingCheck = ExistingEntryCheck(plan: plan, cancellation: cancellation)
+        let selection = plan.selection
+        totalBytes = manifest.map { manifest in
+            manifest.entries.reduce(Int64(0)) { total, entry in
+                guard entry.type == .file, selection.matches(entry.path, isDirectory: false) else { return total }
+                return total + max(0, entry.size)
+            }
+        }
         result.backupID = manifest?.summary.id
         if request.dryRun {
             target = nil
@@ -662,7 +672,7 @@ final class RestoreRun {
         let written = placement?.progress ?? (files: 0, bytes: 0)
         events.handle(.progress(ProgressSnapshot(entriesDone: result.entryCount + written.files,
                                                  filesDone: result.files + written.files,
-                                                 bytesDone: result.bytes + written.bytes, totalBytes: nil,
+                                                 bytesDone: result.bytes + written.bytes, totalBytes: totalBytes,
                                                  currentPath: PathBytes.display(path))))
     }
 }
