@@ -50,6 +50,20 @@ final class EncryptionTests: EndToEndTestCase {
         XCTAssertFalse(again.stdoutText.contains("AGE-SECRET-KEY"), "\(again)")
     }
 
+    /// `keepsake keygen > FILE` (as age-keygen is used) warns at once when the shell made
+    /// the file readable by others, naming it and the fix; an owner-only file draws nothing.
+    func testKeygenIntoAFileOthersCanReadWarnsAtOnce() throws {
+        for (umask, warns) in [("022", true), ("077", false)] {
+            let file = path("key-\(umask).txt")
+            let outcome = try tool("/bin/sh", ["-c", "umask \(umask); '\(keepsake.executable)' keygen > '\(file)'"])
+            XCTAssertEqual(outcome.exitCode, 0, "\(outcome)")
+            XCTAssertTrue(try String(contentsOfFile: file, encoding: .utf8).contains("AGE-SECRET-KEY-1"))
+            XCTAssertEqual(outcome.stderrText.contains("which others can read (mode 644)") && outcome.stderrText.contains("chmod 600 \(file)"),
+                           warns, "umask \(umask): \(outcome)")
+            XCTAssertTrue(outcome.stderrText.contains("Public key: age1"), "\(outcome)")
+        }
+    }
+
     // MARK: Public keys
 
     func testPublicKeyBackupIsReadableOnlyWithItsIdentity() throws {

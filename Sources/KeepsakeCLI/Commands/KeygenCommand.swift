@@ -44,6 +44,7 @@ struct KeygenCommand: KeepsakeCommand {
         let identity = try AgeIdentity.generate()
         let text = AgeKeyFile.render(identity, created: Date())
         guard let output else {
+            warnIfStandardOutputIsReadable(context: context)
             // As age-keygen: the file on stdout, the public key on stderr.
             context.printText(text)
             if !context.quiet { context.messageLine("Public key: \(identity.recipient.encoded)") }
@@ -89,6 +90,24 @@ struct KeygenCommand: KeepsakeCommand {
                 + "restore with --identity \(output). Keep a copy of it somewhere safe.")
         }
         return .success
+    }
+}
+
+// MARK: - Redirected output
+
+extension KeygenCommand {
+    /// `keepsake keygen > key.txt` makes the file the shell's way, readable by others under
+    /// the usual umask: said at once, before the secret is written, with the fix.
+    private func warnIfStandardOutputIsReadable(context: CommandContext) {
+        var info = stat()
+        guard let fd = context.console.output.underlyingDescriptor, fstat(fd, &info) == 0,
+              info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o077 != 0 else { return }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
+        let name = length > 0 ? String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self) : "the file"
+        let mode = String(info.st_mode & 0o777, radix: 8)
+        context.warn("standard output is \(name), which others can read (mode \(mode)), and the identity written there is a secret: "
+            + "run 'chmod 600 \(PasteableCommands.shellWord(name))' now, or make keys with 'keepsake keygen --output FILE' (mode 0600)")
     }
 }
 

@@ -25,6 +25,9 @@ public struct ConsoleWriter: TextOutput, Hashable {
         self.fileDescriptor = fileDescriptor
     }
 
+    /// `fileDescriptor`.
+    public var underlyingDescriptor: Int32? { fileDescriptor }
+
     /// File descriptor 1: data.
     public static let standardOutput = ConsoleWriter(fileDescriptor: 1)
     /// File descriptor 2: messages, progress, prompts.

@@ -21,11 +21,18 @@ public protocol TextOutput: Sendable {
 
     /// Whether the output is a terminal a person is looking at (prompts need one).
     var isTerminal: Bool { get }
+
+    /// The file descriptor written to, when the output is one (a redirected stdout may be
+    /// a file whose mode matters); nil for outputs that are not (a test's capture).
+    var underlyingDescriptor: Int32? { get }
 }
 
 // MARK: - Conveniences
 
 extension TextOutput {
+    /// None by default.
+    public var underlyingDescriptor: Int32? { nil }
+
     /// Writes `text` followed by a newline.
     @discardableResult
     public func writeLine(_ text: String) -> Bool {
