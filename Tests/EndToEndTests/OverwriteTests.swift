@@ -134,6 +134,21 @@ final class OverwriteTests: EndToEndTestCase {
         XCTAssertEqual(again["replaced_different"] as? Int, 0, "nothing differed any more: \(again)")
     }
 
+    /// A plain tarball has no SHA-256s: what it replaces is counted as not compared, never
+    /// as differing or the same.
+    func testAlwaysOverAPlainTarballSaysWhatItCouldNotCompare() throws {
+        let tarball = path("plain.tar.gz")
+        try toolSucceeds("tar", ["-czf", tarball, "-C", source, "."])
+        let into = path("into")
+        assertExit(try run(["restore", tarball, "--target", into]), 0)
+        let again = try run(["restore", tarball, "--target", into, "--overwrite", "always", "--json"])
+        assertExit(again, 0)
+        let object = try json(again)
+        XCTAssertEqual(object["replaced"] as? Int, 2, "\(object)")
+        XCTAssertEqual(object["replaced_uncompared"] as? Int, 2, "\(object)")
+        XCTAssertEqual(object["replaced_different"] as? Int, 0, "\(object)")
+    }
+
     /// `-n` tells what would be written from what would be kept, and writes nothing.
     func testDryRunTellsWrittenFromKept() throws {
         try edit(seconds: backupTime + 1000)

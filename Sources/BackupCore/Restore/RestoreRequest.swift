@@ -100,9 +100,15 @@ public struct RestoreResult: Sendable {
     /// or would replace in a dry run.
     public var replaced: Int64 = 0
     /// Those of `replaced` that already held what the backup does (by the manifest's
-    /// SHA-256, a link's target, the kind of node): `replaced - replacedSame` differed, or
-    /// could not be compared (no manifest).
+    /// SHA-256, a link's target, the kind of node).
     public var replacedSame: Int64 = 0
+    /// Those of `replaced` that could not be compared: files with no SHA-256 to compare
+    /// with before they were written (a plain tarball; a lone archive before its own
+    /// manifest, at its end, is read). The rest of `replaced` differed.
+    public var replacedUncompared: Int64 = 0
+
+    /// Those of `replaced` known to have differed from the backup's copy.
+    public var replacedDifferent: Int64 { max(0, replaced - replacedSame - replacedUncompared) }
     /// Folders of the backup that were already in the target (not counted in `directories`).
     public var existingDirectories: Int64 = 0
     /// Earlier archives an incremental backup needs that could not be found: the files

@@ -544,10 +544,8 @@ final class RestoreRun {
                 return try reader.skipContent()
             case .replace:
                 replaces = true
-                if try existingCheck.matchesBeforeReplacing(header, existing: existing, name: name, parentFD: parentFD,
-                                                            entry: step.entry, rootFD: target.rootFD) == true {
-                    result.replacedSame += 1
-                }
+                noteReplacement(try existingCheck.matchesBeforeReplacing(header, existing: existing, name: name, parentFD: parentFD,
+                                                                         entry: step.entry, rootFD: target.rootFD))
             }
         }
 
@@ -606,15 +604,23 @@ final class RestoreRun {
                 return try reader.skipContent()
             case .replace:
                 result.replaced += 1
-                if try existingCheck.matchesBeforeReplacing(header, existing: existing, name: name, parentFD: parentFD,
-                                                            entry: step.entry, rootFD: lookup.rootFD) == true {
-                    result.replacedSame += 1
-                }
+                noteReplacement(try existingCheck.matchesBeforeReplacing(header, existing: existing, name: name, parentFD: parentFD,
+                                                                         entry: step.entry, rootFD: lookup.rootFD))
             }
         }
         result.planned.append(PathBytes.display(step.path))
         count(header)
         try reader.skipContent()
+    }
+
+    /// Counts what an entry about to be replaced held: the backup's copy already (`true`),
+    /// something else, or what could not be compared (nil).
+    private func noteReplacement(_ same: Bool?) {
+        switch same {
+        case true?: result.replacedSame += 1
+        case nil: result.replacedUncompared += 1
+        case false?: break
+        }
     }
 
     /// Counts an existing entry the policy keeps (reading past its content), and names it

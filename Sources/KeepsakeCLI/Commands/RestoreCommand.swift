@@ -306,15 +306,15 @@ struct RestoreCommand: KeepsakeCommand {
             items.append(.init("Restored to", PathBytes.display(PathBytes.join(request.targetPath, placement))))
         }
         if result.replaced > 0 {
-            let same = min(result.replacedSame, result.replaced)
-            // How many held something else: the rest already held the backup's copy (a plain
-            // tarball has no SHA-256s to tell).
-            let differed = result.plainTarball ? ""
-                : same > 0 ? " (\(Units.count(Int(result.replaced - same), "differed", plural: "differed")), \(same) "
-                    + "\(same == 1 ? "was" : "were") already the same)"
-                : result.replaced == 1 ? " (it differed)" : " (every one differed)"
-            items.append(.init(dry ? "Would replace" : "Replaced",
-                               "\(Units.count(Int(result.replaced), "existing file")) with the backup's copy\(differed)"))
+            // How many held something else, and how many the backup's copy already.
+            var parts = ["\(Units.count(Int(result.replacedDifferent))) differed"]
+            let same = result.replacedSame
+            if same > 0 { parts.append("\(Units.count(Int(same))) \(same == 1 ? "was" : "were") already the same") }
+            if result.replacedUncompared > 0 {
+                parts.append("\(Units.count(Int(result.replacedUncompared))) could not be compared (no SHA-256 to go by)")
+            }
+            items.append(.init(dry ? "Would replace" : "Replaced", "\(Units.count(Int(result.replaced), "existing file")) "
+                + "with the backup's copy (\(parts.joined(separator: ", ")))"))
         }
         if result.skippedExisting > 0 {
             items.append(.init(dry ? "Would keep" : "Kept", keptText(result), valueRole: result.keptDifferent.isEmpty ? .plain : .warning))
@@ -402,7 +402,8 @@ struct RestoreCommand: KeepsakeCommand {
             ("skipped_existing", .int(result.skippedExisting)),
             ("written", .int(result.writtenCount)),
             ("replaced", .int(result.replaced)),
-            ("replaced_different", .int(result.replaced - min(result.replacedSame, result.replaced))),
+            ("replaced_different", .int(result.replacedDifferent)),
+            ("replaced_uncompared", .int(result.replacedUncompared)),
             ("kept", .int(result.skippedExisting)),
             ("kept_same", .int(result.skippedExisting - Int64(result.keptDifferent.count))),
             ("existing_directories", .int(result.existingDirectories)),
