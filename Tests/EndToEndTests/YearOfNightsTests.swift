@@ -21,6 +21,11 @@ import Glibc
 /// week verify there; every four weeks the whole destination verifies and its oldest
 /// backup and three others restore to the trees of their nights again; on the last night
 /// both destinations verify whole and every kept backup restores from both.
+///
+/// Some nights go wrong on purpose (`Mishap`): a killed run, another host, the clock back
+/// an hour, a lost manifest, a flipped byte or a cut in an archive. A backup known damaged
+/// is never built on, restores with only what its damaged archive held lost, and restores
+/// whole from the off-site copy.
 final class YearOfNightsTests: EndToEndTestCase {
     // MARK: Constants
 
@@ -50,6 +55,17 @@ final class YearOfNightsTests: EndToEndTestCase {
     /// The night a run was killed and its process, until a run has cleaned up after it.
     private var killedNight: Int?
     private var killedPID: Int32?
+    /// Backups in the destination known damaged: one whose archive a night damaged on
+    /// purpose, and one made that night that takes files from it. No later backup may take
+    /// files from any of them; their off-site copies stay whole.
+    private var damaged = Set<String>()
+    /// Of those, the backups whose run failed on the damage: the run copies only a backup
+    /// that verifies, so the off-site copy may lack them.
+    private var failedOnDamage = Set<String>()
+    /// What the year met of damage, for its closing line: restores of damaged backups and
+    /// the files they lost.
+    private var damagedRestores = 0
+    private var filesLostToDamage = 0
 
     // MARK: Tests
 
@@ -65,7 +81,8 @@ final class YearOfNightsTests: EndToEndTestCase {
             guard try live(night, last: night == nights - 1) else { return }
         }
         print("YearOfNightsTests: \(nights) nights in \(Int(Date().timeIntervalSince(started))) s; "
-            + "\(present.count) backups kept of \(made.count) made")
+            + "\(present.count) backups kept of \(made.count) made; \(damagedRestores) restores of damaged backups "
+            + "lost \(filesLostToDamage) files, all held in damaged archives")
     }
 
     // MARK: The year
@@ -114,6 +131,13 @@ final class YearOfNightsTests: EndToEndTestCase {
             try home.liveADay(night)
             return try runAndCheck(night, minutes: -60, last: last,
                                    context: context + "; then the clock went back an hour and the run ran again after \(home.lastChanges)")
+        case .flippedByte?, .truncatedArchive?:
+            let (victim, what) = try damageTheNewestArchive(truncating: YearOfNightsTests.mishap(on: night) == .truncatedArchive)
+            return try runAndCheck(night, minutes: 0, last: last, context: context + "; before the run, \(what)", damagedBefore: victim)
+        case .lostManifest?:
+            let lost = try loseTheNewestManifest()
+            return try runAndCheck(night, minutes: 0, last: last,
+                                   context: context + "; before the run, the manifest of backup \(lost) was lost", lostManifest: lost)
         case nil:
             break
         }
@@ -121,14 +145,31 @@ final class YearOfNightsTests: EndToEndTestCase {
     }
 
     /// The run at `minutes` after 02:00 of `night`, and every check after it.
-    private func runAndCheck(_ night: Int, minutes: Int, last: Bool, context: String) throws -> Bool {
+    /// `damagedBefore`: the backup whose archive was damaged just before the run;
+    /// `lostManifest`: the backup whose manifest was lost just before it.
+    private func runAndCheck(_ night: Int, minutes: Int, last: Bool, context: String, damagedBefore: String? = nil,
+                             lostManifest: String? = nil) throws -> Bool {
         let outcome = try run(["run", "nightly", "--config", config, "--quiet"],
                               environment: ["KEEPSAKE_NOW": YearOfNightsTests.clock(night, minutes: minutes), "TZ": "UTC"])
-        // After a killed run, the warning that its lock was taken over (`--quiet` prints
-        // warnings), naming the killed process; nothing else.
-        let expected = killedPID.map { "warning: took over a stale lock left by pid \($0) " }
-        let unexpected = outcome.stderrText.split(separator: "\n").filter { line in !(expected.map(line.hasPrefix) ?? false) }
-        guard outcome.exitCode == 0, outcome.stdoutText.isEmpty, unexpected.isEmpty else {
+        // `--quiet` prints warnings: after a killed run, that its lock was taken over, naming
+        // the killed process; a lost manifest, rebuilt; once a damaged backup is known (or
+        // seen), that the chain it is in is not built on. Nothing else.
+        var expected: [String] = []
+        if let killedPID { expected.append("warning: took over a stale lock left by pid \(killedPID) ") }
+        if let lostManifest {
+            expected.append("warning: backup \(lostManifest) had lost its manifest; it was rebuilt from the archive's own copy")
+        }
+        // (An archive cut short is seen by its size before the backup is built on it.)
+        if !damaged.isEmpty || damagedBefore != nil { expected.append("warning: starting a new chain: backup ") }
+        let errors = outcome.stderrText.split(separator: "\n")
+        // A damaged archive the new backup takes files from makes its verify fail: exit 4,
+        // the error naming it, its lines indented.
+        let damageError = errors.first { $0.hasPrefix("Error: The new backup ") && $0.hasSuffix(" is damaged:") }
+        let unexpected = errors.filter { line in
+            !expected.contains { line.hasPrefix($0) } && !(damageError != nil && (line == damageError || line.hasPrefix("  ")))
+        }
+        let code: Int32 = damageError == nil ? 0 : 4
+        guard outcome.exitCode == code, outcome.stdoutText.isEmpty, unexpected.isEmpty, damagedBefore != nil || code == 0 else {
             XCTFail("\(context): the run did not exit 0 quietly:\n\(outcome)")
             return false
         }
@@ -147,19 +188,32 @@ final class YearOfNightsTests: EndToEndTestCase {
             return false
         }
         let created = YearOfNightsTests.instant(night).addingTimeInterval(Double(minutes) * 60)
-        made[id] = (home.nodes, night, RetentionReference.Backup(id: id, created: created, takesFrom: try takesFrom(id)))
+        let takes = try takesFrom(id)
+        made[id] = (home.nodes, night, RetentionReference.Backup(id: id, created: created, takesFrom: takes))
         present.insert(id)
         present = YearOfNightsTests.policy.kept(present.compactMap { made[$0]?.backup })
 
         var problems: [String] = []
+        // A chain known damaged is never built on.
+        if !takes.isDisjoint(with: damaged) {
+            problems.append("backup \(id) takes files from \(takes.intersection(damaged).sorted()), known damaged")
+        }
+        if let victim = damagedBefore {
+            problems += try learnOfDamage(victim, newBackup: id, takes: takes, said: damageError == nil ? nil : outcome.stderrText)
+        }
+        damaged.formIntersection(stored)
+        failedOnDamage.formIntersection(stored)
         if stored != present {
             problems.append("kept \(stored.sorted()), but the policy keeps \(present.sorted()) "
                 + "(extra: \(stored.subtracting(present).sorted()), missing: \(present.subtracting(stored).sorted()))")
         }
         problems += try restoreProblems(id, from: dest)
+        if let lostManifest, !all.contains(lostManifest) && present.contains(lostManifest) {
+            problems.append("backup \(lostManifest), whose manifest was lost, is not listed again")
+        }
         let copied = Set(try names(in: offsite).compactMap(YearOfNightsTests.backupID(inObjectName:)))
-        if !stored.isSubset(of: copied) {
-            problems.append("the off-site copy lacks \(stored.subtracting(copied).sorted())")
+        if !stored.subtracting(failedOnDamage).isSubset(of: copied) {
+            problems.append("the off-site copy lacks \(stored.subtracting(failedOnDamage).subtracting(copied).sorted())")
         }
         problems += try strayObjects(in: dest, backups: all)
         problems += try strayObjects(in: offsite, backups: copied)
@@ -185,8 +239,11 @@ final class YearOfNightsTests: EndToEndTestCase {
         // others still restore to the trees of their nights (prune has removed backups
         // around them since); on the last night every kept one, from both destinations.
         if night % 28 == 27 || last {
+            // Exit 4 exactly while a backup known damaged is kept.
             let verify = try run(["verify", "--dest", dest, "--quiet"])
-            if verify.exitCode != 0 { problems.append("verify of the destination exit \(verify.exitCode):\n\(verify)") }
+            if verify.exitCode != (damaged.isEmpty ? 0 : 4) {
+                problems.append("verify of the destination exit \(verify.exitCode) with \(damaged.sorted()) damaged:\n\(verify)")
+            }
             let others = stored.filter { $0 != id }.sorted()
             var sample = Set(others.prefix(1))
             while sample.count < min(4, others.count) { sample.insert(others[choices.below(others.count)]) }
@@ -195,7 +252,7 @@ final class YearOfNightsTests: EndToEndTestCase {
         if last {
             let verify = try run(["verify", "--dest", offsite, "--quiet"])
             if verify.exitCode != 0 { problems.append("verify of the off-site copy exit \(verify.exitCode):\n\(verify)") }
-            for kept in stored.sorted() { problems += try restoreProblems(kept, from: offsite) }
+            for kept in stored.intersection(copied).sorted() { problems += try restoreProblems(kept, from: offsite) }
             for (id, tree) in otherHost.sorted(by: { $0.key < $1.key }) {
                 problems += try restoreProblems(id, from: dest, expected: tree, root: laptop.root)
             }
@@ -217,13 +274,79 @@ final class YearOfNightsTests: EndToEndTestCase {
         case secondHost
         /// After the run, the clock is set back an hour and the run runs again.
         case clockBack
+        /// Before the run, one byte of the newest backup's archive is flipped.
+        case flippedByte
+        /// Before the run, the newest backup's archive loses its end.
+        case truncatedArchive
+        /// Before the run, the newest backup's manifest is deleted.
+        case lostManifest
     }
 
     private static func mishap(on night: Int) -> Mishap? {
         if night % 37 == 17 { return .killed }
         if night % 29 == 11 { return .secondHost }
         if night % 43 == 30 { return .clockBack }
+        if night % 59 == 40 { return .flippedByte }
+        if night % 71 == 57 { return .truncatedArchive }
+        if night % 47 == 25 { return .lostManifest }
         return nil
+    }
+
+    /// The newest backup this host made that the destination holds.
+    private func newestBackup() throws -> String {
+        try XCTUnwrap(present.max(), "no backup yet")
+    }
+
+    /// Flips a byte of the newest backup's archive, or cuts the archive at a random point,
+    /// as a disk or a transfer might; returns the backup and what was done.
+    private func damageTheNewestArchive(truncating: Bool) throws -> (String, String) {
+        let victim = try newestBackup()
+        let name = try XCTUnwrap(try names(in: dest).first { $0.contains(victim) && $0.hasSuffix(".tar.zst") })
+        let file = dest + "/" + name
+        var bytes = try RawFileSystem.readFile(RawFileSystem.bytes(file))
+        // Past the first tenth, before the last: inside the archive's frames.
+        let offset = bytes.count / 10 + choices.below(max(1, bytes.count * 8 / 10))
+        if truncating {
+            bytes.removeSubrange(offset...)
+        } else {
+            bytes[offset] ^= UInt8(1 << choices.below(8))
+        }
+        try RawFileSystem.writeFile(RawFileSystem.bytes(file), contents: bytes)
+        return (victim, truncating ? "the archive of backup \(victim) was cut at byte \(offset)"
+                                   : "one byte of the archive of backup \(victim) was flipped at \(offset)")
+    }
+
+    /// Deletes the newest backup's manifest (the archive keeps its own copy).
+    private func loseTheNewestManifest() throws -> String {
+        let lost = try newestBackup()
+        let name = try XCTUnwrap(try names(in: dest).first { $0.contains(lost) && $0.hasSuffix(".manifest.jsonl.zst") })
+        try FileManager.default.removeItem(atPath: dest + "/" + name)
+        return lost
+    }
+
+    /// After the run of a night that began with backup `victim`'s archive damaged: the run
+    /// failed (exit 4, naming it) exactly when the new backup takes files from it; when it
+    /// does not, verify finds the damage. Either way the damage is known from then on.
+    /// `said`: the run's stderr when it failed on the damage.
+    private func learnOfDamage(_ victim: String, newBackup: String, takes: Set<String>, said: String?) throws -> [String] {
+        var problems: [String] = []
+        let relies = takes.contains(victim) || !takes.isDisjoint(with: damaged)
+        if relies != (said != nil) || !(said?.contains("backup \(victim)") ?? true) {
+            problems.append("backup \(newBackup) \(relies ? "takes" : "does not take") files from the damaged \(victim), "
+                + "but the run \(said.map { "failed, saying:\n\($0)" } ?? "succeeded")")
+        }
+        damaged.insert(victim)
+        if relies {
+            damaged.insert(newBackup)
+            failedOnDamage.insert(newBackup)
+        }
+        if said == nil {
+            let verify = try run(["verify", victim, "--dest", dest, "--quiet"])
+            if verify.exitCode != 4 || !verify.combinedText.contains(victim) {
+                problems.append("verify of the damaged backup \(victim) exit \(verify.exitCode):\n\(verify)")
+            }
+        }
+        return problems
     }
 
     /// Another host's backup of its own small folder into the destination, before the run:
@@ -319,9 +442,34 @@ final class YearOfNightsTests: EndToEndTestCase {
         let target = "/dev/shm/keepsake-year-\(getpid())"
         defer { _ = try? tool("rm", ["-rf", target]) }
         let outcome = try run(["restore", id, "--dest", destination, "--target", target, "--quiet"])
-        guard outcome.exitCode == 0 else { return ["\(label) exit \(outcome.exitCode):\n\(outcome)"] }
-        return try SimulatedHome.differences(expected: tree, actual: restored(root ?? home.root, into: target))
-            .map { "\(label): \($0)" }
+        // A backup known damaged restores from the destination with exit 4, every file it
+        // brings back whole, and loses only files held in a damaged archive.
+        let isDamaged = destination == dest && damaged.contains(id)
+        guard outcome.exitCode == 0 || (isDamaged && outcome.exitCode == 4) else {
+            return ["\(label) exit \(outcome.exitCode)\(isDamaged ? " (damaged: 0 or 4 expected)" : ""):\n\(outcome)"]
+        }
+        let losable = outcome.exitCode == 4 ? try filesHeldInDamagedArchives(by: id) : []
+        let differences = try SimulatedHome.differences(expected: tree, actual: restored(root ?? home.root, into: target))
+        let allowed = differences.filter { $0.hasSuffix(": missing") && losable.contains(String($0.dropLast(": missing".count))) }
+        if outcome.exitCode == 4 {
+            damagedRestores += 1
+            filesLostToDamage += allowed.count
+        }
+        return differences.filter { !allowed.contains($0) }.map { "\(label): \($0)" }
+    }
+
+    /// The files of backup `id` (relative to the home folder) that its manifest, read with
+    /// zstd and JSONSerialization, places in the archive of a backup known damaged.
+    private func filesHeldInDamagedArchives(by id: String) throws -> Set<String> {
+        let manifest = try XCTUnwrap(try names(in: dest).first { $0.contains(id) && $0.hasSuffix(".manifest.jsonl.zst") })
+        let prefix = String(home.root.dropFirst()) + "/"
+        var files = Set<String>()
+        for line in try sidecarText(dest + "/" + manifest).split(separator: "\n") {
+            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let path = object["path"] as? String, path.hasPrefix(prefix) else { continue }
+            if damaged.contains(object["in"] as? String ?? id) { files.insert(String(path.dropFirst(prefix.count))) }
+        }
+        return files
     }
 
     /// The backups in `destination`: the ids of its manifests (an archive alone is none).
@@ -336,6 +484,11 @@ final class YearOfNightsTests: EndToEndTestCase {
         var problems: [String] = []
         var objects: [String: Int] = [:]
         for name in try names(in: destination) {
+            // The record of a backup known damaged (`verify` and `run` write it beside it).
+            if name.hasSuffix(".damaged"), let id = YearOfNightsTests.backupID(inObjectName: String(name.dropLast(8)) + ".tar.zst"),
+               destination == dest, damaged.contains(id), backups.contains(id) {
+                continue
+            }
             guard let id = YearOfNightsTests.backupID(inObjectName: name), backups.contains(id) else {
                 problems.append("\(destination) holds \(name), which is no backup's archive or manifest")
                 continue
