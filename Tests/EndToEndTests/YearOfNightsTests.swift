@@ -23,7 +23,7 @@ import Glibc
 /// both destinations verify whole and every kept backup restores from both.
 ///
 /// Some nights go wrong on purpose (`Mishap`): a killed run, another host, the clock back
-/// an hour, a lost manifest, a flipped byte or a cut in an archive. A backup known damaged
+/// an hour, a lost manifest, a flipped byte or a cut in an archive, a full disk. A backup known damaged
 /// is never built on, restores with only what its damaged archive held lost, and restores
 /// whole from the off-site copy.
 final class YearOfNightsTests: EndToEndTestCase {
@@ -134,6 +134,8 @@ final class YearOfNightsTests: EndToEndTestCase {
         case .flippedByte?, .truncatedArchive?:
             let (victim, what) = try damageTheNewestArchive(truncating: YearOfNightsTests.mishap(on: night) == .truncatedArchive)
             return try runAndCheck(night, minutes: 0, last: last, context: context + "; before the run, \(what)", damagedBefore: victim)
+        case .fullDisk?:
+            return try liveAFullNight(night, context: context)
         case .lostManifest?:
             let lost = try loseTheNewestManifest()
             return try runAndCheck(night, minutes: 0, last: last,
@@ -280,6 +282,8 @@ final class YearOfNightsTests: EndToEndTestCase {
         case truncatedArchive
         /// Before the run, the newest backup's manifest is deleted.
         case lostManifest
+        /// The destination's disk has room for what it holds and hardly more.
+        case fullDisk
     }
 
     private static func mishap(on night: Int) -> Mishap? {
@@ -289,6 +293,7 @@ final class YearOfNightsTests: EndToEndTestCase {
         if night % 59 == 40 { return .flippedByte }
         if night % 71 == 57 { return .truncatedArchive }
         if night % 47 == 25 { return .lostManifest }
+        if night % 53 == 33 { return .fullDisk }
         return nil
     }
 
@@ -380,6 +385,47 @@ final class YearOfNightsTests: EndToEndTestCase {
             return false
         }
         otherHost[id] = laptop.nodes
+        return true
+    }
+
+    /// A night whose run meets a full disk: the destination moves onto a tmpfs with room for
+    /// what it holds and two pages more. The run must fail with exit 1 saying the disk is
+    /// full, commit nothing, remove nothing and leave nothing behind (the usual checks, on
+    /// the next night, find any leftover); then the destination moves back.
+    private func liveAFullNight(_ night: Int, context: String) throws -> Bool {
+        let before = try backups(in: dest)
+        let objects = try names(in: dest)
+        let page = 4096
+        var pages = 2
+        for name in objects {
+            let size = try FileManager.default.attributesOfItem(atPath: dest + "/" + name)[.size] as? Int ?? 0
+            pages += (size + page - 1) / page
+        }
+        let aside = dest + ".aside"
+        try FileManager.default.moveItem(atPath: dest, toPath: aside)
+        try mountTmpfs(at: dest, size: String(pages * page))
+        try toolSucceeds("cp", ["-a", aside + "/.", dest])
+        let outcome = try run(["run", "nightly", "--config", config, "--quiet"],
+                              environment: ["KEEPSAKE_NOW": YearOfNightsTests.clock(night), "TZ": "UTC"])
+        var problems: [String] = []
+        if outcome.exitCode != 1 || !outcome.stderrText.contains("No space left in \(dest)") {
+            problems.append("the run on a full disk must fail with exit 1, saying so:\n\(outcome)")
+        }
+        let after = try backups(in: dest)
+        if after != before { problems.append("on a full disk the backups went from \(before.sorted()) to \(after.sorted())") }
+        let left = Set(try names(in: dest)).subtracting(objects)
+        if !left.isEmpty { problems.append("the failed run left \(left.sorted()) behind") }
+        // Back to the disk it was on.
+        try FileManager.default.removeItem(atPath: aside)
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(aside), mode: 0o700)
+        try toolSucceeds("cp", ["-a", dest + "/.", aside])
+        unmountTmpfs(dest)
+        try FileManager.default.removeItem(atPath: dest)
+        try FileManager.default.moveItem(atPath: aside, toPath: dest)
+        guard problems.isEmpty else {
+            XCTFail("\(context); the destination's disk was full:\n" + problems.joined(separator: "\n"))
+            return false
+        }
         return true
     }
 
