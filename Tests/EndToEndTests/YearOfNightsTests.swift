@@ -23,7 +23,8 @@ import Glibc
 /// both destinations verify whole and every kept backup restores from both.
 ///
 /// Some nights go wrong on purpose (`Mishap`): a killed run, another host, the clock back
-/// an hour, a lost manifest, a flipped byte or a cut in an archive, a full disk. A backup known damaged
+/// an hour, a lost manifest, a flipped byte or a cut in an archive, a full disk, a file
+/// saved by write-then-rename while the run reads. A backup known damaged
 /// is never built on, restores with only what its damaged archive held lost, and restores
 /// whole from the off-site copy.
 final class YearOfNightsTests: EndToEndTestCase {
@@ -65,6 +66,11 @@ final class YearOfNightsTests: EndToEndTestCase {
     /// What the year met of damage, for its closing line: restores of damaged backups and
     /// the files they lost.
     private var damagedRestores = 0
+    /// A file saved by write-then-rename while the run read it may be in that night's
+    /// backup as it was before or after: the version before, by backup.
+    private var savedWhileRead: [String: (path: String, before: SimulatedHome.Node)] = [:]
+    /// How the nights' backups held such files: after the save, before it.
+    private var savesSeen = (after: 0, before: 0)
     private var filesLostToDamage = 0
 
     // MARK: Tests
@@ -82,7 +88,8 @@ final class YearOfNightsTests: EndToEndTestCase {
         }
         print("YearOfNightsTests: \(nights) nights in \(Int(Date().timeIntervalSince(started))) s; "
             + "\(present.count) backups kept of \(made.count) made; \(damagedRestores) restores of damaged backups "
-            + "lost \(filesLostToDamage) files, all held in damaged archives")
+            + "lost \(filesLostToDamage) files, all held in damaged archives; files saved while the run read were backed up "
+            + "\(savesSeen.after) times as saved, \(savesSeen.before) as before")
     }
 
     // MARK: The year
@@ -136,6 +143,11 @@ final class YearOfNightsTests: EndToEndTestCase {
             return try runAndCheck(night, minutes: 0, last: last, context: context + "; before the run, \(what)", damagedBefore: victim)
         case .fullDisk?:
             return try liveAFullNight(night, context: context)
+        case .savedWhileRead?:
+            let temporary = path("save-in-progress")
+            guard let staged = try home.stageSaveByRename(temporary: temporary) else { break }
+            return try runAndCheck(night, minutes: 0, last: last, context: context + "; while the run read, \(staged.path) was saved",
+                                   savedWhileRead: (staged.path, temporary, staged.before))
         case .lostManifest?:
             let lost = try loseTheNewestManifest()
             return try runAndCheck(night, minutes: 0, last: last,
@@ -149,10 +161,22 @@ final class YearOfNightsTests: EndToEndTestCase {
     /// The run at `minutes` after 02:00 of `night`, and every check after it.
     /// `damagedBefore`: the backup whose archive was damaged just before the run;
     /// `lostManifest`: the backup whose manifest was lost just before it.
+    /// `savedWhileRead`: a file whose new version waits at `temporary`, renamed over it
+    /// while the run reads (slowed down to a few milliseconds a file).
     private func runAndCheck(_ night: Int, minutes: Int, last: Bool, context: String, damagedBefore: String? = nil,
-                             lostManifest: String? = nil) throws -> Bool {
-        let outcome = try run(["run", "nightly", "--config", config, "--quiet"],
-                              environment: ["KEEPSAKE_NOW": YearOfNightsTests.clock(night, minutes: minutes), "TZ": "UTC"])
+                             lostManifest: String? = nil,
+                             savedWhileRead save: (path: String, temporary: String, before: SimulatedHome.Node)? = nil) throws -> Bool {
+        let arguments = ["run", "nightly", "--config", config, "--quiet"]
+        let environment = ["KEEPSAKE_NOW": YearOfNightsTests.clock(night, minutes: minutes), "TZ": "UTC"]
+        let outcome: ProcessRunner.Outcome
+        if let save {
+            let running = try keepsake.start(arguments, environment: environment.merging(["KEEPSAKE_TEST_READ_PAUSE_MS": "40"]) { $1 })
+            usleep(useconds_t(20_000 + choices.below(230_000)))
+            try home.finishSave(save.path, from: save.temporary)
+            outcome = try running.finish(timeout: 120)
+        } else {
+            outcome = try run(arguments, environment: environment)
+        }
         // `--quiet` prints warnings: after a killed run, that its lock was taken over, naming
         // the killed process; a lost manifest, rebuilt; once a damaged backup is known (or
         // seen), that the chain it is in is not built on. Nothing else.
@@ -192,6 +216,7 @@ final class YearOfNightsTests: EndToEndTestCase {
         let created = YearOfNightsTests.instant(night).addingTimeInterval(Double(minutes) * 60)
         let takes = try takesFrom(id)
         made[id] = (home.nodes, night, RetentionReference.Backup(id: id, created: created, takesFrom: takes))
+        if let save { savedWhileRead[id] = (save.path, save.before) }
         present.insert(id)
         present = YearOfNightsTests.policy.kept(present.compactMap { made[$0]?.backup })
 
@@ -210,6 +235,11 @@ final class YearOfNightsTests: EndToEndTestCase {
                 + "(extra: \(stored.subtracting(present).sorted()), missing: \(present.subtracting(stored).sorted()))")
         }
         problems += try restoreProblems(id, from: dest)
+        if let save, case .file(_, let after, _) = home.nodes[save.path], case .file(_, let before, _) = save.before, after != before {
+            // Which version the backup holds, by the size its manifest records.
+            let size = try recordedSize(of: save.path, in: id)
+            if size == after { savesSeen.after += 1 } else if size == before { savesSeen.before += 1 }
+        }
         if let lostManifest, !all.contains(lostManifest) && present.contains(lostManifest) {
             problems.append("backup \(lostManifest), whose manifest was lost, is not listed again")
         }
@@ -284,6 +314,8 @@ final class YearOfNightsTests: EndToEndTestCase {
         case lostManifest
         /// The destination's disk has room for what it holds and hardly more.
         case fullDisk
+        /// A file is saved by write-then-rename while the run reads.
+        case savedWhileRead
     }
 
     private static func mishap(on night: Int) -> Mishap? {
@@ -294,6 +326,7 @@ final class YearOfNightsTests: EndToEndTestCase {
         if night % 71 == 57 { return .truncatedArchive }
         if night % 47 == 25 { return .lostManifest }
         if night % 53 == 33 { return .fullDisk }
+        if night % 41 == 21 { return .savedWhileRead }
         return nil
     }
 
@@ -495,13 +528,33 @@ final class YearOfNightsTests: EndToEndTestCase {
             return ["\(label) exit \(outcome.exitCode)\(isDamaged ? " (damaged: 0 or 4 expected)" : ""):\n\(outcome)"]
         }
         let losable = outcome.exitCode == 4 ? try filesHeldInDamagedArchives(by: id) : []
-        let differences = try SimulatedHome.differences(expected: tree, actual: restored(root ?? home.root, into: target))
+        var differences = try SimulatedHome.differences(expected: tree, actual: restored(root ?? home.root, into: target))
+        if !differences.isEmpty, expected == nil, let save = savedWhileRead[id] {
+            // The file saved while the run read it, as it was before the save.
+            var before = tree
+            before[save.path] = save.before
+            let other = try SimulatedHome.differences(expected: before, actual: restored(home.root, into: target))
+            if other.count < differences.count { differences = other }
+        }
         let allowed = differences.filter { $0.hasSuffix(": missing") && losable.contains(String($0.dropLast(": missing".count))) }
         if outcome.exitCode == 4 {
             damagedRestores += 1
             filesLostToDamage += allowed.count
         }
         return differences.filter { !allowed.contains($0) }.map { "\(label): \($0)" }
+    }
+
+    /// The size backup `id`'s manifest (read with zstd and JSONSerialization) records for
+    /// `file` (relative to the home folder).
+    private func recordedSize(of file: String, in id: String) throws -> Int? {
+        let manifest = try XCTUnwrap(try names(in: dest).first { $0.contains(id) && $0.hasSuffix(".manifest.jsonl.zst") })
+        let wanted = String(home.root.dropFirst()) + "/" + file
+        for line in try sidecarText(dest + "/" + manifest).split(separator: "\n") {
+            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  object["path"] as? String == wanted else { continue }
+            return object["size"] as? Int
+        }
+        return nil
     }
 
     /// The files of backup `id` (relative to the home folder) that its manifest, read with

@@ -179,10 +179,7 @@ struct BackupCommand: KeepsakeCommand {
         request.sourcePaths = paths
         request.stdinPath = readsStdin ? (arguments.path(.stdinName) ?? Array("stdin".utf8)) : nil
         request.readers = readers
-        // Fault-injection tests slow reading down to change sources mid-run (see docs/development.md).
-        if let pause = context.environment["KEEPSAKE_TEST_READ_PAUSE_MS"].flatMap(Double.init), pause > 0 {
-            request.readPause = pause / 1000
-        }
+        request.readPause = Self.testReadPause(context.environment)
         request.lockWait = try CommonOptions.lockWaitSeconds(arguments, command: Self.spec)
         if !request.dryRun {
             request.encryption = try KeyOptions.encryption(arguments, context: context)
@@ -192,6 +189,13 @@ struct BackupCommand: KeepsakeCommand {
         request.changeCacheRoot = context.cacheRoot
         destinationOption = arguments.value(.dest)
         progress = arguments.flag(.progress)
+    }
+
+    /// Fault-injection tests (this command's and `run`'s) slow reading down to change
+    /// sources mid-run: `KEEPSAKE_TEST_READ_PAUSE_MS` (see docs/development.md).
+    static func testReadPause(_ environment: [String: String]) -> TimeInterval {
+        guard let pause = environment["KEEPSAKE_TEST_READ_PAUSE_MS"].flatMap(Double.init), pause > 0 else { return 0 }
+        return pause / 1000
     }
 
     /// Why a file could not be read, for `readExcludeFile`.

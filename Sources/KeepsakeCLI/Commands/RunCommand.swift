@@ -129,6 +129,7 @@ struct RunCommand: KeepsakeCommand {
             return
         }
         request.changeCacheRoot = context.cacheRoot
+        request.readPause = BackupCommand.testReadPause(context.environment)
         let workflow = RunWorkflow(storage: storage, events: presenter, cancellation: context.cancellation)
         let outcome = workflow.run(request, retention: state.profile.retention, copyTo: copyTo, now: now)
         state.backup = outcome.backup

@@ -141,6 +141,29 @@ struct SimulatedHome {
         lastChanges.append("compacted \(SimulatedHome.mailbox)")
     }
 
+    /// A save by write-then-rename whose rename the caller makes later, while a backup
+    /// reads: a file chosen at random is edited in place (so that the backup reads it),
+    /// then its next version is written to `temporary` (outside the tree, on its file
+    /// system) and recorded as the tree's; returns the file and what it holds until the
+    /// rename (nil when there is no file to save).
+    mutating func stageSaveByRename(temporary: String) throws -> (path: String, before: Node)? {
+        guard let path = randomFile(), case .file(_, _, let mode)? = nodes[path] else { return nil }
+        try write(path, seed: takeSeed(), size: 1 + random.below(8_000), mode: mode, replacing: false)
+        guard let before = nodes[path] else { return nil }
+        let seed = takeSeed()
+        let size = random.below(8_000)
+        try RawFileSystem.writeFile(RawFileSystem.bytes(temporary), contents: Fixtures.pseudoRandomBytes(count: size, seed: seed),
+                                    mode: mode)
+        nodes[path] = .file(seed: seed, size: size, mode: mode)
+        lastChanges.append("saved \(path) by rename while the run read")
+        return (path, before)
+    }
+
+    /// The rename of a save staged by `stageSaveByRename`.
+    func finishSave(_ path: String, from temporary: String) throws {
+        try SimulatedHome.rename(RawFileSystem.bytes(temporary), to: RawFileSystem.bytes(root + "/" + path))
+    }
+
     /// A save the way many programs do it: a temporary file, then a rename over the old one.
     private mutating func saveByRename() throws {
         guard let path = randomFile(), case .file(_, _, let mode) = nodes[path] else { return }
