@@ -393,6 +393,11 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
         ManifestEntries.types[Int(records[position].type)]
     }
 
+    /// The size the entry at `position` records.
+    public func size(at position: Int) -> Int64 {
+        records[position].size
+    }
+
     /// The backup holding the content of the entry at `position`, when not the manifest's own.
     public func storedIn(at position: Int) -> BackupID? {
         let record = records[position]

@@ -51,10 +51,13 @@ final class RestoreRun {
         plan = try RestorePlan(manifest: manifest, request: request)
         existingCheck = ExistingEntryCheck(plan: plan, cancellation: cancellation)
         let selection = plan.selection
+        // From the compact records: no entry is built, and a path only with a selection.
         totalBytes = manifest.map { manifest in
-            manifest.entries.reduce(Int64(0)) { total, entry in
-                guard entry.type == .file, selection.matches(entry.path, isDirectory: false) else { return total }
-                return total + max(0, entry.size)
+            let entries = manifest.entries
+            return entries.indices.reduce(Int64(0)) { total, index in
+                guard entries.type(at: index) == .file,
+                      selection.isEverything || selection.matches(entries.path(at: index), isDirectory: false) else { return total }
+                return total + max(0, entries.size(at: index))
             }
         }
         result.backupID = manifest?.summary.id
