@@ -10,6 +10,9 @@ public struct UnmatchedSelection: Error, Sendable, Equatable, CustomStringConver
     public let paths: [[UInt8]]
     /// Each path shown with the closest paths of the backup, as the message lists them.
     public let shown: [String]
+    /// Which other backups hold the paths, as a sentence (the command line finds them);
+    /// nil for the usual advice on how to name a path.
+    public var elsewhere: String?
 
     /// Creates the error.
     public init(backup: BackupID, paths: [[UInt8]], shown: [String]) {
@@ -19,7 +22,9 @@ public struct UnmatchedSelection: Error, Sendable, Equatable, CustomStringConver
     }
 
     public var description: String {
-        "Nothing in backup \(backup) matches \(shown.joined(separator: ", ")). Give a path as 'keepsake list \(backup)' "
-            + "or 'keepsake find' prints it, the original path, or one relative to a source folder"
+        let head = "Nothing in backup \(backup) matches \(shown.joined(separator: ", "))"
+        if let elsewhere { return head + "; " + elsewhere }
+        return head + ". Give a path as 'keepsake list \(backup)' or 'keepsake find' prints it, the original path, "
+            + "or one relative to a source folder"
     }
 }

@@ -119,12 +119,11 @@ struct RestoreCommand: KeepsakeCommand {
         let result: RestoreResult
         do {
             result = try Restorer(events: presenter, cancellation: context.cancellation).restore(backup, request: request)
-        } catch let unmatched as UnmatchedSelection {
+        } catch var unmatched as UnmatchedSelection {
             // A path deleted before this backup: say which backups still hold it.
             presenter.finish()
-            guard let elsewhere = try holders(of: unmatched.paths.map(PathBytes.display), besides: backup) else { throw unmatched }
-            throw EngineError.invalidRequest("Nothing in backup \(unmatched.backup) matches \(unmatched.shown.joined(separator: ", ")); "
-                + elsewhere)
+            unmatched.elsewhere = try holders(of: unmatched.paths.map(PathBytes.display), besides: backup)
+            throw unmatched
         }
         presenter.finish()
         if result.entryCount == 0 && result.skippedExisting == 0 && result.existingDirectories == 0 && result.missingArchives.isEmpty
