@@ -581,28 +581,20 @@ final class YearOfNightsTests: EndToEndTestCase {
     /// The size backup `id`'s manifest (read with zstd and JSONSerialization) records for
     /// `file` (relative to the home folder).
     private func recordedSize(of file: String, in id: String) throws -> Int? {
-        let manifest = try XCTUnwrap(try names(in: dest).first { $0.contains(id) && $0.hasSuffix(".manifest.jsonl.zst") })
         let wanted = String(home.root.dropFirst()) + "/" + file
-        for line in try sidecarText(dest + "/" + manifest).split(separator: "\n") {
-            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                  object["path"] as? String == wanted else { continue }
-            return object["size"] as? Int
-        }
-        return nil
+        return try manifestLines(of: id).first { $0["path"] as? String == wanted }?["size"] as? Int
     }
 
     /// The files of backup `id` (relative to the home folder) that its manifest, read with
     /// zstd and JSONSerialization, places in the archive of a backup known damaged.
     private func filesHeldInDamagedArchives(by id: String) throws -> Set<String> {
-        let manifest = try XCTUnwrap(try names(in: dest).first { $0.contains(id) && $0.hasSuffix(".manifest.jsonl.zst") })
         let prefix = String(home.root.dropFirst()) + "/"
-        var files = Set<String>()
-        for line in try sidecarText(dest + "/" + manifest).split(separator: "\n") {
-            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                  let path = object["path"] as? String, path.hasPrefix(prefix) else { continue }
-            if damaged.contains(object["in"] as? String ?? id) { files.insert(String(path.dropFirst(prefix.count))) }
-        }
-        return files
+        return Set(try manifestLines(of: id).compactMap { object -> String? in
+            guard let path = object["path"] as? String, path.hasPrefix(prefix), damaged.contains(object["in"] as? String ?? id) else {
+                return nil
+            }
+            return String(path.dropFirst(prefix.count))
+        })
     }
 
     /// The backups in `destination`: the ids of its manifests (an archive alone is none).
@@ -662,12 +654,15 @@ final class YearOfNightsTests: EndToEndTestCase {
     /// The backups backup `id`'s manifest names in `in`, read with zstd and JSONSerialization
     /// (not with Keepsake's own reader).
     private func takesFrom(_ id: String) throws -> Set<String> {
+        Set(try manifestLines(of: id).compactMap { $0["in"] as? String })
+    }
+
+    /// The lines of backup `id`'s manifest in the destination, read with zstd and
+    /// JSONSerialization (not with Keepsake's own reader): the summary, then the entries.
+    private func manifestLines(of id: String) throws -> [[String: Any]] {
         let manifest = try XCTUnwrap(try names(in: dest).first { $0.contains(id) && $0.hasSuffix(".manifest.jsonl.zst") })
-        var ids = Set<String>()
-        for line in try sidecarText(dest + "/" + manifest).split(separator: "\n") {
-            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-            if let holder = object?["in"] as? String { ids.insert(holder) }
+        return try sidecarText(dest + "/" + manifest).split(separator: "\n").compactMap {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
         }
-        return ids
     }
 }
