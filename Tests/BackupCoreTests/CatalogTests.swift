@@ -129,6 +129,48 @@ final class CatalogTests: KeepsakeTestCase {
         }
     }
 
+    // MARK: Summaries read once
+
+    /// Each step of `keepsake run` lists the backups again: through one backend, each
+    /// manifest's summary is read once (its memo), and read again once the object is
+    /// replaced (another size), deleted or written anew.
+    func testEachSummaryIsReadOnceABackendUntilItsManifestChanges() throws {
+        let first = try BackupCatalog(storage: storage).items()
+        XCTAssertEqual(first.count, 3)
+        let name = first[0].manifestName
+        let file = destination + "/" + name
+        let size = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int)
+        // Zeros of the same size, written behind the backend's back: no manifest at all.
+        try Data(count: size).write(to: URL(fileURLWithPath: file))
+        XCTAssertEqual(try BackupCatalog(storage: storage).items().first?.summary, first[0].summary,
+                       "the same backend reads the summary of an object of the same size once")
+        XCTAssertNil(try BackupCatalog(storage: LocalFolderBackend(path: destination)).items().first?.summary,
+                     "another backend reads it anew")
+
+        // Another size: read again.
+        try Data(count: size + 1).write(to: URL(fileURLWithPath: file))
+        XCTAssertNil(try BackupCatalog(storage: storage).items().first?.summary)
+        let problem = try XCTUnwrap(try BackupCatalog(storage: storage).items().first?.problem)
+        XCTAssertTrue(problem.contains("manifest"), problem)
+
+        // Deleted, then written anew through the backend at the size the memo knew.
+        let second = first[1].manifestName
+        let secondBytes = try storage.readObject(second)
+        XCTAssertEqual(try BackupCatalog(storage: storage).items()[1].summary, first[1].summary)
+        try storage.delete(second)
+        XCTAssertEqual(try BackupCatalog(storage: storage).items().map(\.manifestName).contains(second), false)
+        try storeManifest(named: second, String(repeating: "x", count: secondBytes.count))
+        XCTAssertNil(try BackupCatalog(storage: storage).items()[1].summary, "a deleted object's summary is forgotten")
+
+        // Moved over: forgotten under both names.
+        let third = first[2].manifestName
+        XCTAssertEqual(try BackupCatalog(storage: storage).items()[2].summary, first[2].summary)
+        let thirdBytes = try storage.readObject(third)
+        try storeManifest(named: "vm_20200101T000000Z-0000000a.manifest.jsonl", String(repeating: "y", count: thirdBytes.count))
+        try storage.move("vm_20200101T000000Z-0000000a.manifest.jsonl", to: third)
+        XCTAssertNil(try BackupCatalog(storage: storage).items().last?.summary, "an object moved over another is read anew")
+    }
+
     // MARK: Damaged manifests
 
     func testCorruptManifestIsListedWithAProblem() throws {

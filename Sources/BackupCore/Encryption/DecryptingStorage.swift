@@ -26,6 +26,7 @@ public final class DecryptingStorage: StorageBackend {
 
     public var location: String { base.location }
     public var isReadOnly: Bool { base.isReadOnly }
+    public var memo: ObjectMemo? { base.memo }
     public func prepare() throws { try base.prepare() }
     public func list() throws -> [StoredObject] { try base.list() }
     public func create(_ name: String) throws -> PendingObject { try base.create(name) }

@@ -38,7 +38,10 @@ public final class BackupCatalog {
                 continue
             }
             do {
-                let summary = try BackupCatalog.summary(ofManifest: object.name, in: storage)
+                // Read once a command: each step of a run lists the backups again.
+                let summary = try storage.memo?.value(of: object.name, size: object.size) {
+                    try BackupCatalog.summary(ofManifest: object.name, in: storage)
+                } ?? BackupCatalog.summary(ofManifest: object.name, in: storage)
                 items.append(Item(id: id, manifestName: object.name, summary: summary, problem: nil))
             } catch {
                 items.append(Item(id: id, manifestName: object.name, summary: nil, problem: "\(error)"))

@@ -13,6 +13,7 @@ public final class LocalFolderBackend: StorageBackend {
     /// The folder's path.
     public let path: String
     public var location: String { path }
+    public let memo: ObjectMemo? = ObjectMemo()
 
     /// A backend for the folder at `path` (not created until `prepare()`).
     public init(path: String) {
@@ -67,6 +68,8 @@ public final class LocalFolderBackend: StorageBackend {
 
     public func create(_ name: String) throws -> PendingObject {
         try StoredObject.checkName(name)
+        // An object of this name is to be written: what it held no longer holds.
+        memo?.forget(name)
         let (fd, temporary) = try LocalFolderBackend.createTemporary(in: path, stem: name, operation: "create")
         return LocalPendingObject(fd: fd, folder: path, temporaryName: temporary, finalName: name)
     }
@@ -92,6 +95,7 @@ public final class LocalFolderBackend: StorageBackend {
 
     public func delete(_ name: String) throws {
         try StoredObject.checkName(name)
+        memo?.forget(name)
         if unlink(path + "/" + name) != 0 && errno != ENOENT {
             throw StorageError.io(name: path + "/" + name, operation: "delete", reason: FileDescriptorIO.message(errno))
         }
@@ -101,6 +105,8 @@ public final class LocalFolderBackend: StorageBackend {
     public func move(_ name: String, to newName: String) throws {
         try StoredObject.checkName(name)
         try StoredObject.checkName(newName)
+        memo?.forget(name)
+        memo?.forget(newName)
         guard rename(path + "/" + name, path + "/" + newName) == 0 else {
             let code = errno
             if code == ENOENT { throw StorageError.notFound(name: name, destination: path) }

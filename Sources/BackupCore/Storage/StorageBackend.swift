@@ -66,11 +66,18 @@ public protocol StorageBackend: AnyObject {
     /// Removes what interrupted runs left behind (temporary objects). Call only while
     /// holding the lock. Returns the names removed.
     func removeLeftovers() throws -> [String]
+
+    /// What was worked out from this destination's objects in this process (manifest
+    /// summaries), or nil for a backend that remembers nothing.
+    var memo: ObjectMemo? { get }
 }
 
 extension StorageBackend {
     /// Writable unless a backend says otherwise.
     public var isReadOnly: Bool { false }
+
+    /// Nothing remembered unless a backend keeps a memo.
+    public var memo: ObjectMemo? { nil }
 
     /// Takes the lock as `acquireLock` does, but when another run holds it, waits for it up
     /// to `wait` seconds, looking again every few seconds: hosts sharing a destination take

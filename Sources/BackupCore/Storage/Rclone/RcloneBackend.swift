@@ -47,6 +47,7 @@ public final class RcloneBackend: StorageBackend {
     /// The path on the remote (may be empty: the remote's root or home).
     public let path: String
     public var location: String { "rclone:\(remote):\(path)" }
+    public let memo: ObjectMemo? = ObjectMemo()
     /// Runs rclone for this destination.
     let runner: RcloneRunner
     /// The folder's last listing, kept for `files()`.
@@ -80,6 +81,8 @@ public final class RcloneBackend: StorageBackend {
 
     public func create(_ name: String) throws -> PendingObject {
         try StoredObject.checkName(name)
+        // An object of this name is to be written: what it held no longer holds.
+        memo?.forget(name)
         let temporary = LocalFolderBackend.temporaryName(stem: name)
         forgetListing()
         // No streaming cutoff: rclone would otherwise hold the first 100 KiB in memory and
@@ -101,6 +104,7 @@ public final class RcloneBackend: StorageBackend {
     public func delete(_ name: String) throws {
         try StoredObject.checkName(name)
         forgetListing()
+        memo?.forget(name)
         let outcome = try runner.run("deletefile", paths: [objectPath(name)])
         guard !outcome.succeeded else { return }
         // rclone 1.60 gives the generic status for a missing file: a missing object is
@@ -112,6 +116,8 @@ public final class RcloneBackend: StorageBackend {
     public func move(_ name: String, to newName: String) throws {
         try StoredObject.checkName(name)
         try StoredObject.checkName(newName)
+        memo?.forget(name)
+        memo?.forget(newName)
         // Looked up first: for a missing file `rclone moveto` tries to move a folder of that name.
         _ = try existingObject(name, operation: "rename")
         try rename(name, to: newName)

@@ -33,6 +33,7 @@ public final class S3Backend: StorageBackend {
     let lockTimeToLive: TimeInterval
 
     public var location: String { prefix.isEmpty ? "s3://\(bucket)" : "s3://\(bucket)/\(prefix)" }
+    public let memo: ObjectMemo? = ObjectMemo()
 
     /// The destination `s3://bucket/prefix` reached with `configuration`.
     public init(bucket: String, prefix: String, configuration: S3Configuration, environment: [String: String] = [:],
@@ -101,6 +102,8 @@ public final class S3Backend: StorageBackend {
 
     public func create(_ name: String) throws -> PendingObject {
         try StoredObject.checkName(name)
+        // An object of this name is to be written: what it held no longer holds.
+        memo?.forget(name)
         return try S3PendingObject(backend: self, name: name)
     }
 
@@ -111,6 +114,7 @@ public final class S3Backend: StorageBackend {
 
     public func delete(_ name: String) throws {
         try StoredObject.checkName(name)
+        memo?.forget(name)
         _ = try pool.withClient { client in
             try client.send(.init(method: .delete, key: key(name), operation: "delete"), accepted: { $0 == 404 || (200..<300).contains($0) })
         }
@@ -119,6 +123,7 @@ public final class S3Backend: StorageBackend {
     public func move(_ name: String, to newName: String) throws {
         try StoredObject.checkName(name)
         try StoredObject.checkName(newName)
+        memo?.forget(newName)
         // S3 has no rename: copy on the server, then delete the original.
         let source = "/" + bucket + "/" + SigV4URIEncoding.encode(Array(key(name).utf8), keepingSlash: true)
         do {
