@@ -2,7 +2,7 @@ import Synchronization
 
 /// What was worked out from a destination's objects, kept while its backend lives (one
 /// command): objects are write-once, so a value read from an object of the size a listing
-/// shows still holds. A backend forgets an object's value when it deletes or moves it.
+/// shows still holds. A backend forgets an object's value when it writes, deletes or moves it.
 ///
 /// `keepsake run` lists the destination's backups in each step (backup, prune, verify,
 /// copy); with the memo each manifest's summary is fetched and parsed once, not once a
@@ -11,8 +11,7 @@ public final class ObjectMemo: Sendable {
     // MARK: State
 
     /// One remembered value and the size of the object it came from.
-    private struct Entry: @unchecked Sendable {
-        // (`any Sendable` values only, stored and handed out under the mutex.)
+    private struct Entry: Sendable {
         var size: Int64
         var value: any Sendable
     }

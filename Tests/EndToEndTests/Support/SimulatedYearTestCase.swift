@@ -8,16 +8,16 @@ import Glibc
 /// Simulated years of `keepsake run` from cron (issue 25), lived by `YearOfNightsTests` (an
 /// off-site folder) and `S3YearOfNightsTests` (an off-site S3 bucket): a home folder that
 /// changes every night (`SimulatedHome`), a profile with a retention policy and an off-site
-/// copy, the test clock (`KEEPSAKE_NOW`) set to each night at 02:00 UTC. After every night the test checks,
-/// with its own record of the tree and its own reading of the policy, what a person relying
-/// on the backups takes for granted:
+/// copy, the test clock (`KEEPSAKE_NOW`) set to each night at 02:00 UTC. After every night
+/// the test checks, with its own record of the tree and its own reading of the policy, what
+/// a person relying on the backups takes for granted:
 ///
 /// - the run exits 0 and prints nothing (`--quiet`, as `keepsake schedule` writes it);
 /// - the new backup restores to exactly that night's tree;
 /// - the backups kept are exactly those the policy keeps (`RetentionReference`);
 /// - the off-site destination holds every kept backup;
 /// - both destinations hold nothing but each backup's archive and manifest (no temporary
-///   object, no lock, no half-removed backup).
+///   object, no lock, no half-removed backup, no unfinished upload to S3).
 ///
 /// Weekly, `list` shows what the destination holds and the backups copied off-site that
 /// week verify there; every four weeks the whole destination verifies and its oldest
@@ -111,7 +111,8 @@ class SimulatedYearTestCase: EndToEndTestCase {
         for night in 0..<nights {
             guard try live(night, last: night == nights - 1) else { return }
         }
-        print("\(type(of: self)): \(nights) nights (off-site: \(offsite), a full backup every \(self.fullEvery)) in \(Int(Date().timeIntervalSince(started))) s; "
+        print("\(type(of: self)): \(nights) nights (off-site: \(offsite), a full backup every \(self.fullEvery)) "
+            + "in \(Int(Date().timeIntervalSince(started))) s; "
             + "\(present.count) backups kept of \(made.count) made; \(damagedRestores) restores of damaged backups "
             + "lost \(filesLostToDamage) files, all held in damaged archives; files saved while the run read were backed up "
             + "\(savesSeen.after) times as saved, \(savesSeen.before) as before; \(killedArchivesCommitted) killed runs' whole "
@@ -249,10 +250,12 @@ class SimulatedYearTestCase: EndToEndTestCase {
         let environment = runEnvironment(night, minutes: minutes)
         let outcome: ProcessRunner.Outcome
         if let save {
+            let started = Date()
             let running = try keepsake.start(arguments, environment: environment.merging(["KEEPSAKE_TEST_READ_PAUSE_MS": "40"]) { $1 })
             usleep(useconds_t(20_000 + choices.below(230_000)))
             try home.finishSave(save.path, from: save.temporary)
             outcome = try running.finish(timeout: 120)
+            spent["run", default: 0] += Date().timeIntervalSince(started)
         } else {
             outcome = try run(arguments, environment: environment)
         }
@@ -563,12 +566,14 @@ class SimulatedYearTestCase: EndToEndTestCase {
     /// A run killed at a random moment: whatever it committed must be whole and restore
     /// exactly; the next night's run must clean up after it (checked by the next night).
     private func liveAKilledNight(_ night: Int, context: String) throws -> Bool {
+        let started = Date()
         let running = try keepsake.start(["run", "nightly", "--config", config, "--quiet"],
                                          environment: runEnvironment(night))
-        // Somewhere in the backup, prune, verify or copy (a night's run takes 0.2-0.5 s).
+        // Somewhere in the backup, prune, verify or copy (a night's run takes 0.1-0.5 s).
         usleep(useconds_t(20_000 + choices.below(300_000)))
         _ = Glibc.kill(running.processIdentifier, SIGKILL)
         let outcome = try running.finish(timeout: 60)
+        spent["run", default: 0] += Date().timeIntervalSince(started)
         killedNight = night
         killedPID = running.processIdentifier
         killedTree = home.nodes
