@@ -38,10 +38,9 @@ public final class BackupCatalog {
                 continue
             }
             do {
+                let read = { try BackupCatalog.summary(ofManifest: object.name, in: self.storage) }
                 // Read once a command: each step of a run lists the backups again.
-                let summary = try storage.memo?.value(of: object.name, size: object.size) {
-                    try BackupCatalog.summary(ofManifest: object.name, in: storage)
-                } ?? BackupCatalog.summary(ofManifest: object.name, in: storage)
+                let summary = try storage.memo?.value(of: object.name, size: object.size, read) ?? read()
                 items.append(Item(id: id, manifestName: object.name, summary: summary, problem: nil))
             } catch {
                 items.append(Item(id: id, manifestName: object.name, summary: nil, problem: "\(error)"))
