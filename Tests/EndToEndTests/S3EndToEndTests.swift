@@ -39,14 +39,8 @@ final class S3EndToEndTests: EndToEndTestCase {
 
     /// The keys under `prefix/` in the bucket, and the unfinished uploads there.
     private func stored(_ server: SeaweedServer, prefix: String) throws -> (objects: [String], uploads: [String]) {
-        let listing = try toolSucceeds("curl", ["-s", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", "\(server.accessKey):\(server.secretKey)",
-                                                "\(server.endpoint.absoluteString)/\(bucket)?list-type=2&prefix=\(prefix)/"])
-        let uploads = try toolSucceeds("curl", ["-s", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", "\(server.accessKey):\(server.secretKey)",
-                                                "\(server.endpoint.absoluteString)/\(bucket)?uploads&prefix=\(prefix)/"])
-        func keys(_ text: String, _ element: String) -> [String] {
-            text.components(separatedBy: "<\(element)>").dropFirst().compactMap { $0.components(separatedBy: "</\(element)>").first }
-        }
-        return (keys(listing.stdoutText, "Key"), keys(uploads.stdoutText, "Key"))
+        let listing = S3BucketListing(server: server, bucket: bucket)
+        return (try listing.keys(prefix: prefix + "/"), try listing.unfinishedUploads(prefix: prefix + "/"))
     }
 
     // MARK: Where credentials come from

@@ -723,47 +723,19 @@ class SimulatedYearTestCase: EndToEndTestCase {
     // MARK: Reading
 
     /// The names in the off-site destination: a folder's entries, or the keys under the
-    /// bucket's `offsite/` as the S3 server lists them to curl (page after page).
+    /// bucket's `offsite/` as the S3 server lists them to curl (fifty keys a page, so that
+    /// the year's listings take several pages).
     private func offsiteObjects() throws -> [String] {
         guard case let .s3(server, bucket) = offsiteKind else { return try names(in: offsite) }
-        // Fifty keys a page: the year's listings take several pages.
-        var keys: [String] = []
-        var token: String?
-        repeat {
-            let listing = try s3Listing(server, bucket: bucket, query: ["list-type": "2", "max-keys": "50", "prefix": "offsite/"]
-                .merging(token.map { ["continuation-token": $0] } ?? [:]) { $1 })
-            keys += SimulatedYearTestCase.elements("Key", in: listing)
-            token = listing.contains("<IsTruncated>true</IsTruncated>")
-                ? SimulatedYearTestCase.elements("NextContinuationToken", in: listing).first : nil
-        } while token != nil
+        let keys = try S3BucketListing(server: server, bucket: bucket, pageSize: 50).keys(prefix: "offsite/")
         return keys.map { String($0.dropFirst("offsite/".count)) }.sorted()
     }
 
     /// Multipart uploads to S3 that a run began and neither finished nor aborted.
     private func unfinishedOffsiteUploads() throws -> [String] {
         guard case let .s3(server, bucket) = offsiteKind else { return [] }
-        let listing = try s3Listing(server, bucket: bucket, query: ["uploads": "", "prefix": "offsite/"])
-        let keys = SimulatedYearTestCase.elements("Key", in: listing)
+        let keys = try S3BucketListing(server: server, bucket: bucket).unfinishedUploads(prefix: "offsite/")
         return keys.isEmpty ? [] : ["\(offsite) holds unfinished uploads of \(keys)"]
-    }
-
-    /// The body of a GET of `bucket` with `query`, signed by curl (whose signature matches
-    /// only a query already in canonical form: keys sorted, `key=value`, values
-    /// percent-encoded but for unreserved characters).
-    private func s3Listing(_ server: SeaweedServer, bucket: String, query: [String: String]) throws -> String {
-        var unreserved = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)..<Unicode.Scalar(128)))
-        unreserved.insert(charactersIn: "-_.~")
-        let canonical = query.sorted { $0.key < $1.key }
-            .map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? "")" }.joined(separator: "&")
-        let outcome = try toolSucceeds("curl", ["-sS", "--fail", "--aws-sigv4", "aws:amz:\(server.region):s3",
-                                                "--user", "\(server.accessKey):\(server.secretKey)",
-                                                "\(server.endpoint.absoluteString)/\(bucket)?\(canonical)"])
-        return outcome.stdoutText
-    }
-
-    /// The text of every `<element>` in `xml` (keys here are plain names: nothing escaped).
-    private static func elements(_ element: String, in xml: String) -> [String] {
-        xml.components(separatedBy: "<\(element)>").dropFirst().compactMap { $0.components(separatedBy: "</\(element)>").first }
     }
 
     /// The ids `keepsake list --json` shows in `destination`, oldest first.
