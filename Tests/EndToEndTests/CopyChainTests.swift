@@ -69,7 +69,8 @@ final class CopyChainTests: EndToEndTestCase {
         let copied = try run(["copy", "--from", dest, "--to", offsite])
         assertExit(copied, 0)
         XCTAssertEqual(try listedIDs(offsite), [ids[0], ids[2]])
-        let latest = try run(["copy", "latest", "--from", dest, "--to", path("second")])
+        // On the test clock: 'latest' passes over backups dated after the command's clock.
+        let latest = try run(["copy", "latest", "--from", dest, "--to", path("second")], environment: night(2))
         assertExit(latest, 0)
         XCTAssertEqual(try listedIDs(path("second")), [ids[0], ids[2]], "'latest' brings the full backup it relies on")
 
@@ -97,7 +98,7 @@ final class CopyChainTests: EndToEndTestCase {
         let kept = try listedIDs(dest)
         XCTAssertEqual(kept.count, 2, "the newest and the full backup it relies on: \(kept)")
         XCTAssertTrue(Set(kept).isSubset(of: Set(try listedIDs(offsite))), "the copy holds every kept backup")
-        assertExit(try run(["restore", "latest", "--dest", offsite, "--target", path("restored")]), 0)
+        assertExit(try run(["restore", "latest", "--dest", offsite, "--target", path("restored")], environment: night(3)), 0)
         try assertTreesEqual(expected: source, actual: restored(source, into: path("restored")))
     }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The backups in a destination, read from the manifests beside the archives (never
 /// from the archives themselves, so listing is cheap).
 public final class BackupCatalog {
@@ -9,8 +11,13 @@ public final class BackupCatalog {
         public var manifestName: String
         /// The summary, or nil when the manifest's first line cannot be read.
         public var summary: BackupSummary?
-        /// Why the summary could not be read.
+        /// Why the summary could not be read, or why it is not trusted.
         public var problem: String?
+        /// True when the backup's objects do not agree on what it is: its name and its summary
+        /// name another host, id or archive, or another manifest has the same id. Keepsake
+        /// writes neither, so someone else did: such a backup is listed as damaged (its summary
+        /// is nil), never picked as `latest` or as a parent, and never removed by prune.
+        public var isMisnamed = false
     }
 
     // MARK: State
@@ -22,9 +29,16 @@ public final class BackupCatalog {
         self.storage = storage
     }
 
+    // MARK: Constants
+
+    /// How far after a command's clock a backup's id may be dated and still count as made:
+    /// hosts sharing a destination have clocks a little apart, never a day.
+    public static let futureTolerance: TimeInterval = 86_400
+
     // MARK: Listing
 
-    /// All committed backups, oldest first.
+    /// All committed backups, oldest first. A backup whose name and summary disagree, or
+    /// whose id another backup has too, is listed with `isMisnamed` set and no summary.
     public func items() throws -> [Item] {
         var items: [Item] = []
         let objects = try storage.list()
@@ -41,12 +55,66 @@ public final class BackupCatalog {
                 let read = { try BackupCatalog.summary(ofManifest: object.name, in: self.storage) }
                 // Read once a command: each step of a run lists the backups again.
                 let summary = try storage.memo?.value(of: object.name, size: object.size, read) ?? read()
-                items.append(Item(id: id, manifestName: object.name, summary: summary, problem: nil))
+                if let disagreement = BackupCatalog.disagreement(summary, manifestName: object.name) {
+                    items.append(Item(id: id, manifestName: object.name, summary: nil, problem: disagreement, isMisnamed: true))
+                } else {
+                    items.append(Item(id: id, manifestName: object.name, summary: summary, problem: nil))
+                }
             } catch {
                 items.append(Item(id: id, manifestName: object.name, summary: nil, problem: "\(error)"))
             }
         }
-        return items.sorted { $0.id < $1.id }
+        return BackupCatalog.markingSharedIDs(items).sorted { ($0.id, $0.manifestName) < ($1.id, $1.manifestName) }
+    }
+
+    /// Why the summary read from `manifestName` cannot be that backup's, or nil when they
+    /// agree: the name's host and id are the summary's, and the archive the summary names
+    /// is the one of that name. Every other object name is derived from these, so a summary
+    /// that passes cannot make a command read, replace or remove another backup's objects.
+    static func disagreement(_ summary: BackupSummary, manifestName: String) -> String? {
+        guard let named = BackupNaming.parts(ofManifestName: manifestName) else {
+            return "its name \(manifestName) is not of the form HOST_ID that Keepsake writes"
+        }
+        guard summary.id == named.id else {
+            return "its name says backup \(named.id) but its summary says \(summary.id)"
+        }
+        guard HostIdentity.fileSafe(summary.host) == named.host else {
+            return "its name says host '\(named.host)' but its summary says '\(summary.host)'"
+        }
+        if let facts = summary.archive {
+            // Encrypted or not by its name (a host's cache keeps the plain manifest of an
+            // encrypted backup): either way an object of this backup's own.
+            let expected = [false, true].map {
+                BackupNaming.archiveName(host: named.host, id: named.id, compression: summary.compression, encrypted: $0)
+            }
+            guard expected.contains(facts.name) else {
+                return "its summary names the archive \(facts.name) where its own is \(expected[summary.encryption == nil ? 0 : 1])"
+            }
+        }
+        return nil
+    }
+
+    /// `items` with every backup whose id another one has too marked misnamed: one of them
+    /// was not made here under its name, and nothing says which.
+    private static func markingSharedIDs(_ items: [Item]) -> [Item] {
+        var names: [BackupID: [String]] = [:]
+        for item in items { names[item.id, default: []].append(item.manifestName) }
+        guard names.values.contains(where: { $0.count > 1 }) else { return items }
+        return items.map { item in
+            guard let all = names[item.id], all.count > 1 else { return item }
+            var marked = item
+            marked.summary = nil
+            marked.isMisnamed = true
+            marked.problem = "its id \(item.id) is also the id of " + all.filter { $0 != item.manifestName }.joined(separator: ", ")
+            return marked
+        }
+    }
+
+    /// Whether `item`'s id is dated more than `futureTolerance` after `now`: no clock that
+    /// made it agreed with this one, so it is not taken for the newest without a word.
+    public static func isFutureDated(_ item: Item, now: Date) -> Bool {
+        guard let date = item.id.date else { return false }
+        return date > now.addingTimeInterval(futureTolerance)
     }
 
     /// The summary of the backup whose manifest is `manifestName`: its first line, or for an
@@ -76,19 +144,40 @@ public final class BackupCatalog {
     }
 
     /// The newest committed backup's id (from object names only; no manifest is read).
-    public func newestID() throws -> BackupID? {
-        try storage.list().compactMap { BackupNaming.id(fromManifestName: $0.name) }.max()
+    /// With `notAfter`, ids dated more than `futureTolerance` after it are left out: a
+    /// backup planted with a date in 2099 must not drag every later id there.
+    public func newestID(notAfter now: Date? = nil) throws -> BackupID? {
+        try storage.list().compactMap { object -> BackupID? in
+            guard let id = BackupNaming.id(fromManifestName: object.name) else { return nil }
+            if let now, let date = id.date, date > now.addingTimeInterval(BackupCatalog.futureTolerance) { return nil }
+            return id
+        }.max()
     }
 
     /// Finds one backup by full id, unique prefix, or `latest`: the newest of the hosts
-    /// `hosts` selects (an id or a prefix names a backup of any host).
-    public func resolve(_ reference: String, hosts: HostSelection = .all, source: String? = nil) throws -> Item {
-        try resolve(reference, among: try items(), hosts: hosts, source: source)
+    /// `hosts` selects (an id or a prefix names a backup of any host). `latest` passes over
+    /// misnamed backups and those dated more than a day after `now`.
+    public func resolve(_ reference: String, hosts: HostSelection = .all, source: String? = nil, now: Date = Date()) throws -> Item {
+        try resolve(reference, among: try items(), hosts: hosts, source: source, now: now)
     }
 
-    /// `resolve` among `all`, the destination's items as `items()` lists them.
-    func resolve(_ reference: String, among all: [Item], hosts: HostSelection, source: String?) throws -> Item {
-        if reference == "latest", let source {
+    /// `resolve` among `listed`, the destination's items as `items()` lists them.
+    func resolve(_ reference: String, among listed: [Item], hosts: HostSelection, source: String?, now: Date = Date()) throws -> Item {
+        guard reference == "latest" else { return try resolveID(reference, among: listed) }
+        let selectable = { (item: Item) in !item.isMisnamed && !BackupCatalog.isFutureDated(item, now: now) }
+        let all = listed.filter(selectable)
+        let ofHosts = listed.filter { BackupCatalog.item($0, isOf: hosts) }
+        if !ofHosts.contains(where: selectable), let passed = ofHosts.last {
+            // Nothing else to mean: say why the backups there are not taken.
+            if BackupCatalog.isFutureDated(passed, now: now) {
+                throw EngineError.invalidRequest("The newest backup in \(storage.location), \(passed.id), is dated after this "
+                    + "machine's clock (\(Timestamp.iso8601(now))), as is every other 'latest' could mean: check the clock, or "
+                    + "name a backup by its id (see 'keepsake list')")
+            }
+            throw EngineError.invalidRequest("Backup \(passed.id) in \(storage.location) is not taken for 'latest': "
+                + "\(passed.problem ?? "it is misnamed"); nor is any other there. Run 'keepsake verify'")
+        }
+        if let source {
             guard let newest = all.last(where: { BackupCatalog.item($0, isOf: hosts) && BackupCatalog.item($0, holds: source) }) else {
                 let sets = BackupCatalog.sourceSets(all.filter { BackupCatalog.item($0, isOf: hosts) })
                 throw EngineError.invalidRequest("No backup in \(storage.location) holds \(source)"
@@ -97,20 +186,29 @@ public final class BackupCatalog {
             }
             return newest
         }
-        if reference == "latest" {
-            guard let newest = all.last(where: { BackupCatalog.item($0, isOf: hosts) }) else {
-                if case .only(let host) = hosts, !all.isEmpty, !all.allSatisfy({ $0.summary == nil }) {
-                    let others = Set(all.compactMap { $0.summary?.host }).sorted()
-                    throw EngineError.invalidRequest("No backup of host '\(host)' in \(storage.location); it holds backups of "
-                        + "\(others.map { "'\($0)'" }.joined(separator: ", ")): give --host NAME or --all-hosts")
-                }
-                throw EngineError.backupNotFound(reference: reference, destination: storage.location)
+        guard let newest = all.last(where: { BackupCatalog.item($0, isOf: hosts) }) else {
+            if case .only(let host) = hosts, !all.isEmpty, !all.allSatisfy({ $0.summary == nil }) {
+                let others = Set(all.compactMap { $0.summary?.host }).sorted()
+                throw EngineError.invalidRequest("No backup of host '\(host)' in \(storage.location); it holds backups of "
+                    + "\(others.map { "'\($0)'" }.joined(separator: ", ")): give --host NAME or --all-hosts")
             }
-            return newest
+            throw EngineError.backupNotFound(reference: reference, destination: storage.location)
         }
+        return newest
+    }
+
+    /// The one backup whose id is `reference` or begins with it. Two backups of one id are
+    /// never one of them picked: the id is refused, naming both objects.
+    private func resolveID(_ reference: String, among all: [Item]) throws -> Item {
         let matches = all.filter { $0.id.rawValue.hasPrefix(reference) }
         if matches.count == 1, let match = matches.first { return match }
-        if let exact = matches.first(where: { $0.id.rawValue == reference }) { return exact }
+        let exact = matches.filter { $0.id.rawValue == reference }
+        if exact.count > 1 {
+            throw EngineError.invalidRequest("Backup id \(reference) is the id of \(exact.count) backups in \(storage.location) ("
+                + exact.map(\.manifestName).joined(separator: ", ") + "); Keepsake never makes two, so one of them was put there "
+                + "by someone else: remove the one you do not recognise")
+        }
+        if let exact = exact.first { return exact }
         if matches.isEmpty || reference.isEmpty {
             throw EngineError.backupNotFound(reference: reference, destination: storage.location)
         }

@@ -79,15 +79,25 @@ public final class BackupCopier {
             let files = removed.count == 1 ? "1 leftover file" : "\(removed.count) leftover files"
             events?.handle(.notice("removed \(files) of an interrupted run from \(destination.location)"))
         }
-        let present = Set(try destination.list().map(\.name))
+        let present = Dictionary(try destination.list().map { ($0.name, $0.size) }, uniquingKeysWith: { first, _ in first })
         var result = Result()
         var failed = Set<BackupID>()
         for id in BackupCopier.order(needs) {
             try cancellation.check()
             guard let item = byID[id] else { continue }
             let stem = BackupNaming.stem(of: item.manifestName) ?? item.manifestName
-            if BackupNaming.manifestSuffixes.contains(where: { present.contains(stem + $0) }) {
+            if BackupNaming.manifestSuffixes.contains(where: { present[stem + $0] != nil }) {
                 result.skipped.append(id)
+                continue
+            }
+            // Its objects' names come from its own; a backup whose summary says otherwise
+            // would write over another's (not copied, and neither what relies on it).
+            guard item.summary != nil else {
+                failed.insert(id)
+                let error = CopyError.unreadable(backup: id, manifest: item.manifestName, source: source.location,
+                                                 reason: item.problem ?? "its manifest cannot be read")
+                result.damaged.append(error)
+                events?.handle(.caution(error.description))
                 continue
             }
             let needed = needs[id] ?? []
@@ -102,7 +112,7 @@ public final class BackupCopier {
                 continue
             }
             do {
-                result.bytes += try copyBackup(item)
+                result.bytes += try copyBackup(item, present: present)
             } catch let error as CopyError {
                 failed.insert(id)
                 result.damaged.append(error)
@@ -155,12 +165,26 @@ public final class BackupCopier {
         return ordered
     }
 
-    /// Copies one backup: the archive (checked on the way), then its manifest.
-    private func copyBackup(_ item: BackupCatalog.Item) throws -> Int64 {
+    /// Copies one backup: the archive (checked on the way), then its manifest. No object of
+    /// the destination (`present`, names and sizes) is replaced: an archive an interrupted
+    /// copy committed is kept when its bytes are the backup's, and anything else of a name
+    /// the backup needs stops its copy.
+    private func copyBackup(_ item: BackupCatalog.Item, present: [String: Int64]) throws -> Int64 {
         guard let summary = item.summary, let facts = summary.archive else {
             throw EngineError.manifestUnreadable(name: item.manifestName, reason: item.problem ?? "it does not name its archive")
         }
-        // The manifest as stored (compressed); no bigger than what it describes can need.
+        if let disagreement = BackupCatalog.disagreement(summary, manifestName: item.manifestName) {
+            throw CopyError.unreadable(backup: item.id, manifest: item.manifestName, source: source.location, reason: disagreement)
+        }
+        if let size = present[facts.name] {
+            guard size == facts.size, try storedDigest(of: facts.name) == facts.sha256 else {
+                throw CopyError.occupied(backup: item.id, name: facts.name, destination: destination.location)
+            }
+        } else {
+            try copyArchive(item, facts: facts)
+        }
+        // An encrypted backup's summary in the clear, then the manifest last: the copy is a
+        // backup only once its archive is whole.
         let entries = summary.fileCount + summary.directoryCount + summary.symlinkCount + summary.hardlinkCount + summary.otherCount
         let manifestBytes: [UInt8]
         do {
@@ -168,6 +192,46 @@ public final class BackupCopier {
         } catch StorageError.notFound {
             throw EngineError.manifestUnreadable(name: item.manifestName, reason: "it is gone from \(source.location)")
         }
+        var extra: Int64 = 0
+        var stored: [String] = present[facts.name] == nil ? [facts.name] : []
+        do {
+            if let publicName = BackupNaming.publicSummaryName(forManifest: item.manifestName) {
+                let bytes = try source.readObject(publicName, limit: 1 << 20)
+                if present[publicName] != nil {
+                    guard try destination.readObject(publicName, limit: 1 << 20) == bytes else {
+                        throw CopyError.occupied(backup: item.id, name: publicName, destination: destination.location)
+                    }
+                } else {
+                    try destination.writeObject(publicName, bytes: bytes)
+                    stored.append(publicName)
+                    extra = Int64(bytes.count)
+                }
+            }
+            try destination.writeObject(item.manifestName, bytes: manifestBytes)
+        } catch {
+            for name in stored { try? destination.delete(name) }
+            throw error
+        }
+        return (present[facts.name] == nil ? facts.size : 0) + Int64(manifestBytes.count) + extra
+    }
+
+    /// The SHA-256 of an object the destination holds (hex).
+    private func storedDigest(of name: String) throws -> String {
+        let object = try destination.open(name)
+        defer { object.close() }
+        let hasher = SHA256Hasher()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            try cancellation.check()
+            let count = try buffer.withUnsafeMutableBytes { try object.read(into: $0) }
+            if count == 0 { break }
+            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+        }
+        return hasher.finalizeHex()
+    }
+
+    /// Streams the archive across, checking its size and SHA-256 against the manifest.
+    private func copyArchive(_ item: BackupCatalog.Item, facts: BackupSummary.ArchiveFacts) throws {
         let archive: RandomAccessSource
         do {
             archive = try source.open(facts.name)
@@ -196,23 +260,6 @@ public final class BackupCopier {
             pending.abort()
             throw error
         }
-        // An encrypted backup's summary in the clear, then the manifest last: the copy is a
-        // backup only once its archive is whole.
-        var extra: Int64 = 0
-        var stored = [facts.name]
-        do {
-            if let publicName = BackupNaming.publicSummaryName(forManifest: item.manifestName) {
-                let bytes = try source.readObject(publicName, limit: 1 << 20)
-                try destination.writeObject(publicName, bytes: bytes)
-                stored.append(publicName)
-                extra = Int64(bytes.count)
-            }
-            try destination.writeObject(item.manifestName, bytes: manifestBytes)
-        } catch {
-            for name in stored { try? destination.delete(name) }
-            throw error
-        }
-        return facts.size + Int64(manifestBytes.count) + extra
     }
 
     private func reportProgress(_ done: Int64, total: Int64, name: String) {
@@ -230,6 +277,10 @@ public enum CopyError: Error, Sendable, Equatable, CustomStringConvertible {
     case reliesOnDamaged(backup: BackupID, on: BackupID)
     /// An incremental backup that takes files from a backup the source no longer holds.
     case reliesOnMissing(backup: BackupID, on: BackupID, source: String)
+    /// A backup whose manifest cannot be read, or whose name and summary disagree.
+    case unreadable(backup: BackupID, manifest: String, source: String, reason: String)
+    /// The destination holds another object of a name the backup's copy needs.
+    case occupied(backup: BackupID, name: String, destination: String)
 
     public var description: String {
         switch self {
@@ -238,6 +289,11 @@ public enum CopyError: Error, Sendable, Equatable, CustomStringConvertible {
                 + "(run 'keepsake verify \(backup)')"
         case .reliesOnDamaged(let backup, let earlier):
             return "Backup \(backup) was not copied: it relies on backup \(earlier), which could not be copied"
+        case .unreadable(let backup, let manifest, let source, let reason):
+            return "Backup \(backup) in \(source) was not copied: \(reason) (its manifest \(manifest))"
+        case .occupied(let backup, let name, let destination):
+            return "Backup \(backup) was not copied: \(destination) already holds another object named \(name), and copy "
+                + "never replaces one. Look at it, and remove it if no backup of yours needs it"
         case .reliesOnMissing(let backup, let earlier, let source):
             return "Backup \(backup) was not copied: it relies on backup \(earlier), which is not in \(source) "
                 + "(run 'keepsake verify \(backup)')"

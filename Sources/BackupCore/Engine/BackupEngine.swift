@@ -67,7 +67,7 @@ public final class BackupEngine {
         lock.report(to: events)
         try cleanUpLeftovers()
         let catalog = BackupCatalog(storage: storage)
-        let newest = try catalog.newestID()
+        let newest = try catalog.newestID(notAfter: request.now)
         let id = BackupID(date: request.now, after: newest)
         summary.id = id
         // With encryption, what this host knows of its own encrypted backups: read once.
@@ -243,7 +243,9 @@ public final class BackupEngine {
         var unknown: BackupID?
         var found: (item: BackupCatalog.Item, summary: BackupSummary, manifest: String, in: StorageBackend)?
         for item in items.reversed() {
-            guard let summary = item.summary, summary.host == request.host else { continue }
+            // Never a backup dated after this run (planted, or made by a clock gone wrong).
+            guard let summary = item.summary, summary.host == request.host,
+                  !BackupCatalog.isFutureDated(item, now: request.now) else { continue }
             if !summary.sourcesHidden {
                 if Set(summary.sources) == wanted { found = (item, summary, item.manifestName, storage) }
             } else if let cache, let copy = cached[item.id], copy.summary.id == item.id {

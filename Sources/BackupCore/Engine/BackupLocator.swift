@@ -17,6 +17,8 @@ public struct BackupLocator {
     public var source: String?
     /// The keys encrypted backups are opened with (every storage found is read through it).
     public var keyring: AgeKeyring = .empty
+    /// The command's clock: `latest` passes over backups dated more than a day after it.
+    public var now = Date()
 
     /// A locator that opens the destination with `destination` when it first needs it.
     /// `remote` opens the destination of an archive named by an `s3://` or `rclone:` address.
@@ -50,11 +52,17 @@ public struct BackupLocator {
             let storage = decrypting(try destination())
             let catalog = BackupCatalog(storage: storage)
             let all = try catalog.items()
-            let item = try catalog.resolve(word, among: all, hosts: hosts, source: source)
+            let item = try catalog.resolve(word, among: all, hosts: hosts, source: source, now: now)
             let located = LocatedBackup(storage: storage, origin: .destination, item: item, archiveName: item.summary?.archive?.name)
             if word == "latest", source == nil, let picked = item.summary?.sources {
                 located.otherSourceSets = BackupCatalog.sourceSets(all.filter { BackupCatalog.item($0, isOf: hosts) })
                     .filter { $0 != picked }
+            }
+            if word == "latest" {
+                located.passedOver = all.filter { other in
+                    other.id > item.id && BackupCatalog.item(other, isOf: hosts)
+                        && (other.isMisnamed || BackupCatalog.isFutureDated(other, now: now))
+                }
             }
             return located
         case .archiveFile(let path):

@@ -38,6 +38,11 @@ public final class PruneEngine {
 
     /// The reason given for a backup whose manifest cannot be read.
     public static let unreadableReason = "manifest unreadable; kept"
+    /// The reason given for a backup whose name and summary disagree (or whose id another
+    /// backup has): not this prune's to judge, nor to count for the policy.
+    public static let misnamedReason = "name and summary disagree; kept"
+    /// The reason given for a backup dated more than a day after prune's clock.
+    public static let futureReason = "dated in the future; kept"
 
     /// Why an empty policy is refused, naming the rules there are.
     static let emptyPolicyMessage = "No retention rule given; prune refuses to run without one (as restic's forget does). "
@@ -112,6 +117,7 @@ public final class PruneEngine {
         let catalog = BackupCatalog(storage: storage)
         let items = try catalog.items()
         let objects = try storage.list()
+        // Keyed by manifest name, not id: a name is one backup, an id planted twice is not.
         var decisions = try applyPolicy(request, to: items)
         protectChains(&decisions, items: items, catalog: catalog)
 
@@ -121,9 +127,9 @@ public final class PruneEngine {
         var ordered: [PruneDecision] = []
         var removals: [Removal] = []
         for item in items.reversed() {
-            if let host = item.summary?.host, !request.hosts.includes(host) { continue }
-            let decision = decisions[item.id] ?? RetentionDecision(id: item.id.rawValue, keep: true,
-                                                                   reasons: [PruneEngine.unreadableReason])
+            guard BackupCatalog.item(item, isOf: request.hosts) else { continue }
+            let decision = decisions[item.manifestName] ?? RetentionDecision(id: item.manifestName, keep: true,
+                                                                             reasons: [PruneEngine.unreadableReason])
             ordered.append(PruneDecision(id: item.id, created: item.summary?.created ?? item.id.date,
                                          isIncremental: item.summary?.isIncremental ?? false, keep: decision.keep,
                                          reasons: decision.reasons, sources: item.summary.map { $0.sourcesHidden ? $0.sourceGroup : $0.sources } ?? [],
@@ -135,21 +141,33 @@ public final class PruneEngine {
         return Plan(decisions: ordered, removals: removals)
     }
 
-    /// The policy's decision for every backup, group by group; a backup whose summary cannot be
-    /// read is in no group and kept.
+    /// The policy's decision for every backup (by manifest name), group by group; a backup
+    /// whose summary cannot be read, is misnamed, or is dated in the future is in no group
+    /// and kept.
     private func applyPolicy(_ request: PruneRequest,
-                             to items: [BackupCatalog.Item]) throws -> [BackupID: RetentionDecision] {
-        var decisions: [BackupID: RetentionDecision] = [:]
+                             to items: [BackupCatalog.Item]) throws -> [String: RetentionDecision] {
+        var decisions: [String: RetentionDecision] = [:]
         var groups: [GroupKey: [BackupCatalog.Item]] = [:]
         var groupOrder: [GroupKey] = []
         for item in items {
             guard let summary = item.summary else {
-                decisions[item.id] = RetentionDecision(id: item.id.rawValue, keep: true,
-                                                       reasons: [PruneEngine.unreadableReason])
+                if item.isMisnamed, BackupCatalog.item(item, isOf: request.hosts) {
+                    events?.handle(.caution("backup \(item.id) (\(item.manifestName)) is kept and counts for no rule: "
+                        + (item.problem ?? "it is misnamed")))
+                }
+                decisions[item.manifestName] = RetentionDecision(id: item.manifestName, keep: true,
+                    reasons: [item.isMisnamed ? PruneEngine.misnamedReason : PruneEngine.unreadableReason])
                 continue
             }
             // Other hosts' backups are theirs to prune: left out (and kept).
             guard request.hosts.includes(summary.host) else { continue }
+            // Counted, it would stand for the newest backup of every period to come.
+            guard !BackupCatalog.isFutureDated(item, now: request.now) else {
+                events?.handle(.caution("backup \(item.id) is dated after prune's clock (\(Timestamp.iso8601(request.now))); "
+                    + "it is kept and counts for no rule"))
+                decisions[item.manifestName] = RetentionDecision(id: item.manifestName, keep: true, reasons: [PruneEngine.futureReason])
+                continue
+            }
             let key = GroupKey(host: summary.host, sources: summary.sourceGroup)
             if groups[key] == nil { groupOrder.append(key) }
             groups[key, default: []].append(item)
@@ -166,10 +184,7 @@ public final class PruneEngine {
                     + "(\(request.policy)) keeps none of its \(members.count) backup(s); add a rule that keeps at "
                     + "least one (e.g. keep-last 1), as restic's forget requires")
             }
-            for decision in planned {
-                guard let id = BackupID(decision.id) else { continue }
-                decisions[id] = decision
-            }
+            for decision in planned { decisions[decision.id] = decision }
         }
         return decisions
     }
@@ -178,41 +193,43 @@ public final class PruneEngine {
     /// made: ids sort that way even when a clock went back), each dated no earlier than the
     /// one made before it: a backup made after a clock was set back an hour counts as made
     /// when the one before it was, not as older, so that prune never takes the backup just
-    /// made for the older one of its day.
+    /// made for the older one of its day. A candidate's id is the backup's manifest name.
     static func candidates(_ items: [BackupCatalog.Item]) -> [RetentionCandidate] {
         var latest = Date.distantPast
         return items.compactMap { item in
             guard let summary = item.summary else { return nil }
             latest = max(latest, summary.created)
-            return RetentionCandidate(id: item.id.rawValue, date: latest, tags: summary.tags)
+            return RetentionCandidate(id: item.manifestName, date: latest, tags: summary.tags)
         }
     }
 
     /// Keeps every backup a kept backup needs (`needed by <id>`), newest kept backup first,
     /// transitively.
-    private func protectChains(_ decisions: inout [BackupID: RetentionDecision], items: [BackupCatalog.Item],
+    private func protectChains(_ decisions: inout [String: RetentionDecision], items: [BackupCatalog.Item],
                                catalog: BackupCatalog) {
-        var itemsByID: [BackupID: BackupCatalog.Item] = [:]
-        for item in items { itemsByID[item.id] = item }
-        var pending = items.map(\.id).filter { decisions[$0]?.keep ?? true }.sorted(by: >)
-        var examined = Set<BackupID>()
+        // An id names every backup that has it: when two do, both are kept.
+        var itemsByID: [BackupID: [BackupCatalog.Item]] = [:]
+        for item in items { itemsByID[item.id, default: []].append(item) }
+        var pending = items.filter { decisions[$0.manifestName]?.keep ?? true }
+            .sorted { ($0.id, $0.manifestName) > ($1.id, $1.manifestName) }
+        var examined = Set<String>()
         var reportedMissing = Set<BackupID>()
         while !pending.isEmpty {
-            let id = pending.removeFirst()
-            guard examined.insert(id).inserted, let item = itemsByID[id] else { continue }
+            let item = pending.removeFirst()
+            guard examined.insert(item.manifestName).inserted else { continue }
             let needs = neededBackups(of: item, catalog: catalog, itemsByID: itemsByID)
-            for needed in needs.ids.sorted(by: >) where needed != id {
-                guard let decision = decisions[needed] else {
-                    // Not decided here: another host's backup (kept: not this prune's to
-                    // remove), or missing from the destination, which is worth a warning.
-                    if needs.exact, itemsByID[needed] == nil, reportedMissing.insert(needed).inserted {
-                        events?.handle(.caution("backup \(id) needs backup \(needed), which is not in "
-                            + "\(storage.location); run 'keepsake verify'"))
-                    }
-                    continue
+            for needed in needs.ids.sorted(by: >) where needed != item.id {
+                let holders = itemsByID[needed] ?? []
+                if holders.isEmpty, needs.exact, reportedMissing.insert(needed).inserted {
+                    events?.handle(.caution("backup \(item.id) needs backup \(needed), which is not in "
+                        + "\(storage.location); run 'keepsake verify'"))
                 }
-                decisions[needed] = decision.keeping(because: "needed by \(id)")
-                if !examined.contains(needed) { pending.append(needed) }
+                for holder in holders {
+                    // Not decided here: another host's backup (kept: not this prune's to remove).
+                    guard let decision = decisions[holder.manifestName] else { continue }
+                    decisions[holder.manifestName] = decision.keeping(because: "needed by \(item.id)")
+                    if !examined.contains(holder.manifestName) { pending.append(holder) }
+                }
             }
         }
     }
@@ -221,7 +238,7 @@ public final class PruneEngine {
     /// manifest could not be read whole and the answer is a conservative guess: every backup
     /// id found in its bytes, and its parent chain.
     private func neededBackups(of item: BackupCatalog.Item, catalog: BackupCatalog,
-                               itemsByID: [BackupID: BackupCatalog.Item]) -> (ids: Set<BackupID>, exact: Bool) {
+                               itemsByID: [BackupID: [BackupCatalog.Item]]) -> (ids: Set<BackupID>, exact: Bool) {
         do {
             return (try catalog.reliedOn(item), true)
         } catch {
@@ -233,7 +250,7 @@ public final class PruneEngine {
             var chain: Set<BackupID> = [item.id]
             while let next = parent, chain.insert(next).inserted {
                 ids.insert(next)
-                parent = itemsByID[next]?.summary?.parent
+                parent = itemsByID[next]?.compactMap(\.summary).first?.parent
             }
             ids.remove(item.id)
             let kept = ids.filter { itemsByID[$0] != nil }

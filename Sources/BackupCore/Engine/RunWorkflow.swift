@@ -57,10 +57,12 @@ public final class RunWorkflow {
 
     // MARK: Running
 
-    /// Backs up with `request`, prunes with `retention` (evaluated at `now` in `calendar`),
-    /// then verifies the new backup. Stops after a failed backup or once interrupted.
-    public func run(_ request: BackupRequest, retention: RetentionPolicy?, copyTo: [StorageBackend] = [], now: Date = Date(),
+    /// Backs up with `request`, prunes with `retention` (evaluated at `now`, the backup's own
+    /// time unless given, in `calendar`), then verifies the new backup. Stops after a failed
+    /// backup or once interrupted.
+    public func run(_ request: BackupRequest, retention: RetentionPolicy?, copyTo: [StorageBackend] = [], now: Date? = nil,
                     calendar: Calendar = .current) -> Outcome {
+        let now = now ?? request.now
         var outcome = Outcome()
         do {
             outcome.backup = try BackupEngine(storage: storage, events: events, cancellation: cancellation).run(request)

@@ -76,6 +76,19 @@ public enum BackupNaming {
         return BackupID(String(stem.suffix(25)))
     }
 
+    /// The host and the id a manifest object's name gives (`HOST_ID.manifest…`), or nil
+    /// when it is not of that form. A file-safe host has no `_`, so the split is unique.
+    public static func parts(ofManifestName name: String) -> (host: String, id: BackupID)? {
+        guard let suffix = manifestSuffix(of: name) else { return nil }
+        let stem = name.dropLast(suffix.count)
+        guard stem.count > 26, let id = BackupID(String(stem.suffix(25))) else { return nil }
+        let withSeparator = stem.dropLast(25)
+        guard withSeparator.last == "_" else { return nil }
+        let host = String(withSeparator.dropLast())
+        guard HostIdentity.fileSafe(host) == host else { return nil }
+        return (host, id)
+    }
+
     /// The name without any archive or manifest extension (`HOST_ID`).
     public static func stem(of name: String) -> String? {
         if let suffix = manifestSuffix(of: name) { return String(name.dropLast(suffix.count)) }

@@ -73,7 +73,8 @@ struct CopyCommand: KeepsakeCommand {
         let catalog = BackupCatalog(storage: source)
         var ids: [BackupID]?
         if !references.isEmpty {
-            ids = try references.map { try catalog.resolve($0, hosts: $0 == "latest" ? .only(latestHost) : .all).id }
+            let now = try CommandClock.now(environment: context.environment, command: Self.spec)
+            ids = try references.map { try catalog.resolve($0, hosts: $0 == "latest" ? .only(latestHost) : .all, now: now).id }
         }
         let presenter = EventPresenter(context: context, progress: progress)
         defer { presenter.finish() }

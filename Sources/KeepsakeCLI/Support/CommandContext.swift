@@ -191,6 +191,11 @@ final class CommandContext {
                 + "backups of \(others)\(located.otherSourceSets.count > 3 ? " and more" : ""): "
                 + "give --source PATH for those.")
         }
+        for passed in located.passedOver.suffix(3) {
+            let why = passed.isMisnamed ? passed.problem ?? "it is misnamed"
+                : "it is dated after this machine's clock (\(Timestamp.iso8601(locator.now)))"
+            warn("'latest' is not backup \(passed.id), though it is newer: \(why). Run 'keepsake verify'.")
+        }
         return located
     }
 
@@ -198,6 +203,9 @@ final class CommandContext {
     func locator(_ destinationOption: String?, hosts: HostSelection = .all) -> BackupLocator {
         var locator = BackupLocator(hosts: hosts, remote: { try self.backend(for: $0) }) { try self.destination(destinationOption) }
         locator.keyring = keyring
+        // The test clock too (a debug build's KEEPSAKE_NOW), so that backups a test dated in
+        // its future are not taken for planted ones.
+        locator.now = (try? CommandClock.now(environment: environment, command: nil)) ?? Date()
         return locator
     }
 }
