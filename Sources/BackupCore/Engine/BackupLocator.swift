@@ -59,9 +59,10 @@ public struct BackupLocator {
                     .filter { $0 != picked }
             }
             if word == "latest" {
+                // A misnamed backup may claim any host: said whoever's `latest` this is.
                 located.passedOver = all.filter { other in
-                    other.id > item.id && BackupCatalog.item(other, isOf: hosts)
-                        && (other.isMisnamed || BackupCatalog.isFutureDated(other, now: now))
+                    other.id > item.id && (other.isMisnamed
+                        || (BackupCatalog.item(other, isOf: hosts) && BackupCatalog.isFutureDated(other, now: now)))
                 }
             }
             return located

@@ -30,7 +30,7 @@ public final class LocatedBackup {
     /// holds (for the same hosts), newest first, so the caller can say which one it picked.
     public internal(set) var otherSourceSets: [[String]] = []
     /// For `latest`: the newer backups it did not take, oldest first: misnamed ones (see
-    /// `BackupCatalog.Item.isMisnamed`) and those dated after the command's clock. The
+    /// `BackupCatalog.Item.isMisnamed`, of any host) and those dated after the command's clock. The
     /// caller says so: a planted backup must not go unnoticed, nor a clock that is wrong.
     public internal(set) var passedOver: [BackupCatalog.Item] = []
     private let catalog: BackupCatalog

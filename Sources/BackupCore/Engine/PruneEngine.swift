@@ -151,7 +151,8 @@ public final class PruneEngine {
         var groupOrder: [GroupKey] = []
         for item in items {
             guard let summary = item.summary else {
-                if item.isMisnamed, BackupCatalog.item(item, isOf: request.hosts) {
+                // Whichever host it names or claims: planted objects are said, every time.
+                if item.isMisnamed {
                     events?.handle(.caution("backup \(item.id) (\(item.manifestName)) is kept and counts for no rule: "
                         + (item.problem ?? "it is misnamed")))
                 }

@@ -164,6 +164,11 @@ public final class Verifier {
 
     private func verifyUncached(_ item: BackupCatalog.Item, in storage: StorageBackend) throws -> VerifyReport {
         var report = VerifyReport(id: item.id, name: item.manifestName)
+        if item.isMisnamed {
+            // Its objects are not what their names say: nothing of it is read as its own.
+            report.archiveProblems.append("\(item.manifestName) is not backup \(item.id) as written: \(item.problem ?? "it is misnamed")")
+            return report
+        }
         guard Verifier.canDecrypt(item, in: storage) else { return try verifyStored(item, in: storage, report: report) }
         let manifest: Manifest
         let beside = ManifestFingerprint()
@@ -179,6 +184,10 @@ public final class Verifier {
         }
         guard let facts = manifest.summary.archive else {
             report.archiveProblems.append("the manifest \(item.manifestName) does not name its archive")
+            return report
+        }
+        if let disagreement = BackupCatalog.disagreement(manifest.summary, manifestName: item.manifestName) {
+            report.archiveProblems.append("\(item.manifestName) is not backup \(item.id) as written: \(disagreement)")
             return report
         }
         if let problem = Verifier.publicSummaryProblem(item, manifest: manifest, in: storage) {

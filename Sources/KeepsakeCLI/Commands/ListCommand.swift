@@ -120,7 +120,7 @@ struct ListCommand: KeepsakeCommand {
         let rows: [[Table.Cell]] = items.map { item in
             guard let summary = item.summary else {
                 let row: [Table.Cell] = [Table.Cell(item.id.rawValue), .badge(Badge("??", role: .danger, emphasis: .small)), "", "", "",
-                                         "", "", Table.Cell("unreadable manifest", role: .danger), ""]
+                                         "", "", Table.Cell(item.isMisnamed ? "misnamed (run verify)" : "unreadable manifest", role: .danger), ""]
                 return showsHost ? [row[0], ""] + row.dropFirst() : row
             }
             let stored = summary.archive?.size ?? 0
