@@ -234,6 +234,47 @@ final class S3EndToEndTests: EndToEndTestCase {
         assertExit(try run(["verify", "--dest", "s3://\(bucket)/laptop"], environment: keys), 0)
     }
 
+    /// Issue 26 §1–2 on a bucket: a hostile copy source cannot replace a backup's archive
+    /// there, and a backup of host web1 made elsewhere and uploaded with curl under the name
+    /// `evil_…` is neither web1's `latest` nor counted or removed by web1's prune.
+    func testObjectsPlantedInABucketNeverPassForAnotherHostsBackups() throws {
+        let server = try started()
+        let keys = environment(server)
+        let dest = "s3://\(bucket)/shared"
+        let source = path("src"), attacker = path("attacker")
+        try Fixtures.makeTree(at: source, files: ["mine.txt": "the victim's own file\n"])
+        try Fixtures.makeTree(at: attacker, files: ["mine.txt": "planted\n"])
+        let made = try run(["backup", source, "--dest", dest, "--host", "web1", "--json"], environment: keys)
+        assertExit(made, 0)
+        let victim = try XCTUnwrap(try json(made)["id"] as? String)
+
+        let hostile = path("hostile")
+        let evil = try backup([attacker], dest: hostile, options: ["--host", "evil"])
+        XCTAssertEqual(rename(hostile + "/evil_\(evil).tar.zst", hostile + "/web1_\(victim).tar.zst"), 0)
+        let manifest = hostile + "/evil_\(evil).manifest.jsonl.zst"
+        try writeSidecar(manifest, try sidecarText(manifest).replacingOccurrences(of: "evil_\(evil).tar.zst", with: "web1_\(victim).tar.zst"))
+        assertExit(try run(["copy", "--from", hostile, "--to", dest], environment: keys), 4)
+        assertExit(try run(["verify", "--dest", dest], environment: keys), 0, "the victim's archive is its own")
+
+        let forge = path("forge")
+        let later = ISO8601DateFormatter().string(from: Date().addingTimeInterval(60))
+        assertExit(try run(["backup", attacker, "--dest", forge, "--host", "web1"], environment: ["KEEPSAKE_NOW": later]), 0)
+        for name in try names(in: forge) where name.hasPrefix("web1_") {
+            try toolSucceeds("curl", ["-sf", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", "\(server.accessKey):\(server.secretKey)",
+                                      "-T", forge + "/" + name,
+                                      "\(server.endpoint.absoluteString)/\(bucket)/shared/evil_\(name.dropFirst("web1_".count))"])
+        }
+        let restore = try run(["restore", "latest", "--host", "web1", "--dest", dest, "--target", path("restored")], environment: keys)
+        assertExit(restore, 0)
+        XCTAssertEqual(try String(contentsOfFile: restored(source, into: path("restored")) + "/mine.txt", encoding: .utf8),
+                       "the victim's own file\n")
+        XCTAssertTrue(restore.stderrText.contains("its name says host 'evil' but its summary says 'web1'"), restore.stderrText)
+        assertExit(try run(["prune", "--dest", dest, "--host", "web1", "--keep-last", "1"], environment: keys), 0)
+        let objects = try stored(server, prefix: "shared").objects
+        XCTAssertTrue(objects.contains("shared/web1_\(victim).manifest.jsonl.zst"), "\(objects)")
+        XCTAssertEqual(objects.filter { $0.hasPrefix("shared/evil_") }.count, 2, "\(objects)")
+    }
+
     /// An archive in a bucket is named by its address, as a local archive file by its path:
     /// listed, verified and restored with no --dest.
     func testAnArchiveIsNamedByItsAddress() throws {
