@@ -279,6 +279,69 @@ final class CatalogTests: KeepsakeTestCase {
         XCTAssertEqual(try catalog.manifest(of: item, forRestoring: []).entries, whole.entries, "no selection: everything")
     }
 
+    // MARK: Names and summaries agree (issue 26 §2)
+
+    func testAManifestNameGivesItsHostAndIDOneWayOnly() throws {
+        let id = try XCTUnwrap(BackupID("20261129T023000Z-3f9a1c2e"))
+        for suffix in BackupNaming.manifestSuffixes {
+            XCTAssertEqual(BackupNaming.parts(ofManifestName: "web-1.lan_\(id)" + suffix)?.host, "web-1.lan")
+            XCTAssertEqual(BackupNaming.parts(ofManifestName: "web-1.lan_\(id)" + suffix)?.id, id)
+        }
+        for name in ["\(id).manifest.jsonl.zst", "_\(id).manifest.jsonl.zst", "a_b_\(id).manifest.jsonl.zst",
+                     "web\(id).manifest.jsonl.zst", "web_\(id).tar.zst", "web_20261129T023000Z-3f9a1c2.manifest.jsonl.zst"] {
+            XCTAssertNil(BackupNaming.parts(ofManifestName: name), name)
+        }
+    }
+
+    func testASummaryStoredUnderAnotherNameIsMisnamedAndNeverLatest() throws {
+        let newest = try XCTUnwrap(results.max { $0.summary.id < $1.summary.id })
+        let manifestName = try XCTUnwrap(newest.manifestName)
+        let bytes = try storage.readObject(manifestName)
+        let host = HostIdentity.fileSafeHostName
+        // Another host and id than its summary's; its host, another id.
+        let planted = ["evil_20991231T235959Z-00000001.manifest.jsonl.zst", "\(host)_20991231T235959Z-00000002.manifest.jsonl.zst"]
+        for name in planted { try storage.writeObject(name, bytes: bytes) }
+        let items = try BackupCatalog(storage: storage).items()
+        let misnamed = items.filter(\.isMisnamed)
+        XCTAssertEqual(Set(misnamed.map(\.manifestName)), Set(planted))
+        XCTAssertTrue(misnamed.allSatisfy { $0.summary == nil && $0.problem?.contains("its name says") == true }, "\(misnamed)")
+        XCTAssertEqual(try BackupCatalog(storage: storage).resolve("latest", now: dates[2]).id, newest.summary.id)
+
+        var summary = newest.summary
+        summary.archive?.name = "\(host)_\(idsOldestFirst[0]).tar.zst"
+        XCTAssertEqual(BackupCatalog.disagreement(summary, manifestName: manifestName),
+                       "its summary names the archive \(host)_\(idsOldestFirst[0]).tar.zst where its own is "
+                        + "\(host)_\(summary.id).tar.zst")
+        // A host's cache keeps the plain manifest of an encrypted backup: its own archive either way.
+        summary.archive?.name = "\(host)_\(summary.id).tar.zst.age"
+        XCTAssertNil(BackupCatalog.disagreement(summary, manifestName: manifestName))
+    }
+
+    func testTwoManifestsOfOneIDAreBothMisnamedAndTheIDIsRefused() throws {
+        let first = results[0]
+        try storage.writeObject("other_\(first.summary.id).manifest.jsonl.zst",
+                                bytes: try storage.readObject(try XCTUnwrap(first.manifestName)))
+        let items = try BackupCatalog(storage: storage).items()
+        XCTAssertEqual(items.filter(\.isMisnamed).count, 2)
+        XCTAssertEqual(items.filter { !$0.isMisnamed }.count, 2, "the other backups are listed as before")
+        XCTAssertThrowsError(try BackupCatalog(storage: storage).resolve(first.summary.id.rawValue)) { error in
+            XCTAssertTrue("\(error)".contains("other_\(first.summary.id).manifest.jsonl.zst"), "\(error)")
+        }
+    }
+
+    func testLatestPassesOverABackupDatedADayAfterTheClock() throws {
+        let catalog = BackupCatalog(storage: storage)
+        let ids = idsOldestFirst
+        // The newest is dated day 40: a clock at day 38 is two days behind it.
+        XCTAssertEqual(try catalog.resolve("latest", now: dates[2].addingTimeInterval(-2 * 86_400)).id, ids[1])
+        XCTAssertEqual(try catalog.resolve("latest", now: dates[2].addingTimeInterval(-3_600)).id, ids[2], "an hour apart is allowed")
+        XCTAssertEqual(try catalog.newestID(notAfter: dates[0]), ids[1])
+        XCTAssertEqual(try catalog.newestID(), ids[2])
+        XCTAssertThrowsError(try catalog.resolve("latest", now: dates[0].addingTimeInterval(-3 * 86_400))) { error in
+            XCTAssertTrue("\(error)".contains("check the clock"), "\(error)")
+        }
+    }
+
     func testOtherObjectsAreIgnored() throws {
         try storeManifest(named: "notes.txt", "hello")
         try storeManifest(named: "vm_not-an-id.manifest.jsonl", "garbage")
