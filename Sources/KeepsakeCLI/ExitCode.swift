@@ -52,7 +52,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
             self = .locked
         case is EncryptionError:
             self = .key
-        case EngineError.archiveMissing, EngineError.manifestUnreadable, ArchiveError.damaged, is CopyError:
+        case EngineError.archiveMissing, EngineError.manifestUnreadable, EngineError.misnamed, ArchiveError.damaged, is CopyError:
             // A backup found damaged: its archive gone, its manifest unreadable or hostile.
             self = .integrity
         default:

@@ -4,7 +4,7 @@ import XCTest
 import Glibc
 #endif
 
-/// Issue 26 §1–2: a destination many hosts write to, or a copy source someone else filled.
+/// Issue 26 §1, §2 and §4: a destination many hosts write to, or a copy source someone else filled.
 /// Whoever can write objects there plants ones whose names and summaries disagree, reuse
 /// another backup's id, name another backup's archive, or date themselves in the future.
 /// Each test plants them with the built binary and plain file moves, as an attacker with
@@ -184,7 +184,76 @@ final class SharedDestinationForgeryTests: EndToEndTestCase {
         XCTAssertTrue(refused.stderrText.contains("check the clock"), refused.stderrText)
     }
 
+    // MARK: §4 encrypted backups: the summary in the clear is checked against the manifest
+
+    /// The older backup's objects under the newer one's names, its summary in the clear
+    /// edited to match: `restore latest --identity` used to restore the old data, exit 0.
+    /// The encrypted manifest names the older backup, so the restore is refused.
+    func testAnEncryptedBackupSwappedForAnOlderOneIsRefusedByRestore() throws {
+        let key = try makeKey()
+        let older = try backup([source], dest: dest, options: ["--recipient", key.recipient])
+        try Fixtures.makeTree(at: source, files: ["mine.txt": "the newer version\n"])
+        let newer = try backup([source], dest: dest, options: ["--recipient", key.recipient, "--full"])
+        let host = try hostPart(of: newer)
+        for suffix in [".tar.zst.age", ".manifest.jsonl.zst.age"] {
+            try toolSucceeds("cp", [dest + "/\(host)_\(older)" + suffix, dest + "/\(host)_\(newer)" + suffix])
+        }
+        let summary = try String(contentsOfFile: dest + "/\(host)_\(older).summary.json", encoding: .utf8)
+        try summary.replacingOccurrences(of: older, with: newer)
+            .write(toFile: dest + "/\(host)_\(newer).summary.json", atomically: true, encoding: .utf8)
+
+        let restore = try run(["restore", "latest", "--dest", dest, "--target", path("restored"), "--identity", key.file])
+        assertExit(restore, 4)
+        XCTAssertTrue(restore.stderrText.contains("\(host)_\(newer).manifest.jsonl.zst.age")
+                      && restore.stderrText.contains("its name says backup \(newer) but its summary says \(older)"), restore.stderrText)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: restored(source, into: path("restored")) + "/mine.txt"))
+    }
+
+    /// `relies_on` emptied in the summary in the clear of an incremental backup: prune used
+    /// to remove the parent it still needs. With the key it reads the encrypted manifest and
+    /// keeps the parent (saying the two differ); without, it says what it cannot check.
+    func testPruneWithAKeyKeepsWhatAnEncryptedBackupNeedsWhateverItsClearSummarySays() throws {
+        let key = try makeKey()
+        let parent = try backup([source], dest: dest, options: ["--recipient", key.recipient])
+        try Fixtures.makeTree(at: source, files: ["new.txt": "new\n"])
+        let child = try backup([source], dest: dest, options: ["--recipient", key.recipient])
+        let host = try hostPart(of: child)
+        let clear = dest + "/\(host)_\(child).summary.json"
+        let text = try String(contentsOfFile: clear, encoding: .utf8)
+        XCTAssertTrue(text.contains("\"relies_on\":[\"\(parent)\"]"), "the child relies on its parent: \(text)")
+        try text.replacingOccurrences(of: "\"relies_on\":[\"\(parent)\"]", with: "\"relies_on\":[]")
+            .write(toFile: clear, atomically: true, encoding: .utf8)
+
+        let blind = try run(["prune", "--dest", dest, "--keep-last", "1", "--dry-run"])
+        assertExit(blind, 0)
+        XCTAssertTrue(blind.stderrText.contains("what 1 encrypted backup relies on is taken from the summaries in the clear"),
+                      blind.stderrText)
+        let pruned = try run(["prune", "--dest", dest, "--keep-last", "1", "--identity", key.file])
+        assertExit(pruned, 0)
+        XCTAssertTrue(pruned.stderrText.contains("differs from its encrypted manifest's"), pruned.stderrText)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: dest + "/\(host)_\(parent).tar.zst.age"), "the parent was removed")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: dest + "/\(host)_\(parent).manifest.jsonl.zst.age"))
+        // The edited summary is damage: restore refuses to go by it.
+        let restore = try run(["restore", child, "--dest", dest, "--target", path("restored"), "--identity", key.file])
+        assertExit(restore, 4)
+        XCTAssertTrue(restore.stderrText.contains("differs from the encrypted manifest's"), restore.stderrText)
+    }
+
     // MARK: Helpers
+
+    /// A new identity file and its public key, made by `keepsake keygen`.
+    private func makeKey() throws -> (file: String, recipient: String) {
+        let file = path("key.txt")
+        let outcome = try run(["keygen", "--output", file])
+        assertExit(outcome, 0)
+        return (file, outcome.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// The host part of the names of backup `id` in `dest`.
+    private func hostPart(of id: String) throws -> String {
+        let name = try XCTUnwrap(try names(in: dest).first { $0.hasSuffix("_\(id).summary.json") })
+        return String(name.dropLast("_\(id).summary.json".count))
+    }
 
     /// Two full backups of the source by `host`, the second after a change; their ids.
     private func twoBackups(host: String) throws -> [String] {

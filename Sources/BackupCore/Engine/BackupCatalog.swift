@@ -247,9 +247,31 @@ public final class BackupCatalog {
     /// The whole manifest of a backup.
     public func manifest(of item: Item) throws -> Manifest {
         do {
-            return try SidecarManifest.load(item.manifestName, from: storage)
+            return try checked(try SidecarManifest.load(item.manifestName, from: storage), of: item)
         } catch let error as ManifestError {
             throw EngineError.manifestUnreadable(name: item.manifestName, reason: error.description)
+        }
+    }
+
+    /// `manifest` when it is the backup `item` was listed as; otherwise
+    /// `EngineError.misnamed`: its summary names another host, id or archive than
+    /// its object's name, or, for an encrypted backup, differs from the summary in the clear
+    /// that listing, `latest` and prune went by (objects swapped, or the clear one edited).
+    private func checked(_ manifest: Manifest, of item: Item) throws -> Manifest {
+        try check(manifest.summary, of: item)
+        return manifest
+    }
+
+    private func check(_ summary: BackupSummary, of item: Item) throws {
+        // A destination lists only names of the form HOST_ID (any other is misnamed); a lone
+        // archive's manifest may have been renamed by whoever keeps it, and is its own.
+        if BackupNaming.parts(ofManifestName: item.manifestName) != nil,
+           let disagreement = BackupCatalog.disagreement(summary, manifestName: item.manifestName) {
+            throw EngineError.misnamed(name: item.manifestName, reason: disagreement)
+        }
+        if let clear = item.summary, clear.sourcesHidden, summary.publicSummary != clear {
+            throw EngineError.misnamed(name: item.manifestName, reason: "the summary in the clear beside it differs from "
+                + "the encrypted manifest's: one of them was changed after the backup was made")
         }
     }
 
@@ -274,7 +296,11 @@ public final class BackupCatalog {
     public func forEachEntry(of item: Item, keeping: Manifest.EntryFilter? = nil,
                              _ visit: (ManifestEntry) throws -> Void) throws -> BackupSummary {
         do {
-            return try SidecarManifest.forEachEntry(item.manifestName, in: storage, keeping: keeping, visit)
+            // Checked once read (the entries stream past first): a reader that acts on
+            // entries loads the manifest whole instead, checked before it returns.
+            let summary = try SidecarManifest.forEachEntry(item.manifestName, in: storage, keeping: keeping, visit)
+            try check(summary, of: item)
+            return summary
         } catch let error as ManifestError {
             throw EngineError.manifestUnreadable(name: item.manifestName, reason: error.description)
         }
@@ -296,7 +322,7 @@ public final class BackupCatalog {
             let selected: Manifest.EntryFilter = { path, type in
                 type == .hardlink || selection.matches(Array(path), isDirectory: type == .directory)
             }
-            let manifest = try SidecarManifest.load(item.manifestName, from: storage, keeping: selected)
+            let manifest = try checked(try SidecarManifest.load(item.manifestName, from: storage, keeping: selected), of: item)
             let present = manifest.index()
             let missing = Set(manifest.entries.compactMap { entry -> PathKey? in
                 guard entry.type == .hardlink, let target = entry.linkTarget, !present.contains(target),
@@ -306,9 +332,9 @@ public final class BackupCatalog {
             guard !missing.isEmpty else { return manifest }
             // Selected hard links name files outside the selection: read those too (a second
             // pass over the manifest, rather than holding its text).
-            return try SidecarManifest.load(item.manifestName, from: storage) { path, type in
+            return try checked(try SidecarManifest.load(item.manifestName, from: storage) { path, type in
                 selected(path, type) || missing.contains(PathKey(Array(path)))
-            }
+            }, of: item)
         } catch let error as ManifestError {
             throw EngineError.manifestUnreadable(name: item.manifestName, reason: error.description)
         }

@@ -53,6 +53,9 @@ public struct BackupLocator {
             let catalog = BackupCatalog(storage: storage)
             let all = try catalog.items()
             let item = try catalog.resolve(word, among: all, hosts: hosts, source: source, now: now)
+            if item.isMisnamed {
+                throw EngineError.misnamed(name: item.manifestName, reason: item.problem ?? "its name and summary disagree")
+            }
             let located = LocatedBackup(storage: storage, origin: .destination, item: item, archiveName: item.summary?.archive?.name)
             if word == "latest", source == nil, let picked = item.summary?.sources {
                 located.otherSourceSets = BackupCatalog.sourceSets(all.filter { BackupCatalog.item($0, isOf: hosts) })

@@ -14,6 +14,10 @@ public enum EngineError: Error, Sendable, Equatable, CustomStringConvertible {
     case manifestUnreadable(name: String, reason: String)
     /// A backup's manifest is there but its archive is gone: an integrity failure.
     case archiveMissing(name: String, backup: String, destination: String)
+    /// A backup's objects are not the backup their names say (planted, swapped or edited by
+    /// someone who can write the destination): nothing of it is used, not even the copy of
+    /// the manifest inside its archive. An integrity failure.
+    case misnamed(name: String, reason: String)
     /// Reading stdin failed.
     case stdinUnreadable(reason: String)
     /// A value the engine was given is not acceptable.
@@ -32,6 +36,9 @@ public enum EngineError: Error, Sendable, Equatable, CustomStringConvertible {
             return "Cannot read the manifest \(name): \(reason); run 'keepsake repair' to rebuild it from its archive"
         case .archiveMissing(let name, let backup, let destination):
             return "The archive \(name) of backup \(backup) is missing from \(destination); the backup cannot be restored (run 'keepsake verify')"
+        case .misnamed(let name, let reason):
+            return "\(name) is not the backup its name says: \(reason). Nothing of it was used; someone who can write the "
+                + "destination put it there or changed it (run 'keepsake verify', and see docs/threat-model.md)"
         case .stdinUnreadable(let reason): return "Cannot read standard input: \(reason)"
         case .invalidRequest(let reason): return reason
         }

@@ -119,7 +119,13 @@ public final class PruneEngine {
         let objects = try storage.list()
         // Keyed by manifest name, not id: a name is one backup, an id planted twice is not.
         var decisions = try applyPolicy(request, to: items)
-        protectChains(&decisions, items: items, catalog: catalog)
+        var unchecked = Set<BackupID>()
+        protectChains(&decisions, items: items, catalog: catalog, unchecked: &unchecked)
+        if !unchecked.isEmpty {
+            let count = unchecked.count == 1 ? "1 encrypted backup" : "\(unchecked.count) encrypted backups"
+            events?.handle(.notice("what \(count) relies on is taken from the summaries in the clear beside them: no key given "
+                + "here opens their manifests to check (--identity FILE or --passphrase-file FILE does)"))
+        }
 
         // The result, newest first.
         var sizes: [String: Int64] = [:]
@@ -207,7 +213,7 @@ public final class PruneEngine {
     /// Keeps every backup a kept backup needs (`needed by <id>`), newest kept backup first,
     /// transitively.
     private func protectChains(_ decisions: inout [String: RetentionDecision], items: [BackupCatalog.Item],
-                               catalog: BackupCatalog) {
+                               catalog: BackupCatalog, unchecked: inout Set<BackupID>) {
         // An id names every backup that has it: when two do, both are kept.
         var itemsByID: [BackupID: [BackupCatalog.Item]] = [:]
         for item in items { itemsByID[item.id, default: []].append(item) }
@@ -218,7 +224,14 @@ public final class PruneEngine {
         while !pending.isEmpty {
             let item = pending.removeFirst()
             guard examined.insert(item.manifestName).inserted else { continue }
-            let needs = neededBackups(of: item, catalog: catalog, itemsByID: itemsByID)
+            var needs = neededBackups(of: item, catalog: catalog, itemsByID: itemsByID)
+            if let clear = item.summary, clear.sourcesHidden {
+                if let encrypted = encryptedNeeds(of: item, clear: clear, catalog: catalog) {
+                    needs.ids.formUnion(encrypted)
+                } else {
+                    unchecked.insert(item.id)
+                }
+            }
             for needed in needs.ids.sorted(by: >) where needed != item.id {
                 let holders = itemsByID[needed] ?? []
                 if holders.isEmpty, needs.exact, reportedMissing.insert(needed).inserted {
@@ -232,6 +245,28 @@ public final class PruneEngine {
                     if !examined.contains(holder.manifestName) { pending.append(holder) }
                 }
             }
+        }
+    }
+
+    /// What the encrypted manifest of `item` says it relies on, when a key given here opens
+    /// it without asking; nil when none does. Anyone who can write the destination can edit
+    /// the summary in the clear (`relies_on: []` would let prune remove a parent still
+    /// needed): prune keeps what either names, and says when they differ.
+    private func encryptedNeeds(of item: BackupCatalog.Item, clear: BackupSummary, catalog: BackupCatalog) -> Set<BackupID>? {
+        guard let keyring = (storage as? DecryptingStorage)?.keyring, keyring.opensWithoutAsking(clear.encryption) else { return nil }
+        do {
+            let full = try Manifest.parseSummary(try SidecarManifest.firstLine(item.manifestName, in: storage))
+            if full.publicSummary != clear {
+                events?.handle(.caution("the summary in the clear beside backup \(item.id) differs from its encrypted manifest's; "
+                    + "prune keeps what either says it relies on (run 'keepsake verify \(item.id)')"))
+            }
+            var revealed = item
+            revealed.summary = full
+            return try catalog.reliedOn(revealed)
+        } catch {
+            events?.handle(.caution("cannot open the encrypted manifest of backup \(item.id) (\(error)); what it relies on is "
+                + "taken from the summary in the clear"))
+            return nil
         }
     }
 

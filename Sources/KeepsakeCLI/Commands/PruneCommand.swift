@@ -20,7 +20,7 @@ struct PruneCommand: KeepsakeCommand {
     static let spec = CommandSpec(
         name: "prune",
         abstract: "Remove the backups a retention policy does not keep.",
-        discussion: "The rules are restic's 'forget --keep-*' rules, applied to each group of backups of the same host and sources (this host's only, unless --host or --all-hosts): a backup is kept when any rule keeps it. Counts are whole numbers of 0 or more (0 leaves the rule unused, as in a profile), or -1 (or 'unlimited') for every period. A backup that a kept incremental backup needs is always kept ('needed by ID'), and so is a backup whose manifest cannot be read. With --profile and no rule given, the profile's retention policy is applied. Prune refuses to run without a rule, and refuses a policy that would remove every backup of a group.\nEach backup is un-committed first (its manifest removed), then its archive, so an interruption never leaves a listed backup without its archive.",
+        discussion: "The rules are restic's 'forget --keep-*' rules, applied to each group of backups of the same host and sources (this host's only, unless --host or --all-hosts): a backup is kept when any rule keeps it. Counts are whole numbers of 0 or more (0 leaves the rule unused, as in a profile), or -1 (or 'unlimited') for every period. A backup that a kept incremental backup needs is always kept ('needed by ID'), and so is a backup whose manifest cannot be read. With --identity or --passphrase-file, what an encrypted backup relies on is read from its encrypted manifest too, not only from its summary in the clear. With --profile and no rule given, the profile's retention policy is applied. Prune refuses to run without a rule, and refuses a policy that would remove every backup of a group.\nEach backup is un-committed first (its manifest removed), then its archive, so an interruption never leaves a listed backup without its archive.",
         options: DestinationSelection.options
             + countOptions.map { OptionSpec($0.key, kind: .value(valueName: "n"), help: $0.help) }
             + [
@@ -33,6 +33,7 @@ struct PruneCommand: KeepsakeCommand {
                 CommonOptions.allHosts,
                 CommonOptions.lockWait,
             ]
+            + KeyOptions.reading
             + CommonOptions.global,
         examples: [
             .init(command: "keepsake prune --keep-daily 7 --keep-weekly 4 --keep-monthly 12 --dry-run",
@@ -85,7 +86,9 @@ struct PruneCommand: KeepsakeCommand {
                 policy.keepTags.append(tags)
             }
         }
-        let selection = try DestinationSelection.resolve(arguments, context: context, opensBackups: false)
+        // A key, when given, checks what encrypted backups rely on against their manifests
+        // (used only when it opens them without asking).
+        let selection = try DestinationSelection.resolve(arguments, context: context)
         let rules = Self.countOptions.map(\.key) + [.keepWithin, .keepTag]
         let givesRules = !rules.allSatisfy({ arguments.values($0).isEmpty })
         if !givesRules, let profile = selection.profile {
