@@ -15,6 +15,7 @@ final class ErrorReportTests: InProcessTestCase {
             (EngineError.interrupted, .interrupted),
             (EngineError.archiveMissing(name: "a", backup: "b", destination: "d"), .integrity),
             (EngineError.manifestUnreadable(name: "m", reason: "r"), .integrity),
+            (EngineError.misnamed(name: "m", reason: "r"), .integrity),
             (CopyError.reliesOnDamaged(backup: BackupID(date: Date(timeIntervalSince1970: 0)),
                                        on: BackupID(date: Date(timeIntervalSince1970: 1))), .integrity),
             (EncryptionError.unusableKey("no key"), .key),

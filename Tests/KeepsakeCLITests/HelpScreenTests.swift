@@ -1026,9 +1026,11 @@ final class HelpScreenTests: InProcessTestCase {
             backup is kept when any rule keeps it. Counts are whole numbers of 0 or more (0
             leaves the rule unused, as in a profile), or -1 (or 'unlimited') for every
             period. A backup that a kept incremental backup needs is always kept ('needed by
-            ID'), and so is a backup whose manifest cannot be read. With --profile and no
-            rule given, the profile's retention policy is applied. Prune refuses to run
-            without a rule, and refuses a policy that would remove every backup of a group.
+            ID'), and so is a backup whose manifest cannot be read. With --identity or
+            --passphrase-file, what an encrypted backup relies on is read from its encrypted
+            manifest too, not only from its summary in the clear. With --profile and no rule
+            given, the profile's retention policy is applied. Prune refuses to run without a
+            rule, and refuses a policy that would remove every backup of a group.
             Each backup is un-committed first (its manifest removed), then its archive, so
             an interruption never leaves a listed backup without its archive.
 
@@ -1076,6 +1078,13 @@ final class HelpScreenTests: InProcessTestCase {
               --lock-wait <time>      When another run holds the destination, wait this long
                                       for it (900, 90s, 15min, 2h) before exit 5.
                                       (default: 0 (fail at once))
+              -i, --identity <file>   Open encrypted backups with the age identities in this
+                                      file (keepsake keygen, age-keygen). (repeatable)
+                                      (env: KEEPSAKE_IDENTITY_FILE)
+              --passphrase-file <file>
+                                      Read the passphrase from the first line of this file
+                                      (mode 0600): encrypts a backup, or opens one.
+                                      (env: KEEPSAKE_PASSPHRASE_FILE)
               --json                  Print one JSON document on stdout instead of text.
               -q, --quiet             Print nothing but errors and warnings.
               --color <when>          Colour and styling: auto (only on a terminal, unless
@@ -1109,11 +1118,14 @@ final class HelpScreenTests: InProcessTestCase {
             (or 'unlimited') for every period. A backup that a
             kept incremental backup needs is always kept
             ('needed by ID'), and so is a backup whose
-            manifest cannot be read. With --profile and no
-            rule given, the profile's retention policy is
-            applied. Prune refuses to run without a rule, and
-            refuses a policy that would remove every backup of
-            a group.
+            manifest cannot be read. With --identity or
+            --passphrase-file, what an encrypted backup relies
+            on is read from its encrypted manifest too, not
+            only from its summary in the clear. With --profile
+            and no rule given, the profile's retention policy
+            is applied. Prune refuses to run without a rule,
+            and refuses a policy that would remove every
+            backup of a group.
             Each backup is un-committed first (its manifest
             removed), then its archive, so an interruption
             never leaves a listed backup without its archive.
@@ -1183,6 +1195,15 @@ final class HelpScreenTests: InProcessTestCase {
                   When another run holds the destination, wait
                   this long for it (900, 90s, 15min, 2h)
                   before exit 5. (default: 0 (fail at once))
+              -i, --identity <file>
+                  Open encrypted backups with the age
+                  identities in this file (keepsake keygen,
+                  age-keygen). (repeatable)
+                  (env: KEEPSAKE_IDENTITY_FILE)
+              --passphrase-file <file>
+                  Read the passphrase from the first line of
+                  this file (mode 0600): encrypts a backup, or
+                  opens one. (env: KEEPSAKE_PASSPHRASE_FILE)
               --json
                   Print one JSON document on stdout instead of
                   text.
