@@ -12,14 +12,19 @@ public struct LockOwner: Sendable, Equatable {
     /// The process's start time in clock ticks since boot (from /proc), so a recycled pid
     /// is not mistaken for the holder.
     public var processStartTicks: UInt64?
+    /// The machine, boot and pid namespace `pid` belongs to; nil in records written before
+    /// Keepsake kept it (those are judged by host name, as they were).
+    public var scope: ProcessScope?
 
     /// Creates an owner record.
-    public init(pid: Int32, host: String, started: Date, operation: String, processStartTicks: UInt64?) {
+    public init(pid: Int32, host: String, started: Date, operation: String, processStartTicks: UInt64?,
+                scope: ProcessScope? = nil) {
         self.pid = pid
         self.host = host
         self.started = started
         self.operation = operation
         self.processStartTicks = processStartTicks
+        self.scope = scope
     }
 
     /// Stands for a holder whose lock record cannot be read (being written, or garbled).
@@ -31,15 +36,23 @@ public struct LockOwner: Sendable, Equatable {
     public static func current(operation: String) -> LockOwner {
         let pid = getpid()
         return LockOwner(pid: pid, host: HostIdentity.hostName, started: Date(), operation: operation,
-                         processStartTicks: LockOwner.startTicks(of: pid))
+                         processStartTicks: LockOwner.startTicks(of: pid), scope: .current)
     }
 
     // MARK: Liveness
 
-    /// True when the owner is on this host and its process is gone (or is another
-    /// process with a recycled pid).
+    /// True when the owner's process is known gone: its machine booted since, or it ran in
+    /// this kernel's pid namespace and its pid is gone (or is another process with a
+    /// recycled pid). A holder in another container, or on another machine with the same
+    /// host name, is never judged from here: its pid means another process here.
     public var isStaleOnThisHost: Bool {
-        guard host == HostIdentity.hostName else { return false }
+        if let scope {
+            let here = ProcessScope.current
+            if here.outlived(scope) { return true }
+            guard here.sharesPidTable(with: scope) else { return false }
+        } else {
+            guard host == HostIdentity.hostName else { return false }
+        }
         if kill(pid, 0) != 0 && errno == ESRCH { return true }
         if let recorded = processStartTicks, let now = LockOwner.startTicks(of: pid), recorded != now { return true }
         return false
@@ -66,6 +79,11 @@ public struct LockOwner: Sendable, Equatable {
             ("operation", .string(operation)),
         ])
         if let processStartTicks { object["start_ticks"] = .int(Int64(clamping: processStartTicks)) }
+        if let scope {
+            if let machine = scope.machine { object["machine"] = .string(machine) }
+            if let boot = scope.boot { object["boot_id"] = .string(boot) }
+            if let namespace = scope.pidNamespace { object["pid_ns"] = .string(namespace) }
+        }
         return .object(object)
     }
 
@@ -77,6 +95,17 @@ public struct LockOwner: Sendable, Equatable {
                   started: json["started"]?.stringValue.flatMap(Timestamp.parseISO8601) ?? Date(timeIntervalSince1970: 0),
                   operation: json["operation"]?.stringValue ?? "unknown",
                   processStartTicks: json["start_ticks"]?.int64Value.flatMap { UInt64(exactly: $0) })
+        // A record with a boot id was written with its scope (a machine id may be missing).
+        if let boot = json["boot_id"]?.stringValue {
+            scope = ProcessScope(machine: json["machine"]?.stringValue, boot: boot, pidNamespace: json["pid_ns"]?.stringValue)
+        }
+    }
+
+    /// Whether this process can tell if the owner still runs: it ran on this machine, in
+    /// this pid namespace or a boot since gone (records without a scope: on this host name).
+    public var isJudgedHere: Bool {
+        guard let scope else { return host == HostIdentity.hostName }
+        return ProcessScope.current.sharesPidTable(with: scope) || ProcessScope.current.outlived(scope)
     }
 }
 
@@ -114,7 +143,10 @@ public enum LockError: Error, Sendable, Equatable, CustomStringConvertible {
         case .held(let owner, let destination):
             // Another host's pid cannot be checked from here: say how such a lock goes away
             // when its run died, so that nobody deletes a live one by hand.
-            let elsewhere = owner.host == HostIdentity.hostName ? ""
+            let elsewhere = owner.isJudgedHere ? ""
+                : owner.host == HostIdentity.hostName
+                ? " (it runs in another container, or on another machine named \(owner.host): if it ended without cleaning "
+                    + "up, the next keepsake run there takes the lock over)"
                 : " (if it ended without cleaning up, the next keepsake run on \(owner.host) takes the lock over)"
             return "\(destination) is locked by \(owner.operation) pid \(owner.pid) on \(owner.host), "
                 + "started \(Timestamp.iso8601(owner.started)); wait for it to finish" + elsewhere
