@@ -275,6 +275,40 @@ final class S3EndToEndTests: EndToEndTestCase {
         XCTAssertEqual(objects.filter { $0.hasPrefix("shared/evil_") }.count, 2, "\(objects)")
     }
 
+    /// Issue 26 §3: a run in a container of this machine (its own pid namespace, where it is
+    /// pid 1, with the same host name) holds the bucket's lock. Another run here used to find
+    /// pid 1 running with another start time, call the lock stale and take it over, and both
+    /// wrote at once; now it cannot judge that pid and is refused (exit 5), naming why.
+    func testALiveLockHeldInAnotherPidNamespaceIsNotTakenOver() throws {
+        let server = try started()
+        let keys = environment(server)
+        let dest = "s3://\(bucket)/containers"
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: Dictionary(uniqueKeysWithValues: (0..<8).map { ("f\($0).txt", "file \($0)\n") }))
+        var slow = keys
+        slow["KEEPSAKE_TEST_READ_PAUSE_MS"] = "300"
+        let holder = try ProcessRunner.start("unshare", ["--pid", "--fork", "--mount-proc", keepsake.executable, "backup", source,
+                                                         "--dest", dest, "--readers", "1"],
+                                             environment: keepsake.environment(slow))
+        defer { holder.kill() }
+        let listing = S3BucketListing(server: server, bucket: bucket)
+        let deadline = Date().addingTimeInterval(60)
+        var locked = false
+        while !locked, Date() < deadline, holder.isRunning {
+            locked = try listing.keys(prefix: "containers/").contains("containers/keepsake.lock")
+            if !locked { usleep(100_000) }
+        }
+        XCTAssertTrue(locked, "the run in its own pid namespace never took the lock")
+
+        let second = try run(["backup", source, "--dest", dest], environment: keys)
+        assertExit(second, 5, "a live lock of another pid namespace is not taken over")
+        XCTAssertTrue(second.stderrText.contains("another container"), second.stderrText)
+        let first = try holder.finish()
+        XCTAssertEqual(first.exitCode, 0, "\(first)")
+        XCTAssertEqual(try json(try run(["list", "--dest", dest, "--json"], environment: keys))["backups"].map { ($0 as? [Any])?.count },
+                       1, "only the holder's backup was made")
+    }
+
     /// An archive in a bucket is named by its address, as a local archive file by its path:
     /// listed, verified and restored with no --dest.
     func testAnArchiveIsNamedByItsAddress() throws {
