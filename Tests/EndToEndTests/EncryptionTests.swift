@@ -213,6 +213,44 @@ final class EncryptionTests: EndToEndTestCase {
         try assertTreesEqual(expected: source, actual: restored(source, into: target2))
     }
 
+    /// Issue 26 §8: a cache folder that another user owns, or that group or others can
+    /// open, could hold a forged manifest that makes a backup take a changed file for
+    /// unchanged. Such a cache is not used (a full backup, and a warning naming the folder
+    /// and the fix); once it is this user's alone, backups are incremental again.
+    func testACacheFolderSomeoneElseOwnsOrCanOpenIsNotUsed() throws {
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["a.txt": "one\n", "b.txt": "two\n"])
+        let key = try makeKey("id.txt")
+        let dest = path("dest")
+        let cache: [String: String?] = ["XDG_CACHE_HOME": path("cache")]
+        let root = path("cache") + "/keepsake"
+        func backup(_ round: Int) throws -> ProcessRunner.Outcome {
+            try Data("round \(round)\n".utf8).write(to: URL(fileURLWithPath: source + "/b.txt"))
+            let outcome = try run(["backup", source, "--dest", dest, "--json", "--recipient", key.recipient], environment: cache)
+            assertExit(outcome, 0)
+            return outcome
+        }
+        let first = try backup(1)
+        XCTAssertNil(try json(first)["parent"] as? String)
+        // Handed to another user (nobody), open to all: as if they had made it first.
+        try toolSucceeds("chown", ["-R", "65534", root])
+        XCTAssertEqual(chmod(root, 0o777), 0)
+        let theirs = try backup(2)
+        XCTAssertNil(try json(theirs)["parent"] as? String, "a cache another user owns was used: \(theirs)")
+        XCTAssertTrue(theirs.stderrText.contains("\(root) belongs to user 65534"), theirs.stderrText)
+
+        try toolSucceeds("chown", ["-R", "0", root])
+        XCTAssertEqual(chmod(root, 0o755), 0)
+        let open = try backup(3)
+        XCTAssertNil(try json(open)["parent"] as? String, "a cache others can open was used: \(open)")
+        XCTAssertTrue(open.stderrText.contains("run 'chmod 700 \(root)'"), open.stderrText)
+
+        XCTAssertEqual(chmod(root, 0o700), 0)
+        let mine = try backup(4)
+        XCTAssertNotNil(try json(mine)["parent"] as? String, "\(mine)")
+        XCTAssertFalse(mine.stderrText.contains("change-detection cache"), mine.stderrText)
+    }
+
     func testAPlainBackupAfterAnEncryptedOneIsRefusedUnlessAsked() throws {
         let source = path("src")
         try Fixtures.makeTree(at: source, files: ["a.txt": "one\n"])

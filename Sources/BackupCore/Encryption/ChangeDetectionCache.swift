@@ -30,6 +30,35 @@ public final class ChangeDetectionCache {
     /// The folder, for messages.
     public var location: String { storage.location }
 
+    // MARK: Trust
+
+    /// Why the cache must not be used, or nil: the root and this destination's folder, where
+    /// they exist, must be folders (not symbolic links) owned by this user with no access for
+    /// group or others. Someone else's folder there could hold a forged manifest that makes
+    /// the next backup take a changed file for unchanged (and verify, going by the
+    /// manifest, would call that backup intact).
+    public var problem: String? {
+        for folder in [root, storage.location] {
+            var info = stat()
+            guard lstat(folder, &info) == 0 else {
+                if errno == ENOENT { continue }
+                return "cannot look at the change-detection cache \(folder): \(String(cString: strerror(errno)))"
+            }
+            guard info.st_mode & S_IFMT == S_IFDIR else {
+                return "the change-detection cache \(folder) is not a folder (a symbolic link, say); it is not used: remove it"
+            }
+            guard info.st_uid == geteuid() else {
+                return "the change-detection cache \(folder) belongs to user \(info.st_uid), not to this user; it is not used: "
+                    + "remove it (someone else could forge what it holds)"
+            }
+            guard info.st_mode & 0o077 == 0 else {
+                return "the change-detection cache \(folder) is open to group or others (mode "
+                    + String(info.st_mode & 0o777, radix: 8) + "); it is not used: run 'chmod 700 \(folder)'"
+            }
+        }
+        return nil
+    }
+
     // MARK: Reading
 
     /// The cached summaries (with their sources), by backup id.
@@ -52,6 +81,8 @@ public final class ChangeDetectionCache {
         guard mkdir(root, 0o700) == 0 || errno == EEXIST else { return nil }
         do {
             try storage.prepare()
+            // Checked again once made: a folder someone slipped in meanwhile is not written to.
+            guard problem == nil else { return nil }
             return try storage.create(name)
         } catch {
             return nil

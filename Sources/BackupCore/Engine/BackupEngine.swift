@@ -71,8 +71,13 @@ public final class BackupEngine {
         let id = BackupID(date: request.now, after: newest)
         summary.id = id
         // With encryption, what this host knows of its own encrypted backups: read once.
-        let cache = request.encryption == nil ? nil
+        var cache = request.encryption == nil ? nil
             : request.changeCacheRoot.map { ChangeDetectionCache(root: $0, destination: storage.location) }
+        if let problem = cache?.problem {
+            // A full backup rather than one that trusts what someone else could have written.
+            events?.handle(.caution(problem))
+            cache = nil
+        }
         let cached = cache?.summaries() ?? [:]
         let parent = try chooseParent(request, sources: summary.sources, catalog: catalog, cache: cache, cached: cached)
         if let parent {
