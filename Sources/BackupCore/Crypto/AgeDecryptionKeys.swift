@@ -9,7 +9,12 @@ public struct AgeDecryptionKeys: Sendable {
     /// The highest scrypt work factor (log2 N) accepted; higher ones are refused before any work.
     public var maxWorkFactor: Int
 
-    public init(identities: [AgeIdentity] = [], passphrase: [UInt8]? = nil, maxWorkFactor: Int = 22) {
+    /// One above what Keepsake and the age tool write (18): whoever can plant an object can
+    /// choose its work factor, and each step doubles the time and memory one try costs
+    /// (19: about 512 MiB; age's own limit, 22, took 26 s and 4.2 GB here).
+    public static let defaultMaxWorkFactor = 19
+
+    public init(identities: [AgeIdentity] = [], passphrase: [UInt8]? = nil, maxWorkFactor: Int = defaultMaxWorkFactor) {
         self.identities = identities
         self.passphrase = passphrase
         self.maxWorkFactor = maxWorkFactor

@@ -47,7 +47,8 @@ public enum AgeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .headerMACMismatch:
             return "the age header's MAC does not match: the header is damaged or was tampered with"
         case .workFactorTooHigh(let value):
-            return "the age file's scrypt work factor \(value) is too high (the limit is 22)"
+            return "the age file's scrypt work factor \(value) is too high (Keepsake and age write 18, and Keepsake tries "
+                + "at most \(AgeDecryptionKeys.defaultMaxWorkFactor)): it was not made by them, and is not opened"
         case .payloadDamaged(let chunk):
             return "the age payload is damaged: chunk \(chunk) fails authentication"
         case .truncated:
