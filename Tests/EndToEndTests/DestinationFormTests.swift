@@ -40,4 +40,45 @@ final class DestinationFormTests: EndToEndTestCase {
         assertExit(try run(["backup", source, "--dest", "./s3:odd-but-local"], currentDirectory: work), 0)
         XCTAssertEqual(try names(in: path("s3:odd-but-local")).filter { $0.hasSuffix(".manifest.jsonl.zst") }.count, 1)
     }
+
+    // MARK: S3 endpoints (issue 26 §10)
+
+    /// A password written into an endpoint is refused and never printed, in text or JSON,
+    /// from the option, the variable or a profile.
+    func testAnEndpointHoldingAUserAndPasswordIsRefusedWithoutShowingThem() throws {
+        let endpoint = "http://ana:pa55word-secret@127.0.0.1:8333"
+        let config = path("config.toml")
+        try "[profiles.p]\nsources = [\"/tmp\"]\ndestination = \"s3://bucket/p\"\ns3-endpoint = \"\(endpoint)\"\n"
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        XCTAssertEqual(chmod(config, 0o600), 0)
+        let runs: [(arguments: [String], environment: [String: String?], code: Int32)] = [
+            (["list", "--dest", "s3://bucket/p", "--s3-endpoint", endpoint], [:], 2),
+            (["list", "--dest", "s3://bucket/p"], ["KEEPSAKE_S3_ENDPOINT": endpoint], 2),
+            (["list", "--profile", "p", "--config", config], [:], 1),
+        ]
+        for item in runs {
+            for json in [false, true] {
+                let outcome = try run(item.arguments + (json ? ["--json"] : []), environment: item.environment)
+                assertExit(outcome, item.code, item.arguments.joined(separator: " "))
+                XCTAssertFalse((outcome.stdoutText + outcome.stderrText).contains("pa55word"), "the password is shown:\n\(outcome)")
+                XCTAssertTrue((outcome.stdoutText + outcome.stderrText).contains("a user"), "\(outcome)")
+            }
+        }
+    }
+
+    /// Plain http:// to another machine is said once, before anything is sent; to this
+    /// machine, or over https, nothing is said. The other machine is an address in a network
+    /// namespace of the test's own, where nothing answers.
+    func testPlainHTTPToAnotherMachineIsWarnedAbout() throws {
+        let keys: [String: String?] = ["AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b", "KEEPSAKE_S3_MAX_ATTEMPTS": "1"]
+        for (endpoint, warned) in [("http://192.0.2.1:8333", true), ("https://192.0.2.1:8333", false),
+                                   ("http://127.0.0.1:1", false), ("http://[::1]:1", false)] {
+            let outcome = try ProcessRunner.run("unshare", ["--net", keepsake.executable, "copy", "--from", "s3://bucket/a",
+                                                            "--to", "s3://bucket/b", "--s3-endpoint", endpoint],
+                                                environment: keepsake.environment(keys))
+            assertExit(outcome, 1, "\(endpoint): nothing answers in the namespace")
+            let warnings = outcome.stderrText.components(separatedBy: "is plain http:// on another machine").count - 1
+            XCTAssertEqual(warnings, warned ? 1 : 0, "\(endpoint):\n\(outcome)")
+        }
+    }
 }

@@ -33,7 +33,8 @@ enum CommonOptions {
     /// turns out not to be on S3.
     static func validate(_ arguments: ParsedArguments, command: CommandSpec) throws {
         if let endpoint = arguments.value(.s3Endpoint), let problem = S3Configuration.endpointProblem(endpoint) {
-            throw UsageError.custom("The value '\(endpoint)' is invalid for '--s3-endpoint <url>': \(problem).", command: command)
+            throw UsageError.custom("The value '\(S3Configuration.redacted(endpoint))' is invalid for '--s3-endpoint <url>': "
+                + "\(problem).", command: command)
         }
     }
 

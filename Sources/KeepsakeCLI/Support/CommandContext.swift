@@ -42,6 +42,8 @@ final class CommandContext {
     /// The keys encrypted backups are opened with (`--identity`, a passphrase); every
     /// destination this context opens reads through them.
     var keyring: AgeKeyring = .empty
+    /// The plain-http endpoints already warned about (copy opens two destinations).
+    private var warnedEndpoints = Set<String>()
 
     /// Where the change-detection cache of encrypted backups lives:
     /// `${XDG_CACHE_HOME:-~/.cache}/keepsake`.
@@ -162,6 +164,10 @@ final class CommandContext {
             var overrides = s3Overrides
             overrides.endpoint = s3Endpoint ?? overrides.endpoint
             let configuration = try S3Configuration.resolve(environment: environment, overrides: overrides)
+            if S3Configuration.isPlainHTTPToAnotherMachine(configuration.endpoint), warnedEndpoints.insert(configuration.endpoint).inserted {
+                warn("the S3 endpoint \(configuration.endpoint) is plain http:// on another machine: what is sent and received "
+                    + "(archives, listings, the lock) can be read and changed on the way; use https://")
+            }
             return try S3Backend(bucket: bucket, prefix: prefix, configuration: configuration, environment: environment,
                                  cancellation: cancellation)
         case .rclone(let remote, let path):

@@ -167,6 +167,34 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
         return nil
     }
 
+    /// `text` as messages may show it: a `user:password@` part is replaced by `***@`, so a
+    /// secret written into an endpoint is never printed, even in the error refusing it.
+    public static func redacted(_ text: String) -> String {
+        guard let at = text.lastIndex(of: "@") else { return text }
+        let schemeEnd = text.range(of: "://").map(\.upperBound) ?? text.startIndex
+        guard schemeEnd <= at else { return text }
+        return String(text[..<schemeEnd]) + "***" + String(text[at...])
+    }
+
+    /// True for a plain `http://` endpoint whose host is not this machine (`localhost`,
+    /// 127.0.0.0/8, `::1`): requests, their answers and the data cross the network without
+    /// encryption, and anyone on the way can read or change them.
+    public static func isPlainHTTPToAnotherMachine(_ endpoint: String) -> Bool {
+        let text = endpoint.trimmingCharacters(in: .whitespaces).lowercased()
+        guard text.hasPrefix("http://") else { return false }
+        var host = Substring(text.dropFirst("http://".count))
+        if let slash = host.firstIndex(of: "/") { host = host[..<slash] }
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return true }
+            return host[host.index(after: host.startIndex)..<close] != "::1"
+        }
+        if let colon = host.firstIndex(of: ":") { host = host[..<colon] }
+        if host == "localhost" || host.hasSuffix(".localhost") { return false }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        let isLoopbackIPv4 = parts.count == 4 && parts.allSatisfy { UInt8($0) != nil } && parts.first == "127"
+        return !isLoopbackIPv4
+    }
+
     private static func nonEmpty(_ value: String?) -> String? {
         guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
         return value

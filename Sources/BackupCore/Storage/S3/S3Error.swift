@@ -18,7 +18,7 @@ public enum S3Error: Error, Sendable, Equatable, CustomStringConvertible {
             return "No S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or put aws_access_key_id and "
                 + "aws_secret_access_key under [\(profile)] in \(file) (AWS_PROFILE picks another section)"
         case .badEndpoint(let text):
-            return "The S3 endpoint '\(text)' is not usable: \(S3Configuration.endpointProblem(text) ?? "it is not an http:// or https:// URL of a host"); "
+            return "The S3 endpoint '\(S3Configuration.redacted(text))' is not usable: \(S3Configuration.endpointProblem(text) ?? "it is not an http:// or https:// URL of a host"); "
                 + "check --s3-endpoint or KEEPSAKE_S3_ENDPOINT"
         case .server(let status, let code, let message, let operation, let endpoint, let bucket, let key):
             let what = "\(operation) \(S3Error.place(bucket: bucket, key: key)) at \(endpoint)"
