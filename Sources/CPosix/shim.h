@@ -54,4 +54,9 @@ static inline int ks_spawn_close_from(posix_spawn_file_actions_t *actions, int f
     return posix_spawn_file_actions_addclosefrom_np(actions, from);
 }
 
+// Whether the process may be dumped (core files) or attached to by others of its user.
+#include <sys/prctl.h>
+static inline int ks_set_dumpable(int value) { return prctl(PR_SET_DUMPABLE, value, 0, 0, 0); }
+static inline int ks_get_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0); }
+
 #endif

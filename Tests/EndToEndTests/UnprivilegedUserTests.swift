@@ -36,6 +36,43 @@ final class UnprivilegedUserTests: EndToEndTestCase {
 
     // MARK: Tests
 
+    /// Issue 26 §11: a process that holds a secret (here a passphrase) is not dumpable: no
+    /// core file, no ptrace or /proc/PID/mem for other processes of its user. The kernel
+    /// shows it in the owner of the files in /proc/PID, which become root's instead of the
+    /// process's user's.
+    /// A backup holding no secret stays as it was.
+    func testAProcessHoldingASecretCannotBeDumped() throws {
+        let source = shared + "/src"
+        try Fixtures.makeTree(at: source, files: Dictionary(uniqueKeysWithValues: (0..<4).map { ("f\($0).txt", "file \($0)\n") }))
+        let passphrase = shared + "/passphrase"
+        try "correct horse\n".write(toFile: passphrase, atomically: true, encoding: .utf8)
+        XCTAssertEqual(chown(passphrase, 65534, 65534), 0)
+        XCTAssertEqual(chmod(passphrase, 0o600), 0)
+        for (name, options, dumpable) in [("plain", [String](), true), ("secret", ["--passphrase-file", passphrase], false)] {
+            var slow = environment
+            slow["KEEPSAKE_TEST_READ_PAUSE_MS"] = "200"
+            let running = try ProcessRunner.start("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", binary, "backup",
+                                                              source, "--dest", shared + "/dest-" + name, "--readers", "1"] + options,
+                                                  environment: keepsake.environment(slow))
+            defer { running.kill() }
+            // Once it reads the source, it has read its secret (options are read first).
+            let pid = running.processIdentifier
+            let deadline = Date().addingTimeInterval(30)
+            var reading = false
+            while !reading, running.isRunning, Date() < deadline {
+                let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+                reading = open.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)"))?
+                    .hasPrefix(source + "/f") == true }
+                if !reading { usleep(20_000) }
+            }
+            XCTAssertTrue(reading, "\(name): the backup never read its source")
+            var info = stat()
+            XCTAssertEqual(stat("/proc/\(pid)/environ", &info), 0)
+            XCTAssertEqual(info.st_uid, dumpable ? 65534 : 0, "\(name): /proc/\(pid)/environ belongs to uid \(info.st_uid)")
+            XCTAssertEqual(try running.finish().exitCode, 0, name)
+        }
+    }
+
     func testUnreadableFileGivesExit3AndTheBackupIsCommitted() throws {
         let source = shared + "/src"
         try Fixtures.makeTree(at: source, files: ["readable.txt": "fine\n", "sub/also.txt": "also fine\n", "secret.txt": "hidden\n"])

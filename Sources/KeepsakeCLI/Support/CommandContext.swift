@@ -30,6 +30,10 @@ final class CommandContext {
         s3Endpoint = arguments.value(.s3Endpoint)
         pasteable = PasteableCommands(arguments)
         self.cancellation = cancellation
+        // Keys given in the environment are in this process's memory from the start.
+        if ["AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"].contains(where: { !(environment[$0] ?? "").isEmpty }) {
+            SecretHolding.begin()
+        }
     }
 
     /// Completes the commands messages name with the destination options given here.
@@ -163,6 +167,8 @@ final class CommandContext {
         case .s3(let bucket, let prefix):
             var overrides = s3Overrides
             overrides.endpoint = s3Endpoint ?? overrides.endpoint
+            // The keys are in memory from here on.
+            SecretHolding.begin()
             let configuration = try S3Configuration.resolve(environment: environment, overrides: overrides)
             if S3Configuration.isPlainHTTPToAnotherMachine(configuration.endpoint), warnedEndpoints.insert(configuration.endpoint).inserted {
                 warn("the S3 endpoint \(configuration.endpoint) is plain http:// on another machine: what is sent and received "

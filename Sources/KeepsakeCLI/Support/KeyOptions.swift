@@ -117,6 +117,7 @@ enum KeyOptions {
 
     /// The bytes of a key file; a warning when a secret one is readable by others.
     private static func readKeyFile(_ path: String, what: String, secret: Bool, context: CommandContext) throws -> [UInt8] {
+        if secret { SecretHolding.begin() }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             throw EncryptionError.unusableKey("Cannot read the \(what) '\(path)': \(String(cString: strerror(errno)))")
@@ -148,6 +149,7 @@ enum KeyOptions {
 
     /// A passphrase typed on the terminal (twice when `confirm`), without echo.
     private static func askPassphrase(confirm: Bool, render: RenderContext, noInput: Bool, io: any PromptIO) throws -> [UInt8] {
+        SecretHolding.begin()
         let field = Field.secret("Passphrase", confirm: confirm) { $0.isEmpty ? "The passphrase cannot be empty." : nil }
         do {
             return Array(try field.ask(using: io, context: render, noInput: noInput).utf8)
