@@ -170,6 +170,9 @@ public final class RcloneBackend: StorageBackend {
                 }
             }
             let written = try runner.run("rcat", paths: [objectPath(RcloneBackend.lockName)], input: content, cancellable: false)
+            // Another run wrote the record while this one did (rclone then finds a hash other
+            // than what it sent): a race lost, not a failure. Look again.
+            if !written.succeeded, written.errorText.contains("corrupted on transfer") { continue }
             guard written.succeeded else { throw failure(written, operation: "write the lock", name: RcloneBackend.lockName) }
             let took = ContinuousClock.now - started
             let seconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
