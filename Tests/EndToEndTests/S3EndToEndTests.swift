@@ -309,6 +309,47 @@ final class S3EndToEndTests: EndToEndTestCase {
                        1, "only the holder's backup was made")
     }
 
+    /// Issue 26 §7: a server's error message and a lock record's fields are the server's
+    /// (or whoever wrote the bucket's) to choose. Terminal escapes in them (a title change, a
+    /// screen clear) reached stderr raw; now each control character shows as `?`, and JSON
+    /// escapes them.
+    func testEscapesFromTheServerAndFromALockRecordNeverReachTheTerminal() throws {
+        let server = try started()
+        let proxy = try FaultProxy(upstream: server.endpoint)
+        defer { proxy.stop() }
+        let through = environment(server, endpoint: proxy.endpoint)
+        func assertNoEscapes(_ outcome: ProcessRunner.Outcome, _ what: String, file: StaticString = #filePath, line: UInt = #line) {
+            let raw = outcome.stdout + outcome.stderr
+            XCTAssertFalse(raw.contains(0x1B) || raw.contains(0x07), "\(what): a raw escape reached the output:\n\(outcome)",
+                           file: file, line: line)
+        }
+        try proxy.denyWithEscapes(1_000)
+        for json in [false, true] {
+            let denied = try run(["list", "--dest", "s3://\(bucket)/escapes"] + (json ? ["--json"] : []), environment: through)
+            assertExit(denied, 1)
+            assertNoEscapes(denied, "the server's message")
+            XCTAssertTrue((denied.stdoutText + denied.stderrText).contains("Access Denied"), "\(denied)")
+        }
+        try proxy.pass()
+
+        // A lock record written by someone else, its host and operation full of escapes.
+        let record = #"{"pid":1,"host":"evil\u001b]0;pwned\u0007\u001b[2J","started":"2026-01-01T00:00:00Z","#
+            + #""operation":"backup\u001b[31m","boot_id":"another-kernel"}"#
+        let file = path("lock.json")
+        try record.write(toFile: file, atomically: true, encoding: .utf8)
+        try toolSucceeds("curl", ["-sf", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", "\(server.accessKey):\(server.secretKey)",
+                                  "-T", file, "\(server.endpoint.absoluteString)/\(bucket)/escapes/keepsake.lock"])
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["a.txt": "a\n"])
+        for json in [false, true] {
+            let locked = try run(["backup", source, "--dest", "s3://\(bucket)/escapes"] + (json ? ["--json"] : []),
+                                 environment: environment(server))
+            assertExit(locked, 5)
+            assertNoEscapes(locked, "the lock record")
+            XCTAssertTrue((locked.stdoutText + locked.stderrText).contains("evil"), "\(locked)")
+        }
+    }
+
     /// An archive in a bucket is named by its address, as a local archive file by its path:
     /// listed, verified and restored with no --dest.
     func testAnArchiveIsNamedByItsAddress() throws {

@@ -80,8 +80,10 @@ struct ErrorReport {
         return lines.flatMap { line -> [String] in
             switch line {
             case .detail(let text):
-                return [text]
-            case .problem(let text):
+                return [DisplayWidth.singleLine(text)]
+            case .problem(let given):
+                // A server's message or a lock record's field may hold terminal escapes.
+                let text = DisplayWidth.singleLine(given)
                 // A command it names stays whole on one line, to be pasted.
                 let wrapped = wraps ? DisplayWidth.wrap(text, width: max(context.width, 30), firstPrefix: label + " ", restPrefix: indent,
                                                         keepingWhole: PasteableCommands.spans(in: text))

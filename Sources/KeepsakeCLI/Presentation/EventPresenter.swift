@@ -45,7 +45,7 @@ final class EventPresenter: EngineEventSink {
             warnings.append(warning)
             let line = "\(warning.path): \(warning.reason)"
             if let renderer {
-                let line = context.pasteable.complete(line)
+                let line = DisplayWidth.singleLine(context.pasteable.complete(line))
                 renderer.printLine(context.err.apply(.warning, to: "warning:") + " " + line)
             } else {
                 context.warn(line)
@@ -53,13 +53,14 @@ final class EventPresenter: EngineEventSink {
         case .caution(let text):
             guard cautionsShown.insert(text).inserted else { return }
             if let renderer {
-                renderer.printLine(context.err.apply(.warning, to: "warning:") + " " + context.pasteable.complete(text))
+                renderer.printLine(context.err.apply(.warning, to: "warning:") + " "
+                    + DisplayWidth.singleLine(context.pasteable.complete(text)))
             } else {
                 context.warn(text)
             }
         case .notice(let text):
             if let renderer {
-                if !context.quiet { renderer.printLine(context.err.apply(.muted, to: context.pasteable.complete(text))) }
+                if !context.quiet { renderer.printLine(context.err.apply(.muted, to: DisplayWidth.singleLine(context.pasteable.complete(text)))) }
             } else {
                 context.note(text)
             }

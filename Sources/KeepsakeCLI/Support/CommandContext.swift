@@ -127,7 +127,7 @@ final class CommandContext {
     /// An informational line on standard error (hidden by `--quiet` and `--json`).
     func note(_ text: String) {
         guard !quiet, !json else { return }
-        console.errors.writeLine(err.apply(.muted, to: pasteable.complete(text)))
+        console.errors.writeLine(err.apply(.muted, to: DisplayWidth.singleLine(pasteable.complete(text))))
     }
 
     /// Tells a failure on standard error and, with `--json` (or `json`), as
@@ -143,8 +143,10 @@ final class CommandContext {
     }
 
     /// `label text` on standard error, the label styled.
+    /// Every warning, hint and damage line: what a destination or a server supplied (a lock
+    /// record's host, an error message) may hold terminal escapes, shown as `?` instead.
     private func labelled(_ label: String, role: Theme.Role, _ text: String) {
-        console.errors.writeLine("\(err.apply(role, to: label)) \(text)")
+        console.errors.writeLine("\(err.apply(role, to: label)) \(DisplayWidth.singleLine(text))")
     }
 
     // MARK: Destination

@@ -180,8 +180,9 @@ public enum DisplayWidth {
 
     /// `text` made safe for a single line: line breaks and tabs become spaces, other
     /// control characters (which would move the cursor and break layouts) become "?".
-    /// Escape sequences are not kept; use it on data such as file names.
-    static func singleLine(_ text: String) -> String {
+    /// Escape sequences are not kept; use it on data such as file names, and on every
+    /// message that may carry what a destination or a server supplied, before styling.
+    public static func singleLine(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
             return text
         }

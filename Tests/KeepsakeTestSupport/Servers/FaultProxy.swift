@@ -55,6 +55,10 @@ public final class FaultProxy: Sendable {
     /// Answers the next `count` requests with 503 SlowDown (without passing them on).
     public func storm(_ count: Int) throws { try control("storm/\(count)") }
 
+    /// Answers the next `count` requests with 403 AccessDenied whose message holds terminal
+    /// escapes (a title change, a screen clear, a colour), as a hostile server may.
+    public func denyWithEscapes(_ count: Int) throws { try control("deny/\(count)") }
+
     /// Cuts the body of the next successful GET halfway, then closes the connection.
     public func truncateNextDownload() throws { try control("truncate") }
 
@@ -88,7 +92,7 @@ public final class FaultProxy: Sendable {
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     port, upstream = int(sys.argv[1]), int(sys.argv[2])
-    state = {"storm": 0, "truncate": False, "faults": 0}
+    state = {"storm": 0, "deny": 0, "truncate": False, "faults": 0}
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -115,10 +119,12 @@ public final class FaultProxy: Sendable {
                 with lock:
                     if command.startswith("storm/"):
                         state["storm"] = int(command[len("storm/"):])
+                    elif command.startswith("deny/"):
+                        state["deny"] = int(command[len("deny/"):])
                     elif command == "truncate":
                         state["truncate"] = True
                     elif command == "pass":
-                        state["storm"], state["truncate"] = 0, False
+                        state["storm"], state["deny"], state["truncate"] = 0, 0, False
                     answer = str(state["faults"]).encode()
                 return self.reply(200, answer)
             with lock:
@@ -126,6 +132,14 @@ public final class FaultProxy: Sendable {
                 if stormy:
                     state["storm"] -= 1
                     state["faults"] += 1
+                denied = not stormy and state["deny"] > 0
+                if denied:
+                    state["deny"] -= 1
+                    state["faults"] += 1
+            if denied:
+                document = (b"<Error><Code>AccessDenied</Code><Message>Access Denied\x1b]0;pwned\x07\x1b[2J\x1b[31m"
+                            b"</Message></Error>")
+                return self.reply(403, document, [("Content-Type", "application/xml")])
             if stormy:
                 document = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
                 return self.reply(503, document, [("Content-Type", "application/xml")])
