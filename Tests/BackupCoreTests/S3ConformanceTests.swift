@@ -93,8 +93,8 @@ final class S3ConformanceTests: KeepsakeTestCase {
             },
             plantLeftover: { storage in
                 guard let backend = storage as? S3Backend else { return "" }
-                // What a killed run leaves: an upload started, a part sent, never completed.
-                let name = "box_" + String(UInt32.random(in: 0...UInt32.max), radix: 16) + ".tar.zst"
+                // What a killed run leaves: an upload of an archive started, a part sent, never completed.
+                let name = "box_20261206T020000Z-" + String(format: "%08x", UInt32.random(in: 0...UInt32.max)) + ".tar.zst"
                 let key = backend.key(name)
                 let started = try backend.pool.withClient { client in
                     try client.send(.init(method: .post, key: key, query: [("uploads", "")], operation: "plant an upload of"))

@@ -128,4 +128,24 @@ final class RcloneEndToEndTests: EndToEndTestCase {
         assertExit(missing, 1)
         XCTAssertTrue(missing.stderrText.contains("rclone"), "\(missing)")
     }
+
+    /// Issue 26 §5: a listing larger than any destination (here 70,000 files with the
+    /// longest names a file system allows, 37 MiB of `rclone lsjson`) is refused with a clear
+    /// error instead of parsed whole (a 250 MiB one took 1.7 GB). A local remote stands in
+    /// for a remote that answers so much.
+    func testAListingLargerThanAnyDestinationIsRefused() throws {
+        let folder = path("huge")
+        let script = """
+            import os, sys
+            folder = sys.argv[1]
+            os.makedirs(folder)
+            for number in range(70000):
+                open(os.path.join(folder, ("%06d" % number) + "x" * 249), "wb").close()
+            """
+        try toolSucceeds("python3", ["-c", script, folder])
+        let environment: [String: String?] = ["RCLONE_CONFIG_HERE_TYPE": "local", "RCLONE_CONFIG": "/dev/null"]
+        let listed = try run(["list", "--dest", "rclone:here:\(folder)"], environment: environment)
+        assertExit(listed, 1)
+        XCTAssertTrue(listed.stderrText.contains("larger than 32 MiB"), "\(listed)")
+    }
 }

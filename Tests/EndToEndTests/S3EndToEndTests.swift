@@ -350,6 +350,34 @@ final class S3EndToEndTests: EndToEndTestCase {
         }
     }
 
+    /// Issue 26 §5: a server whose listings never end (the same token, the same upload
+    /// markers, page after page) made `list` run for 30 minutes and grow to 6.3 GB, and a
+    /// backup abort the same uploads 19,950 times in 30 s, another program's among them. Now
+    /// a token or markers given twice stop the listing with a clear error, and only uploads
+    /// named like Keepsake's own are aborted, once.
+    func testAListingThatNeverEndsIsStoppedAndOnlyKeepsakesUploadsAreAborted() throws {
+        let server = try started()
+        let proxy = try FaultProxy(upstream: server.endpoint)
+        defer { proxy.stop() }
+        let through = environment(server, endpoint: proxy.endpoint)
+        let dest = "s3://\(bucket)/endless"
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["a.txt": "a\n"])
+        try proxy.endlessListings()
+
+        let listed = try keepsake.run(["list", "--dest", dest], environment: through, timeout: 60)
+        assertExit(listed, 1)
+        XCTAssertTrue(listed.stderrText.contains("listing does not end") && listed.stderrText.contains("'again' twice"),
+                      listed.stderrText)
+        let backup = try keepsake.run(["backup", source, "--dest", dest], environment: through, timeout: 60)
+        assertExit(backup, 1)
+        XCTAssertTrue(backup.stderrText.contains("listing does not end"), backup.stderrText)
+        XCTAssertEqual(try proxy.aborted(), ["/\(bucket)/endless/web1_20261206T020000Z-0000abcd.tar.zst"],
+                       "Keepsake's upload once, never another program's")
+        try proxy.pass()
+        assertExit(try run(["backup", source, "--dest", dest], environment: through), 0, "a server that behaves again is used")
+    }
+
     /// An archive in a bucket is named by its address, as a local archive file by its path:
     /// listed, verified and restored with no --dest.
     func testAnArchiveIsNamedByItsAddress() throws {

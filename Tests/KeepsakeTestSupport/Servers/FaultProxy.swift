@@ -59,6 +59,17 @@ public final class FaultProxy: Sendable {
     /// escapes (a title change, a screen clear, a colour), as a hostile server may.
     public func denyWithEscapes(_ count: Int) throws { try control("deny/\(count)") }
 
+    /// Makes every listing endless, as a hostile server may: object listings and listings
+    /// of unfinished uploads answer `IsTruncated` with the same token or markers each time
+    /// (the uploads: one named like Keepsake's archives, one not), and aborts of uploads are
+    /// answered here and recorded (`aborted()`).
+    public func endlessListings() throws { try control("endless") }
+
+    /// The keys of the uploads aborted while listings were endless, in order.
+    public func aborted() throws -> [String] {
+        try control("aborted").split(separator: "\n").map(String.init)
+    }
+
     /// Cuts the body of the next successful GET halfway, then closes the connection.
     public func truncateNextDownload() throws { try control("truncate") }
 
@@ -88,11 +99,11 @@ public final class FaultProxy: Sendable {
     // MARK: The program
 
     private static let program = #"""
-    import http.client, socketserver, sys, threading
+    import http.client, socketserver, sys, threading, urllib.parse
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     port, upstream = int(sys.argv[1]), int(sys.argv[2])
-    state = {"storm": 0, "deny": 0, "truncate": False, "faults": 0}
+    state = {"storm": 0, "deny": 0, "truncate": False, "faults": 0, "endless": False, "aborted": []}
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -121,10 +132,14 @@ public final class FaultProxy: Sendable {
                         state["storm"] = int(command[len("storm/"):])
                     elif command.startswith("deny/"):
                         state["deny"] = int(command[len("deny/"):])
+                    elif command == "endless":
+                        state["endless"] = True
+                    elif command == "aborted":
+                        return self.reply(200, "\n".join(state["aborted"]).encode())
                     elif command == "truncate":
                         state["truncate"] = True
                     elif command == "pass":
-                        state["storm"], state["deny"], state["truncate"] = 0, 0, False
+                        state["storm"], state["deny"], state["truncate"], state["endless"] = 0, 0, False, False
                     answer = str(state["faults"]).encode()
                 return self.reply(200, answer)
             with lock:
@@ -133,7 +148,27 @@ public final class FaultProxy: Sendable {
                     state["storm"] -= 1
                     state["faults"] += 1
                 denied = not stormy and state["deny"] > 0
-                if denied:
+                path, _, query = self.path.partition("?")
+            fields = urllib.parse.parse_qs(query, keep_blank_values=True)
+            if state["endless"] and self.command == "GET" and fields.get("list-type") == ["2"]:
+                prefix = fields.get("prefix", [""])[0]
+                document = ("<ListBucketResult><Contents><Key>%sjunk.bin</Key><Size>1</Size></Contents>"
+                            "<IsTruncated>true</IsTruncated><NextContinuationToken>again</NextContinuationToken>"
+                            "</ListBucketResult>" % prefix).encode()
+                return self.reply(200, document, [("Content-Type", "application/xml")])
+            if state["endless"] and self.command == "GET" and "uploads" in fields:
+                prefix = fields.get("prefix", [""])[0]
+                document = ("<ListMultipartUploadsResult>"
+                            "<Upload><Key>%sweb1_20261206T020000Z-0000abcd.tar.zst</Key><UploadId>u1</UploadId></Upload>"
+                            "<Upload><Key>%snot-keepsake.bin</Key><UploadId>u2</UploadId></Upload>"
+                            "<IsTruncated>true</IsTruncated><NextKeyMarker>k</NextKeyMarker>"
+                            "<NextUploadIdMarker>u</NextUploadIdMarker></ListMultipartUploadsResult>" % (prefix, prefix)).encode()
+                return self.reply(200, document, [("Content-Type", "application/xml")])
+            if state["endless"] and self.command == "DELETE" and "uploadId" in fields:
+                with lock:
+                    state["aborted"].append(urllib.parse.unquote(path))
+                return self.reply(204, b"")
+            if denied:
                     state["deny"] -= 1
                     state["faults"] += 1
             if denied:

@@ -28,7 +28,10 @@ public final class RcloneBackend: StorageBackend {
     /// The largest lock record read.
     private static let lockSizeLimit = 1 << 16
     /// The largest listing read (about a million objects).
-    private static let listingLimit = 256 << 20
+    /// The most of `rclone lsjson`'s output a listing reads: about 200,000 files, far beyond
+    /// any destination. Parsed whole, a listing costs several times its size in memory (a
+    /// 250 MiB one took 1.7 GB); a remote that answers more is refused, not followed.
+    static let listingLimit = 32 << 20
     /// How old an unreadable lock record must be to count as a crashed writer's, not one
     /// being written (generous: the clocks of hosts sharing a remote may differ).
     static let unreadableLockAge: TimeInterval = 600
@@ -257,6 +260,10 @@ public final class RcloneBackend: StorageBackend {
                                      outputLimit: RcloneBackend.listingLimit)
         if outcome.termination.exitStatus == 3 { return [] }
         guard outcome.succeeded else { throw failure(outcome, operation: "list", name: nil) }
+        guard outcome.output.count < RcloneBackend.listingLimit else {
+            throw StorageError.unusable(destination: location, reason: "its listing ('rclone lsjson') is larger than "
+                + "\(RcloneBackend.listingLimit >> 20) MiB, more than any Keepsake destination holds: check the remote and path")
+        }
         guard let entries = RcloneEntry.listing(outcome.output) else {
             throw StorageError.unusable(destination: location, reason: "'rclone lsjson' printed something that is not a listing")
         }

@@ -76,12 +76,29 @@ public final class S3Backend: StorageBackend {
         }.sorted { $0.name < $1.name }
     }
 
+    /// The most pages one listing reads, and the most objects it returns: far beyond any
+    /// destination (a thousand keys a page), and a bound on what a server that never stops
+    /// answering `IsTruncated` can cost.
+    static let listingPageLimit = 10_000
+    static let listingEntryLimit = 1_000_000
+
     /// Every object directly under the prefix (not in deeper "folders"), the lock included.
+    /// - Throws: `StorageError.unusable` when the server's listing does not end: a token
+    ///   given twice, or more pages or objects than any destination holds.
     func listKeys() throws -> [(name: String, size: Int64)] {
         let listed = prefix.isEmpty ? "" : prefix + "/"
         var entries: [(name: String, size: Int64)] = []
         var token: String?
+        var seen = Set<String>()
+        var pages = 0
         repeat {
+            pages += 1
+            if let token, !seen.insert(token).inserted {
+                throw endlessListing("it gave the continuation token '\(token.prefix(40))' twice")
+            }
+            guard pages <= S3Backend.listingPageLimit, entries.count <= S3Backend.listingEntryLimit else {
+                throw endlessListing("it went on past \(S3Backend.listingPageLimit) pages or \(S3Backend.listingEntryLimit) objects")
+            }
             var query: [(name: String, value: String)] = [("list-type", "2"), ("prefix", listed), ("delimiter", "/")]
             if let token { query.append(("continuation-token", token)) }
             let response = try pool.withClient { client in
@@ -98,6 +115,12 @@ public final class S3Backend: StorageBackend {
             try cancellation?.check()
         } while token != nil
         return entries
+    }
+
+    /// A listing the server would not end, named with why.
+    private func endlessListing(_ why: String) -> StorageError {
+        .unusable(destination: location, reason: "the server's listing does not end (\(why)); Keepsake stopped reading it. "
+            + "Check the endpoint: an S3 server ends every listing")
     }
 
     public func create(_ name: String) throws -> PendingObject {
@@ -141,6 +164,13 @@ public final class S3Backend: StorageBackend {
         try S3Lock.acquire(owner, in: self)
     }
 
+    /// Whether an upload's object name is one Keepsake uploads in parts: `HOST_ID` and an
+    /// archive's or a manifest's ending.
+    static func isKeepsakeUpload(_ name: String) -> Bool {
+        guard let stem = BackupNaming.stem(of: name), !name.hasSuffix(BackupNaming.publicSummarySuffix) else { return false }
+        return stem.count > 26 && BackupID(String(stem.suffix(25))) != nil && stem.dropLast(25).hasSuffix("_")
+    }
+
     /// Multipart uploads under the prefix that were never completed (a run killed while
     /// storing): aborted, so their parts stop taking space; returned as
     /// `upload:NAME:UPLOADID`. Called under the lock, so no other run is uploading.
@@ -148,7 +178,16 @@ public final class S3Backend: StorageBackend {
         let listed = prefix.isEmpty ? "" : prefix + "/"
         var removed: [String] = []
         var markers: (key: String, upload: String)?
+        var seen = Set<String>()
+        var pages = 0
         repeat {
+            pages += 1
+            if let markers, !seen.insert(markers.key + "\n" + markers.upload).inserted {
+                throw endlessListing("it gave the markers of the unfinished uploads '\(markers.key.prefix(40))' twice")
+            }
+            guard pages <= S3Backend.listingPageLimit else {
+                throw endlessListing("its unfinished uploads went on past \(S3Backend.listingPageLimit) pages")
+            }
             var query: [(name: String, value: String)] = [("uploads", ""), ("prefix", listed)]
             if let markers { query += [("key-marker", markers.key), ("upload-id-marker", markers.upload)] }
             let response = try pool.withClient { client in
@@ -158,7 +197,10 @@ public final class S3Backend: StorageBackend {
             for upload in document.children("Upload") {
                 guard let key = upload.text(of: "Key"), let id = upload.text(of: "UploadId"), key.hasPrefix(listed) else { continue }
                 let name = String(key.dropFirst(listed.count))
-                guard !name.contains("/") else { continue }
+                // Only Keepsake's own (an archive or a manifest of a backup): another program's
+                // uploads under the prefix are not this run's to abort.
+                guard !name.contains("/"), S3Backend.isKeepsakeUpload(name), !removed.contains(S3Backend.uploadRawName(name, uploadID: id))
+                else { continue }
                 _ = try pool.withClient { client in
                     try client.send(.init(method: .delete, key: key, query: [("uploadId", id)], operation: "abort the upload of"),
                                     accepted: { $0 == 404 || (200..<300).contains($0) })
