@@ -378,6 +378,25 @@ final class S3EndToEndTests: EndToEndTestCase {
         assertExit(try run(["backup", source, "--dest", dest], environment: through), 0, "a server that behaves again is used")
     }
 
+    /// Issue 26 §6: a store that ignores `If-None-Match` lets every run "create" the lock,
+    /// so runs of several hosts are not kept apart, and nobody was told. The run now writes
+    /// the lock twice and, when the second write is not refused, says so (and still works).
+    func testAStoreThatIgnoresConditionalWritesIsNamed() throws {
+        let server = try started()
+        let proxy = try FaultProxy(upstream: server.endpoint)
+        defer { proxy.stop() }
+        let through = environment(server, endpoint: proxy.endpoint)
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["a.txt": "a\n"])
+        let honoured = try run(["backup", source, "--dest", "s3://\(bucket)/conditions"], environment: through)
+        assertExit(honoured, 0)
+        XCTAssertFalse(honoured.stderrText.contains("ignores conditional writes"), honoured.stderrText)
+        try proxy.ignoreConditions()
+        let ignored = try run(["backup", source, "--dest", "s3://\(bucket)/conditions"], environment: through)
+        assertExit(ignored, 0)
+        XCTAssertTrue(ignored.stderrText.contains("ignores conditional writes (If-None-Match)"), ignored.stderrText)
+    }
+
     /// An archive in a bucket is named by its address, as a local archive file by its path:
     /// listed, verified and restored with no --dest.
     func testAnArchiveIsNamedByItsAddress() throws {

@@ -65,6 +65,10 @@ public final class FaultProxy: Sendable {
     /// answered here and recorded (`aborted()`).
     public func endlessListings() throws { try control("endless") }
 
+    /// Passes requests on without their `If-None-Match` and `If-Match` headers, as a store
+    /// that ignores conditional writes behaves (the server must not check signatures).
+    public func ignoreConditions() throws { try control("unconditional") }
+
     /// The keys of the uploads aborted while listings were endless, in order.
     public func aborted() throws -> [String] {
         try control("aborted").split(separator: "\n").map(String.init)
@@ -103,7 +107,7 @@ public final class FaultProxy: Sendable {
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     port, upstream = int(sys.argv[1]), int(sys.argv[2])
-    state = {"storm": 0, "deny": 0, "truncate": False, "faults": 0, "endless": False, "aborted": []}
+    state = {"storm": 0, "deny": 0, "truncate": False, "faults": 0, "endless": False, "aborted": [], "unconditional": False}
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -134,12 +138,15 @@ public final class FaultProxy: Sendable {
                         state["deny"] = int(command[len("deny/"):])
                     elif command == "endless":
                         state["endless"] = True
+                    elif command == "unconditional":
+                        state["unconditional"] = True
                     elif command == "aborted":
                         return self.reply(200, "\n".join(state["aborted"]).encode())
                     elif command == "truncate":
                         state["truncate"] = True
                     elif command == "pass":
                         state["storm"], state["deny"], state["truncate"], state["endless"] = 0, 0, False, False
+                        state["unconditional"] = False
                     answer = str(state["faults"]).encode()
                 return self.reply(200, answer)
             with lock:
@@ -179,7 +186,8 @@ public final class FaultProxy: Sendable {
                 document = b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
                 return self.reply(503, document, [("Content-Type", "application/xml")])
             connection = http.client.HTTPConnection("127.0.0.1", upstream, timeout=60)
-            headers = {name: value for name, value in self.headers.items()}
+            headers = {name: value for name, value in self.headers.items()
+                       if not (state["unconditional"] and name.lower() in ("if-none-match", "if-match"))}
             connection.request(self.command, self.path, body=body if body or self.command in ("PUT", "POST") else None,
                                headers=headers)
             response = connection.getresponse()

@@ -34,10 +34,14 @@ final class S3Lock: DestinationLock, @unchecked Sendable {
     private let ttl: TimeInterval
     private let refresher: Thread?
     let tookOverFrom: LockOwner?
+    /// What the holder should be told about the store (one that ignores conditional writes).
+    let warnings: [String]
     /// The lock was replaced under this run (it looked stale to another run): told on release.
     private(set) var lost = false
 
-    private init(backend: S3Backend, owner: LockOwner, token: String, etag: String, ttl: TimeInterval, tookOverFrom: LockOwner?) {
+    private init(backend: S3Backend, owner: LockOwner, token: String, etag: String, ttl: TimeInterval, tookOverFrom: LockOwner?,
+                 warnings: [String] = []) {
+        self.warnings = warnings
         self.backend = backend
         self.owner = owner
         self.token = token
@@ -73,7 +77,18 @@ final class S3Lock: DestinationLock, @unchecked Sendable {
                                 accepted: { (200..<300).contains($0) || $0 == 412 || $0 == 409 })
             }
             if created.isSuccess, let etag = created.value(forHeader: "ETag") {
-                return S3Lock(backend: backend, owner: owner, token: token, etag: etag, ttl: ttl, tookOverFrom: nil)
+                // The same write again must be refused now that the lock exists. A store that
+                // accepts it ignores If-None-Match: runs of several hosts are not kept apart.
+                let probe = try backend.pool.withClient { client in
+                    try client.send(.init(method: .put, key: key, headers: [("If-None-Match", "*")], body: body,
+                                          operation: "check the lock"),
+                                    accepted: { (200..<300).contains($0) || $0 == 412 || $0 == 409 })
+                }
+                guard probe.isSuccess else {
+                    return S3Lock(backend: backend, owner: owner, token: token, etag: etag, ttl: ttl, tookOverFrom: nil)
+                }
+                return S3Lock(backend: backend, owner: owner, token: token, etag: probe.value(forHeader: "ETag") ?? etag, ttl: ttl,
+                              tookOverFrom: nil, warnings: [ignoredConditionWarning(backend)])
             }
             // Someone holds it: who, and is it stale?
             let current = try backend.pool.withClient { client in
@@ -97,6 +112,12 @@ final class S3Lock: DestinationLock, @unchecked Sendable {
             // Another run took it over first, or its holder refreshed it: look again.
         }
         throw LockError.held(by: lastHolder ?? .unknownHolder, destination: backend.location)
+    }
+
+    /// What a run is told when the store wrote the lock over itself despite `If-None-Match`.
+    private static func ignoredConditionWarning(_ backend: S3Backend) -> String {
+        "the S3 server of \(backend.location) ignores conditional writes (If-None-Match): its lock does not keep runs apart, "
+            + "so two hosts may write at once. Run one host at a time there, or use a server that honours them"
     }
 
     /// A holder that is a dead process of this host, or a lock not written for its TTL.
