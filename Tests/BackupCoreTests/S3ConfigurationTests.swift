@@ -151,6 +151,11 @@ final class S3ConfigurationTests: KeepsakeTestCase {
             _ = S3XML(garbage).root // never crashes
         }
         XCTAssertEqual(S3XML("<a>&#99999999999;&bogus;</a>").root.text, "&#99999999999;&bogus;")
+        // Found by the s3xml fuzz target: a tag without a name opened a nameless element.
+        let nameless = S3XML("<Error><Code>X</Code><M\" a=\"b\"?>\n<Errkr><></Error>").root
+        XCTAssertEqual(nameless.name, "Error")
+        func names(_ element: S3XML.Element) -> [String] { [element.name] + element.children.flatMap(names) }
+        XCTAssertFalse(names(nameless).contains(""), "\(names(nameless))")
     }
 
     func testHTTPDates() {

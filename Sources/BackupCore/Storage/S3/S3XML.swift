@@ -103,6 +103,8 @@ struct S3XML: Sendable {
                     break
                 }
             }
+            // A tag without a name (`<>`, `< x>`) is no element: nothing is opened or closed.
+            guard !name.isEmpty else { return }
             if closing {
                 // Close up to the matching element (tolerating unclosed ones inside it).
                 guard let depth = stack.lastIndex(where: { $0.name == name }), depth > 0 else { return }
