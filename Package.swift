@@ -57,7 +57,8 @@ let package = Package(
 
         // MARK: Tests
         // The base class of every test case (a skip under CI=true must be allow-listed).
-        .target(name: "KeepsakeTestSupport", dependencies: ["BackupCore", "TerminalUI"], path: "Tests/KeepsakeTestSupport"),
+        .target(name: "KeepsakeTestSupport", dependencies: ["BackupCore", "TerminalUI"], path: "Tests/KeepsakeTestSupport",
+                exclude: ["Servers/fault_proxy.py"]),
         .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore", "CArchive", "KeepsakeTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "KeepsakeConfigTests", dependencies: ["KeepsakeConfig", "KeepsakeTestSupport"]),
         .testTarget(name: "TerminalUITests", dependencies: ["TerminalUI", "KeepsakeTestSupport"]),
