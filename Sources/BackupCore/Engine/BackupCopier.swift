@@ -165,16 +165,13 @@ public final class BackupCopier {
         return ordered
     }
 
-    /// Copies one backup: the archive (checked on the way), then its manifest. No object of
-    /// the destination (`present`, names and sizes) is replaced: an archive an interrupted
-    /// copy committed is kept when its bytes are the backup's, and anything else of a name
-    /// the backup needs stops its copy.
+    /// Copies one backup (listed by the catalog, so its names and summary agree): the archive
+    /// (checked on the way), then its manifest. No object of the destination (`present`,
+    /// names and sizes) is replaced: an archive an interrupted copy committed is kept when its
+    /// bytes are the backup's, and anything else of a name the backup needs stops its copy.
     private func copyBackup(_ item: BackupCatalog.Item, present: [String: Int64]) throws -> Int64 {
         guard let summary = item.summary, let facts = summary.archive else {
             throw EngineError.manifestUnreadable(name: item.manifestName, reason: item.problem ?? "it does not name its archive")
-        }
-        if let disagreement = BackupCatalog.disagreement(summary, manifestName: item.manifestName) {
-            throw CopyError.unreadable(backup: item.id, manifest: item.manifestName, source: source.location, reason: disagreement)
         }
         if let size = present[facts.name] {
             guard size == facts.size, try storedDigest(of: facts.name) == facts.sha256 else {
@@ -217,17 +214,11 @@ public final class BackupCopier {
 
     /// The SHA-256 of an object the destination holds (hex).
     private func storedDigest(of name: String) throws -> String {
-        let object = try destination.open(name)
-        defer { object.close() }
-        let hasher = SHA256Hasher()
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            try cancellation.check()
-            let count = try buffer.withUnsafeMutableBytes { try object.read(into: $0) }
-            if count == 0 { break }
-            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
-        }
-        return hasher.finalizeHex()
+        let hashing = HashingSource(source: try destination.open(name))
+        defer { hashing.close() }
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        while try chunk.withUnsafeMutableBytes({ try hashing.read(into: $0) }) > 0 { try cancellation.check() }
+        return hashing.finalizeHex()
     }
 
     /// Streams the archive across, checking its size and SHA-256 against the manifest.
