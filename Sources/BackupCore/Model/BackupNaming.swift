@@ -80,7 +80,12 @@ public enum BackupNaming {
     /// when it is not of that form. A file-safe host has no `_`, so the split is unique.
     public static func parts(ofManifestName name: String) -> (host: String, id: BackupID)? {
         guard let suffix = manifestSuffix(of: name) else { return nil }
-        let stem = name.dropLast(suffix.count)
+        return parts(ofStem: name.dropLast(suffix.count))
+    }
+
+    /// The host and the id of a name's stem (`HOST_ID`, see `stem(of:)`), or nil when it is
+    /// not of that form.
+    public static func parts(ofStem stem: Substring) -> (host: String, id: BackupID)? {
         guard stem.count > 26, let id = BackupID(String(stem.suffix(25))) else { return nil }
         let withSeparator = stem.dropLast(25)
         guard withSeparator.last == "_" else { return nil }

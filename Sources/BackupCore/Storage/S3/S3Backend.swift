@@ -168,7 +168,7 @@ public final class S3Backend: StorageBackend {
     /// archive's or a manifest's ending.
     static func isKeepsakeUpload(_ name: String) -> Bool {
         guard let stem = BackupNaming.stem(of: name), !name.hasSuffix(BackupNaming.publicSummarySuffix) else { return false }
-        return stem.count > 26 && BackupID(String(stem.suffix(25))) != nil && stem.dropLast(25).hasSuffix("_")
+        return BackupNaming.parts(ofStem: Substring(stem)) != nil
     }
 
     /// Multipart uploads under the prefix that were never completed (a run killed while
