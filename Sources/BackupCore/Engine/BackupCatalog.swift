@@ -135,12 +135,17 @@ public final class BackupCatalog {
     /// `item` with the whole summary of its encrypted manifest (its sources too), when
     /// `storage` opens it; otherwise `item` as listed.
     public func revealed(_ item: Item) -> Item {
-        guard let summary = item.summary, summary.sourcesHidden,
-              let line = try? SidecarManifest.firstLine(item.manifestName, in: storage),
-              let full = try? Manifest.parseSummary(line), full.id == item.id else { return item }
+        guard let summary = item.summary, summary.sourcesHidden, let full = try? encryptedSummary(of: item), full.id == item.id
+        else { return item }
         var revealed = item
         revealed.summary = full
         return revealed
+    }
+
+    /// The whole summary of `item`'s encrypted manifest (its first line, decrypted).
+    /// - Throws: what reading or decrypting it throws (`EncryptionError` without a key).
+    func encryptedSummary(of item: Item) throws -> BackupSummary {
+        try Manifest.parseSummary(try SidecarManifest.firstLine(item.manifestName, in: storage))
     }
 
     /// The newest committed backup's id (from object names only; no manifest is read).

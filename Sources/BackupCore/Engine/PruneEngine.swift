@@ -255,7 +255,7 @@ public final class PruneEngine {
     private func encryptedNeeds(of item: BackupCatalog.Item, clear: BackupSummary, catalog: BackupCatalog) -> Set<BackupID>? {
         guard let keyring = (storage as? DecryptingStorage)?.keyring, keyring.opensWithoutAsking(clear.encryption) else { return nil }
         do {
-            let full = try Manifest.parseSummary(try SidecarManifest.firstLine(item.manifestName, in: storage))
+            let full = try catalog.encryptedSummary(of: item)
             if full.publicSummary != clear {
                 events?.handle(.caution("the summary in the clear beside backup \(item.id) differs from its encrypted manifest's; "
                     + "prune keeps what either says it relies on (run 'keepsake verify \(item.id)')"))
