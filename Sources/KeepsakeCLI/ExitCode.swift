@@ -19,6 +19,9 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     case locked = 5
     /// An encrypted backup needs a key that was not given, or the key given does not open it.
     case key = 6
+    /// A signature was asked for (`--signed-by`) and the backup is not signed by that key,
+    /// or was changed after it was signed.
+    case signature = 7
     /// Stopped by SIGINT or SIGTERM.
     case interrupted = 130
 
@@ -32,6 +35,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .integrity: return "integrity failure: damaged, missing or unsafe content, or a damaged manifest, found by verify, restore or another command (never a target that refuses writes)"
         case .locked: return "the destination is locked by another run"
         case .key: return "an encrypted backup needs an identity or passphrase that was not given, or the one given does not open it"
+        case .signature: return "a signature was asked for (--signed-by) and the backup is unsigned, signed by another key, or changed since it was signed"
         case .interrupted: return "interrupted (Ctrl-C or SIGTERM); nothing half-done is left"
         }
     }
@@ -52,6 +56,12 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
             self = .locked
         case is EncryptionError:
             self = .key
+        case SigningError.unusablePublicKey:
+            self = .usage
+        case SigningError.unusableSigningKey, SigningError.crypto:
+            self = .failure
+        case is SigningError:
+            self = .signature
         case EngineError.archiveMissing, EngineError.manifestUnreadable, EngineError.misnamed, ArchiveError.damaged, is CopyError:
             // A backup found damaged: its archive gone, its manifest unreadable or hostile.
             self = .integrity

@@ -145,12 +145,26 @@ public final class BackupEngine {
             try pending.commit()
             var written: [String] = [archiveName]
             do {
+                let stem = "\(host)_\(id.rawValue)"
+                let archive = SignedStatement.Object(role: .archive, name: archiveName, size: hashing.count,
+                                                     sha256: summary.archive?.sha256 ?? "")
+                var clearSummary: [SignedStatement.Object] = []
                 if encrypted, let publicName = BackupNaming.publicSummaryName(forManifest: manifestName) {
-                    try storage.writeObject(publicName, bytes: summary.publicSummaryLine)
+                    let line = summary.publicSummaryLine
+                    try storage.writeObject(publicName, bytes: line)
                     written.append(publicName)
+                    clearSummary = [SignedStatement.Object(role: .summary, name: publicName, size: Int64(line.count),
+                                                           sha256: SHA256Hasher.hex(of: line))]
                 }
-                // The manifest beside the archive is the commit marker: written last.
-                try writeSidecar(manifestName, summary: summary, session: session, request: request, cache: cache)
+                // The manifest beside the archive is the commit marker: written last, just
+                // after the signature, so a signed backup is never seen unsigned.
+                try writeSidecar(manifestName, summary: summary, session: session, request: request, cache: cache) { manifest in
+                    guard let key = request.signingKey else { return }
+                    let statement = SignedStatement(stem: stem, objects: [archive, manifest] + clearSummary)
+                    let name = BackupNaming.signatureName(forStem: stem)
+                    try storage.writeObject(name, bytes: try BackupSignature(signing: statement, with: key).bytes)
+                    written.append(name)
+                }
             } catch {
                 // The archive is useless without its manifest; remove it again.
                 for name in written { try? storage.delete(name) }
@@ -172,21 +186,27 @@ public final class BackupEngine {
     /// Writes and commits the manifest beside the archive, encrypted like the archive; with
     /// a cache, a plain copy goes there too (as far as it can: a cache that fails costs the
     /// next backup its incrementality only, and says so).
+    /// `beforeCommit` gets the stored manifest's size and SHA-256 (what a signature names)
+    /// once it is written and before it is committed.
     private func writeSidecar(_ manifestName: String, summary: BackupSummary, session: ArchiveSession,
-                              request: BackupRequest, cache: ChangeDetectionCache?) throws {
+                              request: BackupRequest, cache: ChangeDetectionCache?,
+                              beforeCommit: (SignedStatement.Object) throws -> Void) throws {
         let sidecar = try storage.create(manifestName)
         var tee: MirroringSink?
         do {
-            let encrypting = try request.encryption.map { try AgeEncryptingSink(downstream: sidecar, encryption: $0) }
+            let stored = HashingSink(target: sidecar)
+            let encrypting = try request.encryption.map { try AgeEncryptingSink(downstream: stored, encryption: $0) }
             // The cache gets the plain (compressed) bytes, what goes into the encryption.
             let plainName = BackupNaming.manifestName(host: HostIdentity.fileSafe(request.host), id: summary.id)
-            let mirror = MirroringSink(primary: encrypting ?? sidecar, mirror: cache?.begin(plainName))
+            let mirror = MirroringSink(primary: encrypting ?? stored, mirror: cache?.begin(plainName))
             tee = mirror
             try SidecarManifest.write(summaryLine: Array((summary.json.serialized() + "\n").utf8), to: mirror,
                                        workers: request.threads) { compressor in
                 try session.manifest.forEachEntryChunk { try compressor.write($0) }
             }
             try encrypting?.finish()
+            try beforeCommit(SignedStatement.Object(role: .manifest, name: manifestName, size: stored.count,
+                                                    sha256: stored.finalizeHex()))
             try sidecar.commit()
         } catch {
             sidecar.abort()
@@ -197,6 +217,15 @@ public final class BackupEngine {
             events?.handle(.caution("could not keep this backup's change-detection state in \(cache.location); "
                 + "the next encrypted backup will be full"))
         }
+    }
+
+    /// Whether `item` has a signature by `key` (its objects are not read again here: they
+    /// were written by this host, and a restore checks them all).
+    private func isSigned(_ item: BackupCatalog.Item, by key: SigningPublicKey) -> Bool {
+        guard let stem = BackupNaming.stem(of: item.manifestName),
+              let bytes = try? storage.readObject(BackupNaming.signatureName(forStem: stem), limit: BackupSignature.sizeLimit),
+              let signature = BackupSignature(parsing: bytes) else { return false }
+        return signature.claimedKey == key && signature.isSigned(by: key)
     }
 
     /// The destination folder, when it lies inside one of `sources` (the default
@@ -241,6 +270,14 @@ public final class BackupEngine {
         throws -> (summary: BackupSummary, cursor: ParentCursor, item: BackupCatalog.Item?)? {
         let items = try catalog.items()
         try checkEncryptionContinues(request, items: items)
+        if request.signingKey == nil, let last = items.last(where: { $0.summary?.host == request.host }),
+           let stem = BackupNaming.stem(of: last.manifestName),
+           (try? storage.list())?.contains(where: { $0.name == BackupNaming.signatureName(forStem: stem) }) == true {
+            // A cron job whose key setting went missing: a restore that checks signatures
+            // would refuse this backup.
+            events?.handle(.caution("this backup is not signed, though the last backup of this host, \(last.id), is: "
+                + "give --signing-key (or the profile's signing-key) as before"))
+        }
         guard request.stdinName == nil else { return nil }
         let wanted = Set(sources)
         // An encrypted backup's sources and manifest are hidden from this host: what it
@@ -282,6 +319,13 @@ public final class BackupEngine {
         if !sameKeys {
             events?.handle(.notice("starting a new chain: \(newest.id) is \(summary.encryption?.label ?? "not encrypted"), "
                 + "this backup \(mine.map { "is " + $0.label } ?? "is not encrypted")"))
+            return nil
+        }
+        // A signed chain is signed throughout: a restore that checks signatures reads
+        // every archive of it (see SignatureCheck).
+        if let key = request.signingKey, !isSigned(newest, by: key.publicKey) {
+            events?.handle(.notice("starting a new chain: \(newest.id) is not signed by this host's signing key "
+                + "(\(key.publicKey)), and a signed backup builds only on backups signed by the same key"))
             return nil
         }
         if summary.chainLength >= request.chain.fullEvery {
@@ -366,9 +410,12 @@ public final class BackupEngine {
             }
             try storage.delete(marker.name)
         }
-        // A damage record whose backup is gone (pruned while a verify wrote it).
-        for record in objects where record.name.hasSuffix(BackupNaming.damageMarkerSuffix) {
-            let stem = String(record.name.dropLast(BackupNaming.damageMarkerSuffix.count))
+        // A damage record whose backup is gone (pruned while a verify wrote it), or a
+        // signature whose backup never committed (its manifest comes just after it).
+        for record in objects {
+            guard let suffix = [BackupNaming.damageMarkerSuffix, BackupNaming.signatureSuffix].first(where: record.name.hasSuffix)
+            else { continue }
+            let stem = String(record.name.dropLast(suffix.count))
             if !BackupNaming.manifestSuffixes.contains(where: { names.contains(stem + $0) }) {
                 try storage.delete(record.name)
                 removed.append(record.name)

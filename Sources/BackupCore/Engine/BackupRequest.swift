@@ -89,6 +89,8 @@ public struct BackupRequest: Sendable {
     /// Stores in the clear even though the last backup of this host in the destination was
     /// encrypted (without it, that is refused: a profile that lost its key setting).
     public var allowUnencrypted = false
+    /// Signs the backup (`HOST_ID.signature`), and builds only on backups this key signed.
+    public var signingKey: SigningKey?
     /// The host the backup is recorded as made by (`backup --host`, a profile's `host`): its
     /// chain, `latest` and prune's groups follow this name. This machine's name by default.
     public var host = HostIdentity.hostName

@@ -33,6 +33,9 @@ public final class LocatedBackup {
     /// `BackupCatalog.Item.isMisnamed`, of any host) and those dated after the command's clock. The
     /// caller says so: a planted backup must not go unnoticed, nor a clock that is wrong.
     public internal(set) var passedOver: [BackupCatalog.Item] = []
+    /// Set by `requireSignatures`: every earlier archive is checked before it is opened.
+    public private(set) var signatureCheck: SignatureCheck?
+    private var signatureCancellation = CancellationFlag()
     private let catalog: BackupCatalog
     /// The destination's backups, listed once for all the earlier archives one restore needs.
     private var catalogItems: [BackupCatalog.Item]?
@@ -138,6 +141,22 @@ public final class LocatedBackup {
         return contents.manifest?.summary
     }
 
+    // MARK: Signatures
+
+    /// Checks that this backup is signed by `check`'s key and that its archive and manifest
+    /// are the ones signed (see `SignatureCheck`); from then on, `earlierArchive` checks each
+    /// earlier backup the same way before opening its archive.
+    /// - Throws: `SigningError` when the backup is not signed by the key, or was changed.
+    public func requireSignatures(_ check: SignatureCheck, cancellation: CancellationFlag) throws {
+        guard let archiveName, let stem = BackupNaming.stem(of: archiveName) else {
+            throw SigningError.unsigned(backup: label, destination: storage.location)
+        }
+        let reading = [archiveName] + (item.map { [$0.manifestName] } ?? [])
+        try check.check(stem: stem, label: label, in: storage, reading: reading, lone: isArchiveFile, cancellation: cancellation)
+        signatureCheck = check
+        signatureCancellation = cancellation
+    }
+
     // MARK: Archives
 
     /// Opens the backup's own archive.
@@ -164,14 +183,22 @@ public final class LocatedBackup {
             guard let items = catalogItems,
                   let earlier = try? catalog.resolve(holder.rawValue, among: items, hosts: .all, source: nil), earlier.id == holder,
                   let name = earlier.summary?.archive?.name else { return nil }
+            if let signatureCheck, let stem = BackupNaming.stem(of: name) {
+                try signatureCheck.check(stem: stem, label: holder.rawValue, in: storage, reading: [name, earlier.manifestName],
+                                         cancellation: signatureCancellation)
+            }
             return (try storage.open(name), name)
         case .archiveFile:
             let marker = "_" + holder.rawValue
             let match = try storage.list().map(\.name).first { name in
-                guard let stem = BackupNaming.stem(of: name), !BackupNaming.isManifestName(name) else { return false }
+                guard let stem = BackupNaming.stem(of: name), !BackupNaming.isManifestName(name), !BackupNaming.isSideObject(name) else { return false }
                 return stem.hasSuffix(marker) || stem == holder.rawValue
             }
             guard let match else { return nil }
+            if let signatureCheck, let stem = BackupNaming.stem(of: match) {
+                try signatureCheck.check(stem: stem, label: storage.location + "/" + match, in: storage, reading: [match], lone: true,
+                                         cancellation: signatureCancellation)
+            }
             return (try storage.open(match), storage.location + "/" + match)
         }
     }

@@ -26,8 +26,7 @@ public final class ManifestRepairer {
         let objects = try storage.list()
         let names = Set(objects.map(\.name))
         var found: [(id: BackupID, archive: String, reason: String)] = []
-        for object in objects where !BackupNaming.isManifestName(object.name)
-            && !object.name.hasSuffix(BackupNaming.publicSummarySuffix) {
+        for object in objects where !BackupNaming.isManifestName(object.name) && !BackupNaming.isSideObject(object.name) {
             guard let stem = BackupNaming.stem(of: object.name),
                   let id = BackupNaming.id(fromManifestName: stem + BackupNaming.manifestSuffix),
                   ids?.contains(id) ?? true,
@@ -127,6 +126,11 @@ public final class ManifestRepairer {
         // replaced by the one just written.
         if (try? storage.list())?.contains(where: { $0.name == stem + BackupNaming.plainManifestSuffix }) == true {
             try storage.delete(stem + BackupNaming.plainManifestSuffix)
+        }
+        // A signature names the manifest that was lost, not this one: the rebuilt backup is
+        // unsigned (a signed backup never builds on it, a restore that checks refuses it).
+        if (try? storage.list())?.contains(where: { $0.name == BackupNaming.signatureName(forStem: stem) }) == true {
+            try storage.delete(BackupNaming.signatureName(forStem: stem))
         }
         return RepairOutcome(id: id, archiveName: archiveName, kind: .rebuilt, reason: reason)
     }

@@ -32,6 +32,17 @@ public enum BackupNaming {
     /// Beside an encrypted backup: its summary without names (no sources, no paths), in the
     /// clear, so the backups can be listed, pruned, copied and checked without a key.
     public static let publicSummarySuffix = ".summary.json"
+    /// Beside a signed backup: its signature (`BackupSignature`).
+    public static let signatureSuffix = ".signature"
+
+    /// True for the objects beside a backup that are neither its archive nor its manifest
+    /// (an encrypted backup's clear summary, a signature).
+    public static func isSideObject(_ name: String) -> Bool {
+        name.hasSuffix(publicSummarySuffix) || name.hasSuffix(signatureSuffix)
+    }
+
+    /// `HOST_ID.signature` for the backup named `stem` (`HOST_ID`).
+    public static func signatureName(forStem stem: String) -> String { stem + signatureSuffix }
 
     /// True when `name` names an encrypted object.
     public static func isEncrypted(_ name: String) -> Bool { name.hasSuffix(encryptedSuffix) }
@@ -98,6 +109,7 @@ public enum BackupNaming {
     public static func stem(of name: String) -> String? {
         if let suffix = manifestSuffix(of: name) { return String(name.dropLast(suffix.count)) }
         if name.hasSuffix(publicSummarySuffix) { return String(name.dropLast(publicSummarySuffix.count)) }
+        if name.hasSuffix(signatureSuffix) { return String(name.dropLast(signatureSuffix.count)) }
         let archive = isEncrypted(name) ? String(name.dropLast(encryptedSuffix.count)) : name
         for codec in Compression.allCases where archive.hasSuffix(codec.fileExtension) {
             return String(archive.dropLast(codec.fileExtension.count))
@@ -109,7 +121,7 @@ public enum BackupNaming {
     /// (`X.tar.zst` → `X.manifest.jsonl.zst`, `X.manifest.jsonl`; `X.tar.zst.age` →
     /// `X.manifest.jsonl.zst.age`, then those).
     public static func sidecarNames(forArchive name: String) -> [String] {
-        guard let stem = stem(of: name), !isManifestName(name), !name.hasSuffix(publicSummarySuffix) else { return [] }
+        guard let stem = stem(of: name), !isManifestName(name), !isSideObject(name) else { return [] }
         let plain = [stem + manifestSuffix, stem + plainManifestSuffix]
         return isEncrypted(name) ? [stem + encryptedManifestSuffix] + plain : plain
     }

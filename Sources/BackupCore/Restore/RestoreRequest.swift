@@ -40,6 +40,9 @@ public struct RestoreRequest: Sendable {
     public var samePermissions: Bool
     /// The process's umask when the request was made (applied unless `samePermissions`).
     public var umask: UInt32
+    /// When set, the backup and every earlier backup it takes files from must be signed by
+    /// this key (`SignatureCheck`); otherwise the restore stops with `SigningError`.
+    public var signedBy: SigningPublicKey?
     /// Leading path components dropped from every restored path (`--strip-components`, as
     /// tar's); an entry with no component left is not restored.
     public var stripComponents = 0

@@ -413,6 +413,9 @@ final class RestoreRun {
             let located: (source: RandomAccessSource, name: String)?
             do {
                 located = try locateArchive?(holder)
+            } catch let refused as SigningError {
+                // Found, but not signed as asked: nothing of it is used, and the restore stops.
+                throw refused
             } catch {
                 located = nil
             }

@@ -35,6 +35,9 @@ public final class Restorer {
     /// reached through it.
     public func restore(_ backup: LocatedBackup, request: RestoreRequest) throws -> RestoreResult {
         var request = request
+        // Before anything of the backup is read as a backup: a forged one must not even
+        // pick what is restored.
+        if let key = request.signedBy { try backup.requireSignatures(SignatureCheck(key: key), cancellation: cancellation) }
         var manifest: Manifest?
         // A manifest beside the archive that cannot be read: the archive carries its own
         // copy, so the restore goes on with that (as from a lone archive file), and says so.

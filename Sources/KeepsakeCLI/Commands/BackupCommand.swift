@@ -50,7 +50,7 @@ struct BackupCommand: KeepsakeCommand {
             OptionSpec(.reread, help: "Read and hash every file, and compare contents instead of size and times."),
             CommonOptions.lockWait,
             CommonOptions.progress,
-        ] + KeyOptions.writing + CommonOptions.global,
+        ] + KeyOptions.writing + [SigningOptions.signingKey] + CommonOptions.global,
         examples: [
             .init(command: "keepsake backup ~/Documents", explanation: "Back up a folder to the default destination."),
             .init(command: "keepsake backup /etc /home --dest /mnt/usb/backups --exclude '*.tmp' --exclude-caches",
@@ -183,6 +183,7 @@ struct BackupCommand: KeepsakeCommand {
         request.lockWait = try CommonOptions.lockWaitSeconds(arguments, command: Self.spec)
         if !request.dryRun {
             request.encryption = try KeyOptions.encryption(arguments, context: context)
+            request.signingKey = try SigningOptions.signingKey(arguments, context: context)
         }
         request.allowUnencrypted = arguments.flag(.noEncryption)
         if let host { request.host = host }

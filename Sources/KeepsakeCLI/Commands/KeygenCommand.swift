@@ -3,7 +3,9 @@ import Foundation
 import TerminalUI
 
 /// `keepsake keygen [--output FILE]`: a new age X25519 identity, in the file format of
-/// `age-keygen` (so `age -d -i FILE` reads it), and its public key for `--recipient`.
+/// `age-keygen` (so `age -d -i FILE` reads it), and its public key for `--recipient`. With
+/// `--signing`, a new Ed25519 signing key (PKCS#8 PEM, as `openssl genpkey` writes it) and
+/// its public key for `--signed-by`.
 struct KeygenCommand: KeepsakeCommand {
     // MARK: Spec
 
@@ -16,31 +18,38 @@ struct KeygenCommand: KeepsakeCommand {
             OptionSpec(.output, short: "o", kind: .value(valueName: "file"),
                        help: "Write the identity to this new file (mode 0600; an existing file is never replaced) and print only the public key.",
                        takesPath: true),
+            OptionSpec(.signing, help: "Make a signing key instead: backups made with --signing-key FILE can then be proved to come from this host with --signed-by and the public key printed (ed25519:…)."),
         ] + CommonOptions.global,
         examples: [
             .init(command: "keepsake keygen --output ~/keepsake-identity.txt",
                   explanation: "Make an identity; the public key (age1…) is printed for --recipient."),
             .init(command: "keepsake restore latest --identity ~/keepsake-identity.txt --target /tmp/restore",
                   explanation: "Restore an encrypted backup with it."),
+            .init(command: "keepsake keygen --signing --output /etc/keepsake/signing-key.pem",
+                  explanation: "Make a signing key for 'backup --signing-key'; the public key (ed25519:…) is printed for --signed-by."),
         ]
     )
 
     // MARK: Validated options
 
     private let output: String?
+    /// `--signing`: an Ed25519 signing key rather than an age identity.
+    private let signing: Bool
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         // The spec takes no positionals: the parser refuses any.
         output = arguments.value(.output)
+        signing = arguments.flag(.signing)
         if output == nil && context.json {
-            throw UsageError.custom("'--json' needs '--output FILE': the identity is a secret and is never printed as JSON.",
-                                    command: Self.spec)
+            throw UsageError.custom("'--json' needs '--output FILE': the \(signing ? "signing key" : "identity") is a secret and is "
+                                    + "never printed as JSON.", command: Self.spec)
         }
     }
 
     // MARK: Running
 
     func run(context: CommandContext) throws -> ExitCode {
+        if signing { return try makeSigningKey(context: context) }
         let identity = try AgeIdentity.generate()
         let text = AgeKeyFile.render(identity, created: Date())
         guard let output else {
@@ -50,6 +59,43 @@ struct KeygenCommand: KeepsakeCommand {
             if !context.quiet { context.messageLine("Public key: \(identity.recipient.encoded)") }
             return .success
         }
+        try writeSecretFile(text, to: output)
+        if context.json {
+            context.printJSON(.object(JSONObject([("recipient", .string(identity.recipient.encoded)), ("identity_file", .string(output)),
+                                                 ("exit_code", .int(0))])))
+        } else {
+            context.printLine(identity.recipient.encoded)
+            context.note("Wrote the identity to \(output) (mode 0600). Back up with --recipient \(identity.recipient.encoded); "
+                + "restore with --identity \(output). Keep a copy of it somewhere safe.")
+        }
+        return .success
+    }
+
+    /// `--signing`: the key file (stdout, or `--output`), and its public key.
+    private func makeSigningKey(context: CommandContext) throws -> ExitCode {
+        let key = try SigningKey.generate()
+        let text = key.fileText(created: Date())
+        let publicKey = key.publicKey.encoded
+        guard let output else {
+            warnIfStandardOutputIsReadable(context: context)
+            context.printText(text)
+            if !context.quiet { context.messageLine("Public key: \(publicKey)") }
+            return .success
+        }
+        try writeSecretFile(text, to: output)
+        if context.json {
+            context.printJSON(.object(JSONObject([("signing_public_key", .string(publicKey)), ("signing_key_file", .string(output)),
+                                                 ("exit_code", .int(0))])))
+        } else {
+            context.printLine(publicKey)
+            context.note("Wrote the signing key to \(output) (mode 0600). Back up with --signing-key \(output) on this host only; "
+                + "restore anywhere with --signed-by \(publicKey), which refuses backups this key did not sign.")
+        }
+        return .success
+    }
+
+    /// Writes a secret to the new file `output` (mode 0600, never over an existing file).
+    private func writeSecretFile(_ text: String, to output: String) throws {
         let fd = open(output, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let code = errno
@@ -81,15 +127,6 @@ struct KeygenCommand: KeepsakeCommand {
             unlink(output)
             throw EngineError.invalidRequest("Cannot write '\(output)': \(String(cString: strerror(failure)))")
         }
-        if context.json {
-            context.printJSON(.object(JSONObject([("recipient", .string(identity.recipient.encoded)), ("identity_file", .string(output)),
-                                                 ("exit_code", .int(0))])))
-        } else {
-            context.printLine(identity.recipient.encoded)
-            context.note("Wrote the identity to \(output) (mode 0600). Back up with --recipient \(identity.recipient.encoded); "
-                + "restore with --identity \(output). Keep a copy of it somewhere safe.")
-        }
-        return .success
     }
 }
 
@@ -106,7 +143,7 @@ extension KeygenCommand {
         let length = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
         let name = length > 0 ? String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self) : "the file"
         let mode = String(info.st_mode & 0o777, radix: 8)
-        context.warn("standard output is \(name), which others can read (mode \(mode)), and the identity written there is a secret: "
+        context.warn("standard output is \(name), which others can read (mode \(mode)), and the key written there is a secret: "
             + "run 'chmod 600 \(PasteableCommands.shellWord(name))' now, or make keys with 'keepsake keygen --output FILE' (mode 0600)")
     }
 }
@@ -115,4 +152,5 @@ extension KeygenCommand {
 
 extension OptionKey {
     static let output = OptionKey("output")
+    static let signing = OptionKey("signing")
 }

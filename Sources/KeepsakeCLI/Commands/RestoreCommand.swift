@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import KeepsakeConfig
 import TerminalUI
 
 /// `keepsake restore`: all or part of a backup, from the destination or a lone archive file.
@@ -33,7 +34,7 @@ struct RestoreCommand: KeepsakeCommand {
             CommonOptions.host,
             CommonOptions.allHosts,
             CommonOptions.progress,
-        ] + KeyOptions.reading + CommonOptions.global,
+        ] + KeyOptions.reading + [SigningOptions.signedBy] + CommonOptions.global,
         examples: [
             .init(command: "keepsake restore latest --target /tmp/restore", explanation: "Restore the newest backup into /tmp/restore."),
             .init(command: "keepsake restore 20261129 home/ana/notes.txt", explanation: "Restore one file of a backup into the current folder."),
@@ -83,6 +84,7 @@ struct RestoreCommand: KeepsakeCommand {
             request.stripComponents = count
         }
         request.sync = arguments.flag(.sync)
+        request.signedBy = try SigningOptions.signedBy(arguments, profile: selection.profile?.signing ?? Profile.SigningSettings())
         // A whole backup lands where the user said: a command pasted without its paths
         // must not spill a backup into whatever folder the shell is in.
         asksForTarget = request.selectionPaths.isEmpty && arguments.path(.target) == nil && !request.dryRun

@@ -124,6 +124,7 @@ struct RunCommand: KeepsakeCommand {
         }
         do {
             request.encryption = try KeyOptions.encryption(nil, settings: state.profile.encryption, context: context)
+            request.signingKey = try SigningOptions.signingKey(nil, profile: state.profile.signing, context: context)
         } catch {
             state.fail(ExitCode(for: error), "\(error)", context: context)
             return
@@ -293,16 +294,17 @@ private struct RunState {
         context.report(ErrorReport(message, code: candidate), json: false)
     }
 
-    /// 130 over 5 over 4 over 6 over 1 over 3 over 0.
+    /// 130 over 5 over 4 over 7 over 6 over 1 over 3 over 0.
     private static func severity(_ code: ExitCode) -> Int {
         switch code {
         case .success: return 0
         case .partial: return 1
         case .failure, .usage: return 2
         case .key: return 3
-        case .integrity: return 4
-        case .locked: return 5
-        case .interrupted: return 6
+        case .signature: return 4
+        case .integrity: return 5
+        case .locked: return 6
+        case .interrupted: return 7
         }
     }
 }

@@ -11,6 +11,7 @@ struct ConfigValidator {
         "compression", "level", "threads", "readers", "tags", "full-every", "full-if-older-than", "ignore-ctime", "ignore-inode",
         "reread", "before", "after", "retention", "copy-to", "lock-wait", "s3-endpoint", "s3-region", "aws-profile", "aws-access-key-id",
         "aws-secret-access-key", "aws-session-token", "recipients", "recipients-file", "passphrase-file", "identity-file", "host",
+        "signing-key", "signed-by",
     ]
     static let retentionKeys = [
         "keep-last", "keep-hourly", "keep-daily", "keep-weekly", "keep-monthly", "keep-yearly", "keep-within", "keep-tag",
@@ -162,6 +163,7 @@ struct ConfigValidator {
         }
 
         var encryption = Profile.EncryptionSettings()
+        var signing = Profile.SigningSettings()
         for text in strings("recipients", in: table) ?? [] {
             do {
                 encryption.recipients.append(try AgeRecipient(parsing: text))
@@ -172,6 +174,19 @@ struct ConfigValidator {
         encryption.recipientsFiles = stringOrStrings("recipients-file", in: table).map(resolve)
         encryption.passphraseFile = string("passphrase-file", in: table).map(resolve)
         encryption.identityFiles = stringOrStrings("identity-file", in: table).map(resolve)
+        signing.keyFile = string("signing-key", in: table).map(resolve)
+        if let text = string("signed-by", in: table) {
+            if text.hasPrefix(SigningPublicKey.prefix) {
+                do {
+                    _ = try SigningPublicKey(parsing: text)
+                    signing.signedBy = text
+                } catch {
+                    add(.invalidValue, at: table.position(of: "signed-by"), "\(error)")
+                }
+            } else {
+                signing.signedBy = resolve(text)
+            }
+        }
         if encryption.passphraseFile != nil && !(encryption.recipients.isEmpty && encryption.recipientsFiles.isEmpty) {
             add(.invalidValue, at: table.position(of: "passphrase-file"),
                 "give 'recipients'/'recipients-file' or 'passphrase-file', not both (an age file has public keys or a passphrase)")
@@ -273,6 +288,7 @@ struct ConfigValidator {
                               level: level, threads: threads, tags: tags, chain: chain, retention: retention,
                               before: beforeCommand, after: afterCommand)
         profile.encryption = encryption
+        profile.signing = signing
         profile.readers = readers
         if let position = table.position(of: "exclude-from") {
             profile.excludeFromLine = position.line

@@ -36,6 +36,20 @@ public struct Profile: Sendable, Equatable {
     /// Encryption (`recipients`, `recipients-file`, `passphrase-file`) and the identities
     /// the run's verify opens the new backup with (`identity-file`).
     public var encryption = EncryptionSettings()
+    /// Signing: the key this host signs its backups with (`signing-key`), and the public key
+    /// restores check them against (`signed-by`).
+    public var signing = SigningSettings()
+
+    /// A profile's signing keys: the secret one's file, and the public one as given.
+    public struct SigningSettings: Sendable, Equatable {
+        /// The signing key file (`keepsake keygen --signing`), for backups.
+        public var keyFile: String?
+        /// `ed25519:…`, or a file holding a public key, for restores.
+        public var signedBy: String?
+
+        /// Creates empty settings (no signing, no check).
+        public init() {}
+    }
 
     /// A profile's encryption keys: where they are, not the secrets themselves.
     public struct EncryptionSettings: Sendable, Equatable {

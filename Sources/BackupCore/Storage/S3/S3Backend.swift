@@ -167,7 +167,7 @@ public final class S3Backend: StorageBackend {
     /// Whether an upload's object name is one Keepsake uploads in parts: `HOST_ID` and an
     /// archive's or a manifest's ending.
     static func isKeepsakeUpload(_ name: String) -> Bool {
-        guard let stem = BackupNaming.stem(of: name), !name.hasSuffix(BackupNaming.publicSummarySuffix) else { return false }
+        guard let stem = BackupNaming.stem(of: name), !BackupNaming.isSideObject(name) else { return false }
         return BackupNaming.parts(ofStem: Substring(stem)) != nil
     }
 
