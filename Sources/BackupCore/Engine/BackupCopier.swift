@@ -193,16 +193,12 @@ public final class BackupCopier {
         var stored: [String] = present[facts.name] == nil ? [facts.name] : []
         do {
             if let publicName = BackupNaming.publicSummaryName(forManifest: item.manifestName) {
-                let bytes = try source.readObject(publicName, limit: 1 << 20)
-                if present[publicName] != nil {
-                    guard try destination.readObject(publicName, limit: 1 << 20) == bytes else {
-                        throw CopyError.occupied(backup: item.id, name: publicName, destination: destination.location)
-                    }
-                } else {
-                    try destination.writeObject(publicName, bytes: bytes)
-                    stored.append(publicName)
-                    extra = Int64(bytes.count)
-                }
+                extra += try copySideObject(publicName, of: item, limit: 1 << 20, present: present, stored: &stored)
+            }
+            // A signature goes byte for byte: it signs the stored bytes, which a copy keeps.
+            if let stem = BackupNaming.stem(of: item.manifestName) {
+                extra += try copySideObject(BackupNaming.signatureName(forStem: stem), of: item, limit: BackupSignature.sizeLimit,
+                                            present: present, stored: &stored, ifAny: true)
             }
             try destination.writeObject(item.manifestName, bytes: manifestBytes)
         } catch {
@@ -210,6 +206,29 @@ public final class BackupCopier {
             throw error
         }
         return (present[facts.name] == nil ? facts.size : 0) + Int64(manifestBytes.count) + extra
+    }
+
+    /// Copies an object beside a backup's archive (its clear summary, its signature) unless
+    /// the destination holds the same bytes under that name already (anything else there
+    /// stops the backup's copy); returns the bytes written. With `ifAny`, a source without
+    /// that object is no error (an unsigned backup).
+    private func copySideObject(_ name: String, of item: BackupCatalog.Item, limit: Int, present: [String: Int64],
+                                stored: inout [String], ifAny: Bool = false) throws -> Int64 {
+        let bytes: [UInt8]
+        do {
+            bytes = try source.readObject(name, limit: limit)
+        } catch StorageError.notFound where ifAny {
+            return 0
+        }
+        if present[name] != nil {
+            guard try destination.readObject(name, limit: limit) == bytes else {
+                throw CopyError.occupied(backup: item.id, name: name, destination: destination.location)
+            }
+            return 0
+        }
+        try destination.writeObject(name, bytes: bytes)
+        stored.append(name)
+        return Int64(bytes.count)
     }
 
     /// The SHA-256 of an object the destination holds (hex).

@@ -149,7 +149,7 @@ public final class LocatedBackup {
     /// - Throws: `SigningError` when the backup is not signed by the key, or was changed.
     public func requireSignatures(_ check: SignatureCheck, cancellation: CancellationFlag) throws {
         guard let archiveName, let stem = BackupNaming.stem(of: archiveName) else {
-            throw SigningError.unsigned(backup: label, destination: storage.location)
+            throw SigningError.unsigned(backup: label, destination: storage.location, signature: "signature")
         }
         let reading = [archiveName] + (item.map { [$0.manifestName] } ?? [])
         try check.check(stem: stem, label: label, in: storage, reading: reading, lone: isArchiveFile, cancellation: cancellation)

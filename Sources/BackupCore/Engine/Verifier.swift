@@ -39,6 +39,11 @@ public struct VerifyReport: Sendable {
         self.name = name
     }
 
+    /// With a signature asked for (`Verifier.signatureCheck`): why the backup is not signed
+    /// by that key, or was changed since (nil when it is signed and unchanged). Not damage:
+    /// a backup can be intact and still not come from the host that holds the key.
+    public var signatureProblem: String?
+
     /// True when nothing is wrong.
     public var isIntact: Bool { problems.isEmpty && archiveProblems.isEmpty && !unverifiable }
 }
@@ -63,6 +68,9 @@ public final class Verifier {
     private var inProgress = Set<BackupID>()
     /// What each verified backup's archive holds, so a chain's manifests are read once.
     private let heldFiles: HeldFilesMemo
+    /// When set, every backup verified is also checked to be signed by this key (its
+    /// report's `signatureProblem`).
+    public var signatureCheck: SignatureCheck?
 
     /// A verifier reporting progress to `events`.
     public convenience init(events: EngineEventSink?, cancellation: CancellationFlag) {
@@ -86,10 +94,39 @@ public final class Verifier {
         guard let archiveName = backup.archiveName else {
             throw EngineError.manifestUnreadable(name: backup.item?.manifestName ?? backup.label, reason: "it does not name its archive")
         }
+        var signatureProblem: String?
+        if let signatureCheck {
+            do {
+                try backup.requireSignatures(signatureCheck, cancellation: cancellation)
+            } catch let error as SigningError {
+                signatureProblem = error.description
+            }
+        }
         let (hashing, content, inParts) = try Verifier.openForCheck(archiveName, in: backup.storage)
         defer { content.close() }
-        return try verify(stored: hashing, content: content, inParts: inParts, name: backup.archiveLabel,
-                          sidecar: backup.manifestBytes())
+        var report = try verify(stored: hashing, content: content, inParts: inParts, name: backup.archiveLabel,
+                                sidecar: backup.manifestBytes())
+        report.signatureProblem = signatureProblem
+        return report
+    }
+
+    /// Why `item` is not signed by `signatureCheck`'s key (nil when it is, unchanged). Its
+    /// archive is not read here: its line must name the archive its summary records, which
+    /// verify compares with the archive's bytes.
+    private func signatureProblem(of item: BackupCatalog.Item, in storage: StorageBackend) -> String? {
+        guard let signatureCheck else { return nil }
+        guard let stem = BackupNaming.stem(of: item.manifestName), let facts = item.summary?.archive else {
+            return SigningError.unsigned(backup: item.id.rawValue, destination: storage.location, signature: "signature").description
+        }
+        do {
+            try signatureCheck.check(stem: stem, label: item.id.rawValue, in: storage, reading: [item.manifestName, facts.name],
+                                     archiveFacts: facts, cancellation: cancellation)
+            return nil
+        } catch let error as SigningError {
+            return error.description
+        } catch {
+            return "its signature could not be checked: \(error)"
+        }
     }
 
     /// Opens the archive `name` for a check: the bytes as stored are hashed, and an
@@ -142,7 +179,8 @@ public final class Verifier {
         if let known = verified[item.id] { return known }
         inProgress.insert(item.id)
         defer { inProgress.remove(item.id) }
-        let report = try verifyUncached(item, in: storage)
+        var report = try verifyUncached(item, in: storage)
+        if !item.isMisnamed { report.signatureProblem = signatureProblem(of: item, in: storage) }
         verified[item.id] = report
         noteDamage(of: item, itself: report.intactItself ?? report.isIntact, checkedWhole: !report.contentsUnchecked, in: storage)
         return report

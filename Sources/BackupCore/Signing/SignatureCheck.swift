@@ -19,15 +19,20 @@ public struct SignatureCheck: Sendable {
     /// folder around a lone archive file (`lone`), a manifest the statement names may be
     /// missing (the archive holds its own); everything else it names must be there.
     /// - Throws: `SigningError` for a missing, foreign, forged or outdated signature.
+    ///
+    /// With `archiveFacts`, the archive is not read: its line must say those facts (name,
+    /// size, SHA-256), and the caller checks the archive's bytes against them as it reads it
+    /// anyway (verify does).
     @discardableResult
     public func check(stem: String, label: String, in storage: StorageBackend, reading: [String], lone: Bool = false,
+                      archiveFacts: BackupSummary.ArchiveFacts? = nil,
                       cancellation: CancellationFlag = CancellationFlag()) throws -> SignedStatement {
         // The bytes as stored: a signature is checked before anything is decrypted.
         let stored = DecryptingStorage.stored(storage)
         var sizes: [String: Int64] = [:]
         for object in try stored.list() where BackupNaming.stem(of: object.name) == stem { sizes[object.name] = object.size }
         let name = BackupNaming.signatureName(forStem: stem)
-        guard let size = sizes[name] else { throw SigningError.unsigned(backup: label, destination: stored.location) }
+        guard let size = sizes[name] else { throw SigningError.unsigned(backup: label, destination: stored.location, signature: name) }
         guard size <= BackupSignature.sizeLimit,
               let signature = BackupSignature(parsing: try stored.readObject(name, limit: BackupSignature.sizeLimit)) else {
             throw SigningError.forged(backup: label, reason: "\(name) is not a signature object")
@@ -48,6 +53,13 @@ public struct SignatureCheck: Sendable {
             throw SigningError.altered(backup: label, object: wanted, reason: "the signature does not name it")
         }
         for object in statement.objects {
+            if object.role == .archive, let archiveFacts {
+                guard object.name == archiveFacts.name, object.size == archiveFacts.size, object.sha256 == archiveFacts.sha256 else {
+                    throw SigningError.altered(backup: label, object: archiveFacts.name,
+                                               reason: "its manifest records another archive than the one signed")
+                }
+                continue
+            }
             guard let size = sizes[object.name] else {
                 if lone && object.role == .manifest { continue }
                 throw SigningError.altered(backup: label, object: object.name, reason: "it is missing from \(stored.location)")

@@ -11,8 +11,8 @@ struct KeygenCommand: KeepsakeCommand {
 
     static let spec = CommandSpec(
         name: "keygen",
-        abstract: "Make an age identity (a secret key) and print its public key, for encrypted backups.",
-        discussion: "Backups encrypted with '--recipient age1…' can be read only with the identity that key belongs to: keep the identity file away from the hosts that make the backups (they need only the public key), and keep a copy somewhere safe — without it the backups cannot be read. The file is the same as age-keygen writes; age -d -i FILE reads the archives too.",
+        abstract: "Make an age identity (a secret key) for encrypted backups, or a signing key, and print its public key.",
+        discussion: "Backups encrypted with '--recipient age1…' can be read only with the identity that key belongs to: keep the identity file away from the hosts that make the backups (they need only the public key), and keep a copy somewhere safe — without it the backups cannot be read. The file is the same as age-keygen writes; age -d -i FILE reads the archives too. A signing key (--signing) is the other way round: it stays on the host that makes the backups (backup --signing-key FILE), and whoever restores checks them with its public key (restore --signed-by ed25519:…), which refuses a backup anyone else wrote. The file is a PEM key as openssl genpkey writes it.",
         arguments: [],
         options: [
             OptionSpec(.output, short: "o", kind: .value(valueName: "file"),

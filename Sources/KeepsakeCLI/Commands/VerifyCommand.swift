@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import KeepsakeConfig
 import TerminalUI
 
 /// `keepsake verify`: proves backups intact, or names what is damaged.
@@ -9,10 +10,11 @@ struct VerifyCommand: KeepsakeCommand {
     static let spec = CommandSpec(
         name: "verify",
         abstract: "Check that backups are intact: every file's SHA-256 and the archive's own.",
-        discussion: "Decompresses each archive completely, checks every file against the manifest, that every file in the manifest is present, and the archive's size and SHA-256 recorded when it was stored. Exit 4 names each damaged backup and, where possible, the damaged files.",
+        discussion: "Decompresses each archive completely, checks every file against the manifest, that every file in the manifest is present, and the archive's size and SHA-256 recorded when it was stored. Exit 4 names each damaged backup and, where possible, the damaged files. With --signed-by, each backup must also be signed by that key and unchanged since (exit 7 names those that are not, when none is damaged).",
         arguments: [ArgumentSpec(.backup, help: "Backup ids, unique prefixes, 'latest', or archive files; all backups when none.",
                                  optional: true, repeating: true)],
-        options: DestinationSelection.options + [CommonOptions.progress] + KeyOptions.reading + CommonOptions.global,
+        options: DestinationSelection.options + [CommonOptions.progress] + KeyOptions.reading + [SigningOptions.signedBy]
+            + CommonOptions.global,
         examples: [
             .init(command: "keepsake verify", explanation: "Verify every backup in the default destination."),
             .init(command: "keepsake verify latest --dest /mnt/usb/backups", explanation: "Verify the newest backup on a USB disk."),
@@ -22,11 +24,15 @@ struct VerifyCommand: KeepsakeCommand {
     private let references: [String]
     private let destinationOption: String?
     private let progress: Bool
+    /// `--signed-by` (or the profile's `signed-by`): the key every backup must be signed by.
+    private let signedBy: SigningPublicKey?
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
-        destinationOption = try DestinationSelection.resolve(arguments, context: context).destination
+        let selection = try DestinationSelection.resolve(arguments, context: context)
+        destinationOption = selection.destination
         references = arguments.arguments(.backup)
         progress = arguments.flag(.progress)
+        signedBy = try SigningOptions.signedBy(arguments, profile: selection.profile?.signing ?? Profile.SigningSettings())
     }
 
     // MARK: Running
@@ -34,6 +40,7 @@ struct VerifyCommand: KeepsakeCommand {
     func run(context: CommandContext) throws -> ExitCode {
         let presenter = EventPresenter(context: context, progress: progress)
         let verifier = Verifier(events: presenter, cancellation: context.cancellation)
+        verifier.signatureCheck = signedBy.map(SignatureCheck.init(key:))
         var reports: [VerifyReport] = []
         // Archive files alone need no destination.
         let backups = references.isEmpty ? try context.locator(destinationOption).all()
@@ -48,12 +55,16 @@ struct VerifyCommand: KeepsakeCommand {
             if !context.json { show(report, context: context) }
         }
         let damaged = reports.filter { !$0.isIntact }
-        let code: ExitCode = damaged.isEmpty ? .success : .integrity
+        let unsigned = reports.filter { $0.signatureProblem != nil }
+        // Damage first: a damaged backup must be dealt with whoever signed it.
+        let code: ExitCode = !damaged.isEmpty ? .integrity : unsigned.isEmpty ? .success : .signature
         if context.json {
             context.printJSON(.object(JSONObject([
                 ("destination", (try? context.destination(destinationOption)).map { .string($0.location) } ?? .null),
                 ("intact", .int(Int64(reports.count - damaged.count))),
                 ("damaged", .int(Int64(damaged.count))),
+                ("signed_by", signedBy.map { .string($0.encoded) } ?? .null),
+                ("not_signed", .int(Int64(unsigned.count))),
                 ("backups", .array(reports.map(VerifyReportJSON.encode))),
                 ("exit_code", .int(Int64(code.rawValue))),
             ])))
@@ -71,9 +82,12 @@ struct VerifyCommand: KeepsakeCommand {
     /// piped one greppable line.
     private func showSummary(_ reports: [VerifyReport], destination: String?, context: CommandContext) {
         let damaged = reports.filter { !$0.isIntact }.count
+        let unsigned = signedBy == nil ? nil : reports.filter { $0.signatureProblem != nil }.count
+        let signedPart = unsigned.map { "; \(reports.count - $0) signed by \(signedBy?.encoded ?? ""), \($0) not" } ?? ""
+        let allWell = damaged == 0 && (unsigned ?? 0) == 0
         guard context.capabilities.stdoutIsTTY else {
-            let line = "Verified \(Units.count(reports.count, "backup")): \(reports.count - damaged) intact, \(damaged) damaged."
-            context.printLine(context.out.apply(damaged == 0 ? .success : .danger, to: line))
+            let line = "Verified \(Units.count(reports.count, "backup")): \(reports.count - damaged) intact, \(damaged) damaged\(signedPart)."
+            context.printLine(context.out.apply(allWell ? .success : .danger, to: line))
             return
         }
         let files = reports.reduce(Int64(0)) { $0 + $1.filesChecked }
@@ -85,21 +99,27 @@ struct VerifyCommand: KeepsakeCommand {
         let unread = reports.contains { $0.contentsUnchecked }
         items.append(.init("Checked", "\(Units.count(Int(files), "file")), \(Units.bytes(bytes))"
             + (unread ? "; encrypted contents not read (give --identity)" : ", each against its SHA-256")))
-        let badge = damaged == 0 ? Badge("INTACT", role: .success) : Badge("DAMAGED", role: .danger)
+        if let unsigned, let signedBy {
+            items.append(.init("Signed", "\(reports.count - unsigned) by \(signedBy.encoded), \(unsigned) not",
+                               valueRole: unsigned == 0 ? .success : .danger))
+        }
+        let badge = damaged > 0 ? Badge("DAMAGED", role: .danger)
+            : allWell ? Badge("INTACT", role: .success) : Badge("NOT SIGNED", role: .danger)
         context.print(Stack([badge, context.summaryCard(title: "Verify", content: [KeyValueList(items: items)])]))
     }
 
     private func show(_ report: VerifyReport, context: CommandContext) {
         let name = report.id?.rawValue ?? report.name
         let details = VerifyReportText.checked(report)
-        if report.isIntact {
+        if report.isIntact && report.signatureProblem == nil {
             guard !context.quiet else { return }
             let badge = Badge("OK", role: .success, emphasis: .small).text(in: context.out)
             context.printLine("\(badge) \(name)  \(context.out.apply(.muted, to: details))")
             return
         }
-        let label = report.unverifiable ? "UNVERIFIABLE" : "DAMAGED"
+        let label = report.unverifiable ? "UNVERIFIABLE" : report.isIntact ? "NOT SIGNED" : "DAMAGED"
         var lines = ["\(Badge(label, role: .danger, emphasis: .small).text(in: context.out)) \(name)"]
+        if let problem = report.signatureProblem { lines.append("  \(problem)") }
         lines.append(contentsOf: report.archiveProblems.map { "  \($0)" })
         for problem in report.problems.prefix(50) { lines.append("  \(problem.path): \(problem.reason)") }
         if report.problems.count > 50 { lines.append("  … and \(report.problems.count - 50) more") }

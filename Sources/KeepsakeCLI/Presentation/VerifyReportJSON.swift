@@ -17,6 +17,7 @@ enum VerifyReportJSON {
             ("contents_unchecked", .bool(report.contentsUnchecked)),
             ("unreadable_from", report.unreadableFrom.map { .string($0) } ?? .null),
             ("entries_unchecked", .int(report.entriesUnchecked)),
+            ("signature_problem", report.signatureProblem.map { .string($0) } ?? .null),
         ]))
     }
 }
