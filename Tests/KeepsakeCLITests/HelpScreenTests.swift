@@ -44,8 +44,8 @@ final class HelpScreenTests: InProcessTestCase {
                               (for cron).
               schedule        Print a crontab line and systemd timer units that run a
                               profile (or install the crontab line).
-              keygen          Make an age identity (a secret key) and print its public key,
-                              for encrypted backups.
+              keygen          Make an age identity (a secret key) for encrypted backups, or
+                              a signing key, and print its public key.
               completions     Print a shell completion script (bash, zsh or fish).
               help            Show help for keepsake or for one command.
 
@@ -73,6 +73,9 @@ final class HelpScreenTests: InProcessTestCase {
               5               the destination is locked by another run
               6               an encrypted backup needs an identity or passphrase that was
                               not given, or the one given does not open it
+              7               a signature was asked for (--signed-by) and the backup is
+                              unsigned, signed by another key, or changed since it was
+                              signed
               130             interrupted (Ctrl-C or SIGTERM); nothing half-done is left
 
             See 'keepsake <command> --help' for help on a command.
@@ -116,8 +119,9 @@ final class HelpScreenTests: InProcessTestCase {
                               timer units that run a profile
                               (or install the crontab line).
               keygen          Make an age identity (a secret
-                              key) and print its public key,
-                              for encrypted backups.
+                              key) for encrypted backups, or a
+                              signing key, and print its
+                              public key.
               completions     Print a shell completion script
                               (bash, zsh or fish).
               help            Show help for keepsake or for
@@ -163,6 +167,10 @@ final class HelpScreenTests: InProcessTestCase {
                               identity or passphrase that was
                               not given, or the one given does
                               not open it
+              7               a signature was asked for
+                              (--signed-by) and the backup is
+                              unsigned, signed by another key,
+                              or changed since it was signed
               130             interrupted (Ctrl-C or SIGTERM);
                               nothing half-done is left
 
@@ -267,6 +275,9 @@ final class HelpScreenTests: InProcessTestCase {
                                       (env: KEEPSAKE_PASSPHRASE_FILE)
               --no-encryption         Store this backup in the clear although this host's
                                       last backup there was encrypted.
+              --signing-key <file>    Sign the backup with this key (keepsake keygen
+                                      --signing; mode 0600), so a restore can prove it was
+                                      made here.
               --json                  Print one JSON document on stdout instead of text.
               -q, --quiet             Print nothing but errors and warnings.
               --color <when>          Colour and styling: auto (only on a terminal, unless
@@ -419,6 +430,10 @@ final class HelpScreenTests: InProcessTestCase {
               --no-encryption
                   Store this backup in the clear although this
                   host's last backup there was encrypted.
+              --signing-key <file>
+                  Sign the backup with this key (keepsake
+                  keygen --signing; mode 0600), so a restore
+                  can prove it was made here.
               --json
                   Print one JSON document on stdout instead of
                   text.
@@ -703,6 +718,9 @@ final class HelpScreenTests: InProcessTestCase {
                                       Read the passphrase from the first line of this file
                                       (mode 0600): encrypts a backup, or opens one.
                                       (env: KEEPSAKE_PASSPHRASE_FILE)
+              --signed-by <key>       Use only backups signed by this public key
+                                      ('ed25519:…', or a file holding it); others stop the
+                                      command (exit 7).
               --json                  Print one JSON document on stdout instead of text.
               -q, --quiet             Print nothing but errors and warnings.
               --color <when>          Colour and styling: auto (only on a terminal, unless
@@ -840,6 +858,10 @@ final class HelpScreenTests: InProcessTestCase {
                   Read the passphrase from the first line of
                   this file (mode 0600): encrypts a backup, or
                   opens one. (env: KEEPSAKE_PASSPHRASE_FILE)
+              --signed-by <key>
+                  Use only backups signed by this public key
+                  ('ed25519:…', or a file holding it); others
+                  stop the command (exit 7).
               --json
                   Print one JSON document on stdout instead of
                   text.
@@ -887,7 +909,9 @@ final class HelpScreenTests: InProcessTestCase {
             Decompresses each archive completely, checks every file against the manifest,
             that every file in the manifest is present, and the archive's size and SHA-256
             recorded when it was stored. Exit 4 names each damaged backup and, where
-            possible, the damaged files.
+            possible, the damaged files. With --signed-by, each backup must also be signed
+            by that key and unchanged since (exit 7 names those that are not, when none is
+            damaged).
 
             USAGE: keepsake verify [options] [BACKUP...]
 
@@ -920,6 +944,9 @@ final class HelpScreenTests: InProcessTestCase {
                                       Read the passphrase from the first line of this file
                                       (mode 0600): encrypts a backup, or opens one.
                                       (env: KEEPSAKE_PASSPHRASE_FILE)
+              --signed-by <key>       Use only backups signed by this public key
+                                      ('ed25519:…', or a file holding it); others stop the
+                                      command (exit 7).
               --json                  Print one JSON document on stdout instead of text.
               -q, --quiet             Print nothing but errors and warnings.
               --color <when>          Colour and styling: auto (only on a terminal, unless
@@ -945,7 +972,10 @@ final class HelpScreenTests: InProcessTestCase {
             manifest is present, and the archive's size and
             SHA-256 recorded when it was stored. Exit 4 names
             each damaged backup and, where possible, the
-            damaged files.
+            damaged files. With --signed-by, each backup must
+            also be signed by that key and unchanged since
+            (exit 7 names those that are not, when none is
+            damaged).
 
             USAGE: keepsake verify [options] [BACKUP...]
 
@@ -990,6 +1020,10 @@ final class HelpScreenTests: InProcessTestCase {
                   Read the passphrase from the first line of
                   this file (mode 0600): encrypts a backup, or
                   opens one. (env: KEEPSAKE_PASSPHRASE_FILE)
+              --signed-by <key>
+                  Use only backups signed by this public key
+                  ('ed25519:…', or a file holding it); others
+                  stop the command (exit 7).
               --json
                   Print one JSON document on stdout instead of
                   text.
@@ -2013,14 +2047,18 @@ final class HelpScreenTests: InProcessTestCase {
 
     func testKeygenHelp() {
         assertHelp(["keygen", "--help"], width: 80, """
-            OVERVIEW: Make an age identity (a secret key) and print its public key, for
-                      encrypted backups.
+            OVERVIEW: Make an age identity (a secret key) for encrypted backups, or a
+                      signing key, and print its public key.
 
             Backups encrypted with '--recipient age1…' can be read only with the identity
             that key belongs to: keep the identity file away from the hosts that make the
             backups (they need only the public key), and keep a copy somewhere safe —
             without it the backups cannot be read. The file is the same as age-keygen
-            writes; age -d -i FILE reads the archives too.
+            writes; age -d -i FILE reads the archives too. A signing key (--signing) is the
+            other way round: it stays on the host that makes the backups (backup
+            --signing-key FILE), and whoever restores checks them with its public key
+            (restore --signed-by ed25519:…), which refuses a backup anyone else wrote. The
+            file is a PEM key as openssl genpkey writes it.
 
             USAGE: keepsake keygen [options]
 
@@ -2028,6 +2066,10 @@ final class HelpScreenTests: InProcessTestCase {
               -o, --output <file>  Write the identity to this new file (mode 0600; an
                                    existing file is never replaced) and print only the
                                    public key.
+              --signing            Make a signing key instead: backups made with
+                                   --signing-key FILE can then be proved to come from this
+                                   host with --signed-by and the public key printed
+                                   (ed25519:…).
               --json               Print one JSON document on stdout instead of text.
               -q, --quiet          Print nothing but errors and warnings.
               --color <when>       Colour and styling: auto (only on a terminal, unless
@@ -2044,11 +2086,15 @@ final class HelpScreenTests: InProcessTestCase {
                 /tmp/restore
                   Restore an encrypted backup with it.
 
+              keepsake keygen --signing --output /etc/keepsake/signing-key.pem
+                  Make a signing key for 'backup --signing-key'; the public key (ed25519:…)
+                  is printed for --signed-by.
+
             """)
         assertHelp(["keygen", "--help"], width: 50, """
-            OVERVIEW: Make an age identity (a secret key) and
-                      print its public key, for encrypted
-                      backups.
+            OVERVIEW: Make an age identity (a secret key) for
+                      encrypted backups, or a signing key, and
+                      print its public key.
 
             Backups encrypted with '--recipient age1…' can be
             read only with the identity that key belongs to:
@@ -2057,7 +2103,13 @@ final class HelpScreenTests: InProcessTestCase {
             and keep a copy somewhere safe — without it the
             backups cannot be read. The file is the same as
             age-keygen writes; age -d -i FILE reads the
-            archives too.
+            archives too. A signing key (--signing) is the
+            other way round: it stays on the host that makes
+            the backups (backup --signing-key FILE), and
+            whoever restores checks them with its public key
+            (restore --signed-by ed25519:…), which refuses a
+            backup anyone else wrote. The file is a PEM key as
+            openssl genpkey writes it.
 
             USAGE: keepsake keygen [options]
 
@@ -2066,6 +2118,11 @@ final class HelpScreenTests: InProcessTestCase {
                   Write the identity to this new file (mode
                   0600; an existing file is never replaced)
                   and print only the public key.
+              --signing
+                  Make a signing key instead: backups made
+                  with --signing-key FILE can then be proved
+                  to come from this host with --signed-by and
+                  the public key printed (ed25519:…).
               --json
                   Print one JSON document on stdout instead of
                   text.
@@ -2090,6 +2147,12 @@ final class HelpScreenTests: InProcessTestCase {
               keepsake restore latest --identity
                 ~/keepsake-identity.txt --target /tmp/restore
                   Restore an encrypted backup with it.
+
+              keepsake keygen --signing --output
+                /etc/keepsake/signing-key.pem
+                  Make a signing key for 'backup
+                  --signing-key'; the public key (ed25519:…)
+                  is printed for --signed-by.
 
             """)
     }

@@ -346,7 +346,7 @@ final class ConfigFileTests: KeepsakeTestCase {
             """, "\(file):3:1: unknown key 'colour' in profile 'home'; known keys: sources, destination, exclude, exclude-from, "
                 + "exclude-caches, exclude-if-present, one-file-system, compression, level, threads, readers, tags, full-every, "
                 + "full-if-older-than, ignore-ctime, ignore-inode, reread, before, after, retention, copy-to, lock-wait, s3-endpoint, "
-                + "s3-region, aws-profile, aws-access-key-id, aws-secret-access-key, aws-session-token, recipients, recipients-file, passphrase-file, identity-file, host")
+                + "s3-region, aws-profile, aws-access-key-id, aws-secret-access-key, aws-session-token, recipients, recipients-file, passphrase-file, identity-file, host, signing-key, signed-by")
     }
 
     // MARK: Wrong types
