@@ -275,6 +275,55 @@ final class S3EndToEndTests: EndToEndTestCase {
         XCTAssertEqual(objects.filter { $0.hasPrefix("shared/evil_") }.count, 2, "\(objects)")
     }
 
+    /// Issue 26, signed backups on a bucket: an encrypted, signed chain restores and verifies
+    /// with `--signed-by`, and is copied to a folder with its signatures; a newer backup
+    /// under the host's name, made with the published recipient and uploaded with curl, is
+    /// refused (exit 7) where it would otherwise be `latest`.
+    func testSignedBackupsInABucketAndAForgeryUploadedBesideThem() throws {
+        let server = try started()
+        let keys = environment(server)
+        let dest = "s3://\(bucket)/signed"
+        let source = path("src"), attacker = path("attacker")
+        try Fixtures.makeTree(at: source, files: ["mine.txt": "the host's own file\n"])
+        try Fixtures.makeTree(at: attacker, files: ["mine.txt": "planted\n"])
+        let identity = path("identity.txt"), signing = path("signing.pem")
+        let recipient = try run(["keygen", "--output", identity]).stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        let publicKey = try run(["keygen", "--signing", "--output", signing]).stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        let options = ["--host", "web1", "--recipient", recipient, "--signing-key", signing]
+        assertExit(try run(["backup", source, "--dest", dest] + options, environment: keys), 0)
+        try Data("changed\n".utf8).write(to: URL(fileURLWithPath: source + "/mine.txt"))
+        assertExit(try run(["backup", source, "--dest", dest] + options, environment: keys), 0)
+        XCTAssertEqual(try stored(server, prefix: "signed").objects.filter { $0.hasSuffix(".signature") }.count, 2)
+
+        let checked = ["--identity", identity, "--signed-by", publicKey, "--host", "web1"]
+        let target = path("out")
+        assertExit(try run(["restore", "latest", "--dest", dest, "--target", target] + checked, environment: keys), 0)
+        try assertTreesEqual(expected: source, actual: restored(source, into: target))
+        assertExit(try run(["verify", "--dest", dest, "--signed-by", publicKey], environment: keys), 0)
+        let offsite = path("offsite")
+        assertExit(try run(["copy", "--from", dest, "--to", offsite], environment: keys), 0)
+        assertExit(try run(["verify", "--dest", offsite, "--identity", identity, "--signed-by", publicKey]), 0)
+
+        let forge = path("forge")
+        let later = ISO8601DateFormatter().string(from: Date().addingTimeInterval(60))
+        assertExit(try run(["backup", attacker, "--dest", forge, "--host", "web1", "--recipient", recipient],
+                           environment: ["KEEPSAKE_NOW": later]), 0)
+        for name in try names(in: forge) where name.hasPrefix("web1_") {
+            try toolSucceeds("curl", ["-sf", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", "\(server.accessKey):\(server.secretKey)",
+                                      "-T", forge + "/" + name, "\(server.endpoint.absoluteString)/\(bucket)/signed/\(name)"])
+        }
+        let unchecked = path("unchecked")
+        assertExit(try run(["restore", "latest", "--dest", dest, "--target", unchecked, "--identity", identity, "--host", "web1"],
+                           environment: keys), 0)
+        XCTAssertEqual(try String(contentsOfFile: restored(attacker, into: unchecked) + "/mine.txt", encoding: .utf8), "planted\n",
+                       "without a signature check the forgery is latest")
+        let refused = try run(["restore", "latest", "--dest", dest, "--target", path("refused")] + checked, environment: keys)
+        assertExit(refused, 7)
+        XCTAssertTrue(refused.stderrText.contains("is not signed"), refused.stderrText)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path("refused") + attacker))
+        assertExit(try run(["verify", "--dest", dest, "--signed-by", publicKey], environment: keys), 7)
+    }
+
     /// Issue 26 §3: a run in a container of this machine (its own pid namespace, where it is
     /// pid 1, with the same host name) holds the bucket's lock. Another run here used to find
     /// pid 1 running with another start time, call the lock stale and take it over, and both
