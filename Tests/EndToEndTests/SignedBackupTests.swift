@@ -245,8 +245,17 @@ final class SignedBackupTests: EndToEndTestCase {
             signing-key = "\(signingKey)"
             signed-by = "\(publicKey)"
 
+            [profiles.mismatched]
+            sources = ["\(source)"]
+            destination = "\(path("mismatched-dest"))"
+            signing-key = "\(signingKey)"
+            signed-by = "\(try makeSigningKey("unrelated.pem").publicKey)"
+
             """.write(toFile: config, atomically: true, encoding: .utf8)
         assertExit(try run(["run", "signed", "--config", config]), 0)
+        let mismatched = try run(["run", "mismatched", "--config", config])
+        assertExit(mismatched, 7, "the run's verify checks the new backup against the profile's signed-by")
+        XCTAssertTrue(mismatched.stderrText.contains("does not pass the profile's signed-by check"), mismatched.stderrText)
         let target = path("from-profile")
         assertExit(try run(["restore", "latest", "--profile", "signed", "--config", config, "--target", target]), 0)
         try assertTreesEqual(expected: source, actual: restored(source, into: target))

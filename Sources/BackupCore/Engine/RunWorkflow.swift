@@ -47,6 +47,9 @@ public final class RunWorkflow {
     private let storage: StorageBackend
     private weak var events: EngineEventSink?
     private let cancellation: CancellationFlag
+    /// When set, the verify step also checks that the new backup is signed by this key
+    /// (`VerifyReport.signatureProblem`): a run that signs proves its signature works.
+    public var signatureCheck: SignatureCheck?
 
     /// A run against `storage`, reporting to `events` (a `.stepFinished` after each step).
     public init(storage: StorageBackend, events: EngineEventSink?, cancellation: CancellationFlag) {
@@ -98,7 +101,9 @@ public final class RunWorkflow {
                 outcome.newBackupVanished = true
                 return outcome
             }
-            outcome.verify = try Verifier(events: events, cancellation: cancellation).verify(item, in: storage)
+            let verifier = Verifier(events: events, cancellation: cancellation)
+            verifier.signatureCheck = signatureCheck
+            outcome.verify = try verifier.verify(item, in: storage)
         } catch {
             outcome.failures.append(Failure(step: .verify, error: error))
         }

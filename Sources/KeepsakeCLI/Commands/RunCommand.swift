@@ -132,6 +132,12 @@ struct RunCommand: KeepsakeCommand {
         request.changeCacheRoot = context.cacheRoot
         request.readPause = BackupCommand.testReadPause(context.environment)
         let workflow = RunWorkflow(storage: storage, events: presenter, cancellation: context.cancellation)
+        do {
+            workflow.signatureCheck = try SigningOptions.signedBy(nil, profile: state.profile.signing).map(SignatureCheck.init(key:))
+        } catch {
+            state.fail(ExitCode(for: error), "\(error)", context: context)
+            return
+        }
         let outcome = workflow.run(request, retention: state.profile.retention, copyTo: copyTo, now: now)
         state.backup = outcome.backup
         state.copies = outcome.copies
@@ -166,6 +172,9 @@ struct RunCommand: KeepsakeCommand {
             lines += report.problems.prefix(50).map { "  \($0.path): \($0.reason)" }
             if report.problems.count > 50 { lines.append("  … and \(report.problems.count - 50) more") }
             state.fail(.integrity, lines.joined(separator: "\n"), context: context)
+        } else if let problem = outcome.verify?.signatureProblem {
+            state.fail(.signature, "The new backup \(id.rawValue) does not pass the profile's signed-by check: \(problem)",
+                       context: context)
         }
     }
 
