@@ -19,6 +19,12 @@ final class ErrorReportTests: InProcessTestCase {
             (CopyError.reliesOnDamaged(backup: BackupID(date: Date(timeIntervalSince1970: 0)),
                                        on: BackupID(date: Date(timeIntervalSince1970: 1))), .integrity),
             (EncryptionError.unusableKey("no key"), .key),
+            (SigningError.unsigned(backup: "b", destination: "/d", signature: "s"), .signature),
+            (SigningError.otherKey(backup: "b", signedBy: "ed25519:x", expected: "ed25519:y"), .signature),
+            (SigningError.forged(backup: "b", reason: "r"), .signature),
+            (SigningError.altered(backup: "b", object: "o", reason: "r"), .signature),
+            (SigningError.unusablePublicKey(text: "x", reason: "r"), .usage),
+            (SigningError.unusableSigningKey(path: "/k", reason: "r"), .failure),
             (EngineError.backupNotFound(reference: "latest", destination: "/d"), .failure),
             (ConfigError(file: "/c.toml", kind: .syntax, line: 1, column: 2, message: "bad"), .failure),
         ]
