@@ -7,7 +7,10 @@
 //   - a summary, once written in Keepsake's form, reads back the same, and so does its
 //     clear form (with no sources);
 //   - a summary agrees with the name Keepsake would give it (host made file-safe, its id,
-//     its archive's name), and never with another id's name.
+//     its archive's name), and never with another id's name;
+//   - a signature object (BackupSignature) written back reads the same, its statement reads
+//     only when it is in exactly the form Keepsake writes, and a public key reads back as
+//     itself from its one-line form.
 @testable import BackupCore
 import Foundation
 import Glibc
@@ -22,6 +25,7 @@ public func fuzzRecords(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         _ = owner.isStaleOnThisHost
         _ = LockError.held(by: owner, destination: "s3://fuzz/p").description
     }
+    checkSignatureRecords(bytes)
     guard let read = try? Manifest.parseSummary(bytes) else { return 0 }
     _ = BackupCatalog.disagreement(read, manifestName: String(decoding: bytes.prefix(80), as: UTF8.self))
     // Written once, a summary is in Keepsake's own form (times to the second): from then on
@@ -51,6 +55,25 @@ public func fuzzRecords(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
                 "a summary agrees with another id's name")
     }
     return 0
+}
+
+/// A signature object, a signed statement and a public key: read, written back, read again.
+private func checkSignatureRecords(_ bytes: [UInt8]) {
+    let text = String(decoding: bytes, as: UTF8.self)
+    if let statement = SignedStatement(parsing: text) {
+        require(statement.text == text, "a statement read from text that is not its own form")
+    }
+    if let key = try? SigningPublicKey(parsing: text) {
+        require((try? SigningPublicKey(parsing: key.encoded)) == key, "a public key did not read back from its one-line form")
+        require((try? SigningPublicKey(parsing: key.pem)) == key, "a public key did not read back from its PEM form")
+    }
+    guard let signature = BackupSignature(parsing: bytes) else { return }
+    require(BackupSignature(parsing: signature.bytes) == signature, "a signature object did not read back the same")
+    // A forged object must simply not verify (random bytes never make a valid signature).
+    _ = signature.isSigned(by: signature.claimedKey)
+    if let statement = SignedStatement(parsing: signature.statementText) {
+        require(statement.text == signature.statementText, "a signed statement read from text that is not its own form")
+    }
 }
 
 /// Stops with the message (libFuzzer keeps the input) when an invariant does not hold.
