@@ -183,6 +183,36 @@ final class EncryptionTests: EndToEndTestCase {
         XCTAssertFalse(refused.stderrText.contains("not it"), "the passphrase was printed:\n\(refused)")
     }
 
+    /// Issue 26 §9: `list` with a passphrase opens one manifest per source set (each costs a
+    /// scrypt run; every backup of a set has the same sources), not every backup's. The older
+    /// backups' manifests are made unreadable here: their rows show the sources all the same,
+    /// which they could only have from the newest one's.
+    func testListOpensOneManifestPerSourceSetWithAPassphrase() throws {
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["a.txt": "one\n"])
+        let passphrase = try secretFile("pass.txt", "a long passphrase\n")
+        let dest = path("dest")
+        var ids: [String] = []
+        for night in 1...3 {
+            try Data("night \(night)\n".utf8).write(to: URL(fileURLWithPath: source + "/a.txt"))
+            ids.append(try backup([source], dest: dest, options: ["--passphrase-file", passphrase]))
+        }
+        for id in ids.dropLast() {
+            let manifest = try XCTUnwrap(try names(in: dest).first { $0.contains(id) && $0.hasSuffix(".manifest.jsonl.zst.age") })
+            try Data("not an age file\n".utf8).write(to: URL(fileURLWithPath: dest + "/" + manifest))
+        }
+        let listed = try run(["list", "--dest", dest, "--json", "--passphrase-file", passphrase])
+        assertExit(listed, 0)
+        let backups = try json(listed)["backups"] as? [[String: Any]] ?? []
+        XCTAssertEqual(backups.compactMap { $0["id"] as? String }, ids)
+        for backup in backups {
+            XCTAssertEqual(backup["sources"] as? [String], [source], "\(backup)")
+            XCTAssertNil(backup["sources_hidden"], "\(backup)")
+        }
+        let blind = try run(["list", "--dest", dest, "--json"])
+        XCTAssertTrue((try json(blind)["backups"] as? [[String: Any]] ?? []).allSatisfy { $0["sources_hidden"] as? Bool == true })
+    }
+
     func testPublicKeyIncrementalsComeFromTheLocalCacheAndAFullBackupWithoutIt() throws {
         let source = path("src")
         try Fixtures.makeTree(at: source, files: ["a.txt": "one\n", "b.txt": "two\n"])

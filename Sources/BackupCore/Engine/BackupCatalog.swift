@@ -142,6 +142,28 @@ public final class BackupCatalog {
         return revealed
     }
 
+    /// `items` with their sources, decrypting one manifest per host and source set (the
+    /// newest): every backup of a set has the same sources, and each manifest opened with a
+    /// passphrase costs a scrypt run. `opens` says which items the keys may open; an item
+    /// whose set cannot be revealed stays as listed.
+    public func revealed(_ items: [Item], opens: (Item) -> Bool) -> [Item] {
+        var sourcesOfSet: [String: [String]?] = [:]
+        return items.reversed().map { item -> Item in
+            guard let summary = item.summary, summary.sourcesHidden, opens(item) else { return item }
+            guard let set = summary.sourceSet else { return revealed(item) }
+            let key = summary.host + "\u{0}" + set
+            if sourcesOfSet[key] == nil {
+                let newest = revealed(item)
+                sourcesOfSet[key] = .some(newest.summary?.sourcesHidden == false ? newest.summary?.sources : nil)
+            }
+            guard let sources = sourcesOfSet[key] ?? nil else { return item }
+            var shown = item
+            shown.summary?.sources = sources
+            shown.summary?.sourcesHidden = false
+            return shown
+        }.reversed()
+    }
+
     /// The whole summary of `item`'s encrypted manifest (its first line, decrypted).
     /// - Throws: what reading or decrypting it throws (`EncryptionError` without a key).
     func encryptedSummary(of item: Item) throws -> BackupSummary {

@@ -71,11 +71,13 @@ struct ListCommand: KeepsakeCommand {
 
     private func listBackups(_ storage: StorageBackend, context: CommandContext) throws -> ExitCode {
         let catalog = BackupCatalog(storage: storage)
-        let items = try catalog.items().filter { item in
+        let listed = try catalog.items().filter { item in
             host.map { item.summary?.host == $0 } ?? true
-        }.map { item in
-            // With the key, an encrypted backup shows its sources too.
-            context.keyring.opensWithoutAsking(item.summary?.encryption) && item.summary?.encryption != nil ? catalog.revealed(item) : item
+        }
+        // With the key, encrypted backups show their sources too (one manifest opened per set).
+        let keyring = context.keyring
+        let items = catalog.revealed(listed) { item in
+            item.summary?.encryption != nil && keyring.opensWithoutAsking(item.summary?.encryption)
         }.filter { item in source.map { BackupCatalog.item(item, holds: $0) } ?? true }
         // A destination several hosts back up to shows whose each backup is.
         let hosts = Set(items.compactMap { $0.summary?.host })
