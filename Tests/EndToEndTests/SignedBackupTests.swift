@@ -298,6 +298,116 @@ final class SignedBackupTests: EndToEndTestCase {
         assertExit(try run(["restore", newer, "--dest", dest, "--target", path("repaired"), "--signed-by", publicKey]), 7)
     }
 
+    // MARK: Many nights
+
+    /// Thirty nights of a host's signed backups (a full one every five) in a destination
+    /// someone else can write: on some nights a backup forged under the host's name, of the
+    /// same sources, lands beside them (unsigned, or with a genuine signature copied over), on others a genuine
+    /// archive is changed for a while. Checked every night against the test's own record:
+    /// `restore latest --signed-by` gives that night's tree, or refuses (exit 7, nothing
+    /// written) when a forgery is the newest or the archive was changed, and then the night's
+    /// backup restores by its id; `prune --keep-last 4 --signed-by` never removes a forgery,
+    /// always keeps the four newest genuine backups, and keeps no more genuine ones than
+    /// those and the fulls they rely on (without `--signed-by` the forgeries count and push
+    /// genuine backups out); a backup after a forgery starts a new chain. Weekly, `verify --signed-by` names exactly the
+    /// forgeries present.
+    func testThirtyNightsOfSignedBackupsAmongForgeries() throws {
+        try Fixtures.makeTree(at: source, files: ["constant.txt": "the same every night\n"])
+        let attacker = path("attacker")
+        try Fixtures.makeTree(at: attacker, files: ["changing.txt": "planted\n", "constant.txt": "planted too\n"])
+        var random = SeededGenerator(seed: 26)
+        var genuine: [(id: String, night: Int, kind: String)] = []
+        var forgeries = Set<String>()
+        let formatter = ISO8601DateFormatter()
+        let firstNight = Date(timeIntervalSince1970: 1_798_768_800)  // 2027-01-01T02:00:00Z
+        var refusedNights = 0
+        for night in 0..<30 {
+            let now = firstNight.addingTimeInterval(Double(night) * 86_400)
+            let clock: [String: String?] = ["KEEPSAKE_NOW": formatter.string(from: now)]
+            try Data("night \(night)\n".utf8).write(to: URL(fileURLWithPath: source + "/changing.txt"))
+            let made = try run(["backup", source, "--dest", dest, "--host", "web1", "--signing-key", signingKey, "--full-every", "5",
+                                "--json"], environment: clock)
+            assertExit(made, 0, "night \(night)")
+            let object = try json(made)
+            genuine.append((try XCTUnwrap(object["id"] as? String), night, try XCTUnwrap(object["kind"] as? String)))
+            let tonight = genuine[genuine.count - 1].id
+
+            let mishap = Int.random(in: 0..<6, using: &random)
+            var changedArchive: (path: String, bytes: Data)?
+            if mishap == 0 || mishap == 1 {
+                // A forgery of the same sources dated an hour after tonight's backup, made
+                // elsewhere (here: with the source folder swapped for the attacker's) and put here.
+                let forge = path("forge-\(night)")
+                let later: [String: String?] = ["KEEPSAKE_NOW": formatter.string(from: now.addingTimeInterval(3600))]
+                XCTAssertEqual(rename(source, path("aside")), 0)
+                XCTAssertEqual(rename(attacker, source), 0)
+                let forgedRun = try run(["backup", source, "--dest", forge, "--host", "web1", "--json"], environment: later)
+                XCTAssertEqual(rename(source, attacker), 0)
+                XCTAssertEqual(rename(path("aside"), source), 0)
+                let id = try XCTUnwrap(try json(forgedRun)["id"] as? String)
+                for name in try names(in: forge) where name.hasPrefix("web1_") {
+                    try toolSucceeds("cp", [forge + "/" + name, dest + "/" + name])
+                }
+                if mishap == 1 {
+                    try toolSucceeds("cp", [dest + "/web1_\(tonight).signature", dest + "/web1_\(id).signature"])
+                }
+                forgeries.insert(id)
+            } else if mishap == 2 {
+                let archive = dest + "/web1_\(tonight).tar.zst"
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: archive))
+                var changed = bytes
+                changed[changed.count / 2] ^= 0x40
+                try changed.write(to: URL(fileURLWithPath: archive))
+                changedArchive = (archive, bytes)
+            }
+
+            let target = path("night-\(night)")
+            let restore = try run(["restore", "latest", "--dest", dest, "--host", "web1", "--target", target, "--signed-by", publicKey],
+                                  environment: clock)
+            if mishap <= 2 {
+                refusedNights += 1
+                assertExit(restore, 7, "night \(night), mishap \(mishap)")
+                XCTAssertFalse(FileManager.default.fileExists(atPath: target + source), "night \(night): something was written")
+                if let changedArchive { try changedArchive.bytes.write(to: URL(fileURLWithPath: changedArchive.path)) }
+                assertExit(try run(["restore", tonight, "--dest", dest, "--target", target, "--signed-by", publicKey],
+                                   environment: clock), 0, "night \(night): the genuine backup by its id")
+            } else {
+                assertExit(restore, 0, "night \(night)")
+            }
+            XCTAssertEqual(try String(contentsOfFile: restored(source, into: target) + "/changing.txt", encoding: .utf8),
+                           "night \(night)\n", "night \(night)")
+            XCTAssertEqual(try String(contentsOfFile: restored(source, into: target) + "/constant.txt", encoding: .utf8),
+                           "the same every night\n", "night \(night)")
+
+            let pruned = try run(["prune", "--dest", dest, "--host", "web1", "--keep-last", "4", "--signed-by", publicKey],
+                                 environment: clock)
+            assertExit(pruned, 0, "night \(night)")
+            let present = Set(try names(in: dest).filter { $0.hasSuffix(".manifest.jsonl.zst") }.map {
+                String($0.dropFirst("web1_".count).dropLast(".manifest.jsonl.zst".count))
+            })
+            XCTAssertTrue(forgeries.isSubset(of: present), "night \(night): prune removed a forgery")
+            let newestFour = genuine.suffix(4).map(\.id)
+            XCTAssertTrue(Set(newestFour).isSubset(of: present), "night \(night): prune removed one of the newest four")
+            // The fulls the newest four rely on (each changed night's file is new, the
+            // constant one is the full's).
+            let fulls = Set(newestFour.compactMap { id in genuine.last { $0.kind == "full" && $0.id <= id }?.id })
+            let keptGenuine = present.subtracting(forgeries)
+            XCTAssertTrue(keptGenuine.isSubset(of: Set(newestFour).union(fulls)),
+                          "night \(night): prune kept more than the policy and its chains: \(keptGenuine.sorted())")
+
+            if night % 7 == 6 || night == 29 {
+                let verified = try run(["verify", "--dest", dest, "--signed-by", publicKey, "--json"], environment: clock)
+                assertExit(verified, forgeries.isEmpty ? 0 : 7, "night \(night)")
+                let document = try json(verified)
+                XCTAssertEqual(document["damaged"] as? Int, 0, "night \(night)")
+                let named = (document["backups"] as? [[String: Any]] ?? []).filter { $0["signature_problem"] is String }
+                XCTAssertEqual(Set(named.compactMap { $0["id"] as? String }), forgeries, "night \(night)")
+            }
+        }
+        XCTAssertGreaterThan(refusedNights, 5, "the seed gives nights of every kind")
+        XCTAssertGreaterThan(forgeries.count, 3)
+    }
+
     // MARK: Usage
 
     /// Keys given wrongly are usage errors or failures naming the file, never a crash: a

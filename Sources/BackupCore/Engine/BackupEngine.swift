@@ -219,13 +219,14 @@ public final class BackupEngine {
         }
     }
 
-    /// Whether `item` has a signature by `key` (its objects are not read again here: they
-    /// were written by this host, and a restore checks them all).
+    /// Whether `item` has a signature by `key` made for it (`SignatureCheck.vouchesFor`: a
+    /// signature copied from another backup does not count; the objects themselves are not
+    /// read again here, a restore checks them all).
     private func isSigned(_ item: BackupCatalog.Item, by key: SigningPublicKey) -> Bool {
-        guard let stem = BackupNaming.stem(of: item.manifestName),
-              let bytes = try? storage.readObject(BackupNaming.signatureName(forStem: stem), limit: BackupSignature.sizeLimit),
-              let signature = BackupSignature(parsing: bytes) else { return false }
-        return signature.claimedKey == key && signature.isSigned(by: key)
+        guard let objects = try? storage.list() else { return false }
+        var sizes: [String: Int64] = [:]
+        for object in objects { sizes[object.name] = object.size }
+        return SignatureCheck(key: key).vouchesFor(item, in: storage, sizes: sizes)
     }
 
     /// The destination folder, when it lies inside one of `sources` (the default

@@ -43,6 +43,8 @@ public final class PruneEngine {
     public static let misnamedReason = "name and summary disagree; kept"
     /// The reason given for a backup dated more than a day after prune's clock.
     public static let futureReason = "dated in the future; kept"
+    /// The reason given, with `--signed-by`, for a backup that key did not sign.
+    public static let unsignedReason = "not signed by the key given; kept"
 
     /// Why an empty policy is refused, naming the rules there are.
     static let emptyPolicyMessage = "No retention rule given; prune refuses to run without one (as restic's forget does). "
@@ -117,8 +119,10 @@ public final class PruneEngine {
         let catalog = BackupCatalog(storage: storage)
         let items = try catalog.items()
         let objects = try storage.list()
+        var sizes: [String: Int64] = [:]
+        for object in objects { sizes[object.name] = object.size }
         // Keyed by manifest name, not id: a name is one backup, an id planted twice is not.
-        var decisions = try applyPolicy(request, to: items)
+        var decisions = try applyPolicy(request, to: items, sizes: sizes)
         var unchecked = Set<BackupID>()
         protectChains(&decisions, items: items, catalog: catalog, unchecked: &unchecked)
         if !unchecked.isEmpty {
@@ -128,8 +132,6 @@ public final class PruneEngine {
         }
 
         // The result, newest first.
-        var sizes: [String: Int64] = [:]
-        for object in objects { sizes[object.name] = object.size }
         var ordered: [PruneDecision] = []
         var removals: [Removal] = []
         for item in items.reversed() {
@@ -150,8 +152,9 @@ public final class PruneEngine {
     /// The policy's decision for every backup (by manifest name), group by group; a backup
     /// whose summary cannot be read, is misnamed, or is dated in the future is in no group
     /// and kept.
-    private func applyPolicy(_ request: PruneRequest,
-                             to items: [BackupCatalog.Item]) throws -> [String: RetentionDecision] {
+    private func applyPolicy(_ request: PruneRequest, to items: [BackupCatalog.Item],
+                             sizes: [String: Int64]) throws -> [String: RetentionDecision] {
+        let signatures = request.signedBy.map(SignatureCheck.init(key:))
         var decisions: [String: RetentionDecision] = [:]
         var groups: [GroupKey: [BackupCatalog.Item]] = [:]
         var groupOrder: [GroupKey] = []
@@ -173,6 +176,13 @@ public final class PruneEngine {
                 events?.handle(.caution("backup \(item.id) is dated after prune's clock (\(Timestamp.iso8601(request.now))); "
                     + "it is kept and counts for no rule"))
                 decisions[item.manifestName] = RetentionDecision(id: item.manifestName, keep: true, reasons: [PruneEngine.futureReason])
+                continue
+            }
+            if let signatures, !signatures.vouchesFor(item, in: storage, sizes: sizes) {
+                events?.handle(.caution("backup \(item.id) is not signed by \(signatures.key) (--signed-by); it is kept and "
+                    + "counts for no rule"))
+                decisions[item.manifestName] = RetentionDecision(id: item.manifestName, keep: true,
+                                                                 reasons: [PruneEngine.unsignedReason])
                 continue
             }
             let key = GroupKey(host: summary.host, sources: summary.sourceGroup)

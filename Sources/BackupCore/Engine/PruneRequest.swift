@@ -20,6 +20,9 @@ public struct PruneRequest: Sendable {
     /// A pause before each removal; only for fault-injection tests, which signal a prune
     /// between two removals (see docs/development.md, `KEEPSAKE_TEST_REMOVAL_PAUSE_MS`).
     public var removalPause: TimeInterval = 0
+    /// When set, only backups this key signed count for the policy (`SignatureCheck.vouchesFor`);
+    /// the others are kept and named: planted ones must not push genuine ones out.
+    public var signedBy: SigningPublicKey?
 
     // MARK: Creation
 

@@ -48,7 +48,8 @@ public final class RunWorkflow {
     private weak var events: EngineEventSink?
     private let cancellation: CancellationFlag
     /// When set, the verify step also checks that the new backup is signed by this key
-    /// (`VerifyReport.signatureProblem`): a run that signs proves its signature works.
+    /// (`VerifyReport.signatureProblem`): a run that signs proves its signature works; and
+    /// the prune step counts only backups this key signed.
     public var signatureCheck: SignatureCheck?
 
     /// A run against `storage`, reporting to `events` (a `.stepFinished` after each step).
@@ -81,6 +82,7 @@ public final class RunWorkflow {
                 var prune = PruneRequest(policy: retention, dryRun: false, now: now, calendar: calendar)
                 prune.lockWait = request.lockWait
                 prune.hosts = .only(request.host)
+                prune.signedBy = signatureCheck?.key
                 outcome.prune = try engine.run(prune)
             } catch {
                 outcome.failures.append(Failure(step: .prune, error: error))

@@ -75,6 +75,23 @@ public struct SignatureCheck: Sendable {
         return statement
     }
 
+    /// Whether `item` carries a signature by the key that speaks of it: made for its name,
+    /// naming its manifest with the size `sizes` lists and the archive its summary records.
+    /// No object is read but the signature: what prune needs to tell a backup this key
+    /// signed from one planted beside it, at the cost of one small read per backup.
+    public func vouchesFor(_ item: BackupCatalog.Item, in storage: StorageBackend, sizes: [String: Int64]) -> Bool {
+        let stored = DecryptingStorage.stored(storage)
+        guard let stem = BackupNaming.stem(of: item.manifestName), let facts = item.summary?.archive,
+              let size = sizes[BackupNaming.signatureName(forStem: stem)], size <= BackupSignature.sizeLimit,
+              let bytes = try? stored.readObject(BackupNaming.signatureName(forStem: stem), limit: BackupSignature.sizeLimit),
+              let signature = BackupSignature(parsing: bytes), signature.isSigned(by: key),
+              let statement = SignedStatement(parsing: signature.statementText), statement.stem == stem,
+              let manifest = statement.object(.manifest), manifest.name == item.manifestName,
+              manifest.size == sizes[item.manifestName],
+              let archive = statement.object(.archive) else { return false }
+        return archive.name == facts.name && archive.size == facts.size && archive.sha256 == facts.sha256
+    }
+
     /// The SHA-256 (hex) of the stored object `name`, read front to back.
     private func digest(of name: String, in storage: StorageBackend, cancellation: CancellationFlag) throws -> String {
         let hashing = HashingSource(source: try storage.open(name))

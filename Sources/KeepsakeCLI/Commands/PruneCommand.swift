@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import KeepsakeConfig
 import TerminalUI
 
 /// `keepsake prune`: removes the backups a retention policy does not keep, with the rules of
@@ -20,7 +21,7 @@ struct PruneCommand: KeepsakeCommand {
     static let spec = CommandSpec(
         name: "prune",
         abstract: "Remove the backups a retention policy does not keep.",
-        discussion: "The rules are restic's 'forget --keep-*' rules, applied to each group of backups of the same host and sources (this host's only, unless --host or --all-hosts): a backup is kept when any rule keeps it. Counts are whole numbers of 0 or more (0 leaves the rule unused, as in a profile), or -1 (or 'unlimited') for every period. A backup that a kept incremental backup needs is always kept ('needed by ID'), and so is a backup whose manifest cannot be read. With --identity or --passphrase-file, what an encrypted backup relies on is read from its encrypted manifest too, not only from its summary in the clear. With --profile and no rule given, the profile's retention policy is applied. Prune refuses to run without a rule, and refuses a policy that would remove every backup of a group.\nEach backup is un-committed first (its manifest removed), then its archive, so an interruption never leaves a listed backup without its archive.",
+        discussion: "The rules are restic's 'forget --keep-*' rules, applied to each group of backups of the same host and sources (this host's only, unless --host or --all-hosts): a backup is kept when any rule keeps it. Counts are whole numbers of 0 or more (0 leaves the rule unused, as in a profile), or -1 (or 'unlimited') for every period. A backup that a kept incremental backup needs is always kept ('needed by ID'), and so is a backup whose manifest cannot be read. With --identity or --passphrase-file, what an encrypted backup relies on is read from its encrypted manifest too, not only from its summary in the clear. With --signed-by, only backups signed by that key count for the rules; the others are kept and named (backups planted beside yours cannot push them out). With --profile and no rule given, the profile's retention policy is applied. Prune refuses to run without a rule, and refuses a policy that would remove every backup of a group.\nEach backup is un-committed first (its manifest removed), then its archive, so an interruption never leaves a listed backup without its archive.",
         options: DestinationSelection.options
             + countOptions.map { OptionSpec($0.key, kind: .value(valueName: "n"), help: $0.help) }
             + [
@@ -34,6 +35,7 @@ struct PruneCommand: KeepsakeCommand {
                 CommonOptions.lockWait,
             ]
             + KeyOptions.reading
+            + [SigningOptions.signedBy]
             + CommonOptions.global,
         examples: [
             .init(command: "keepsake prune --keep-daily 7 --keep-weekly 4 --keep-monthly 12 --dry-run",
@@ -55,6 +57,9 @@ struct PruneCommand: KeepsakeCommand {
     private let lockWait: TimeInterval
     /// What retention is judged at (`CommandClock`).
     private let now: Date
+
+    /// `--signed-by` (or the profile's): only backups this key signed count for the policy.
+    private let signedBy: SigningPublicKey?
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         var problems = UsageProblems(Self.spec)
@@ -89,6 +94,7 @@ struct PruneCommand: KeepsakeCommand {
         // A key, when given, checks what encrypted backups rely on against their manifests
         // (used only when it opens them without asking).
         let selection = try DestinationSelection.resolve(arguments, context: context)
+        signedBy = try SigningOptions.signedBy(arguments, profile: selection.profile?.signing ?? Profile.SigningSettings())
         let rules = Self.countOptions.map(\.key) + [.keepWithin, .keepTag]
         let givesRules = !rules.allSatisfy({ arguments.values($0).isEmpty })
         if !givesRules, let profile = selection.profile {
@@ -132,6 +138,7 @@ struct PruneCommand: KeepsakeCommand {
         var request = PruneRequest(policy: policy, dryRun: dryRun, now: now)
         request.hosts = hosts
         request.lockWait = lockWait
+        request.signedBy = signedBy
         // Fault-injection tests slow removals down to signal a prune between two (see docs/development.md).
         if let pause = context.environment["KEEPSAKE_TEST_REMOVAL_PAUSE_MS"].flatMap(Double.init), pause > 0 {
             request.removalPause = pause / 1000
