@@ -1062,7 +1062,9 @@ final class HelpScreenTests: InProcessTestCase {
             period. A backup that a kept incremental backup needs is always kept ('needed by
             ID'), and so is a backup whose manifest cannot be read. With --identity or
             --passphrase-file, what an encrypted backup relies on is read from its encrypted
-            manifest too, not only from its summary in the clear. With --profile and no rule
+            manifest too, not only from its summary in the clear. With --signed-by, only
+            backups signed by that key count for the rules; the others are kept and named
+            (backups planted beside yours cannot push them out). With --profile and no rule
             given, the profile's retention policy is applied. Prune refuses to run without a
             rule, and refuses a policy that would remove every backup of a group.
             Each backup is un-committed first (its manifest removed), then its archive, so
@@ -1119,6 +1121,9 @@ final class HelpScreenTests: InProcessTestCase {
                                       Read the passphrase from the first line of this file
                                       (mode 0600): encrypts a backup, or opens one.
                                       (env: KEEPSAKE_PASSPHRASE_FILE)
+              --signed-by <key>       Use only backups signed by this public key
+                                      ('ed25519:…', or a file holding it); others stop the
+                                      command (exit 7).
               --json                  Print one JSON document on stdout instead of text.
               -q, --quiet             Print nothing but errors and warnings.
               --color <when>          Colour and styling: auto (only on a terminal, unless
@@ -1155,11 +1160,14 @@ final class HelpScreenTests: InProcessTestCase {
             manifest cannot be read. With --identity or
             --passphrase-file, what an encrypted backup relies
             on is read from its encrypted manifest too, not
-            only from its summary in the clear. With --profile
-            and no rule given, the profile's retention policy
-            is applied. Prune refuses to run without a rule,
-            and refuses a policy that would remove every
-            backup of a group.
+            only from its summary in the clear. With
+            --signed-by, only backups signed by that key count
+            for the rules; the others are kept and named
+            (backups planted beside yours cannot push them
+            out). With --profile and no rule given, the
+            profile's retention policy is applied. Prune
+            refuses to run without a rule, and refuses a
+            policy that would remove every backup of a group.
             Each backup is un-committed first (its manifest
             removed), then its archive, so an interruption
             never leaves a listed backup without its archive.
@@ -1238,6 +1246,10 @@ final class HelpScreenTests: InProcessTestCase {
                   Read the passphrase from the first line of
                   this file (mode 0600): encrypts a backup, or
                   opens one. (env: KEEPSAKE_PASSPHRASE_FILE)
+              --signed-by <key>
+                  Use only backups signed by this public key
+                  ('ed25519:…', or a file holding it); others
+                  stop the command (exit 7).
               --json
                   Print one JSON document on stdout instead of
                   text.
