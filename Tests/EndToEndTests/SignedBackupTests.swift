@@ -34,7 +34,11 @@ final class SignedBackupTests: EndToEndTestCase {
     /// `openssl pkeyutl` against the public key openssl derives from the key file, over a
     /// statement whose every size and SHA-256 `sha256sum` confirms.
     func testASignedBackupRestoresAndAnyoneChecksItsSignatureWithOpenSSL() throws {
-        let plain = try backup([source], dest: dest, options: ["--signing-key", signingKey])
+        let made = try run(["backup", source, "--dest", dest, "--signing-key", signingKey, "--json"])
+        assertExit(made, 0)
+        XCTAssertEqual(try json(made)["signed_by"] as? String, publicKey)
+        let plain = try XCTUnwrap(try json(made)["id"] as? String)
+        XCTAssertTrue(try run(["backup", source, "--dest", path("unsigned"), "--json"]).stdoutText.contains("\"signed_by\":null"))
         let identity = try makeIdentity()
         let encryptedDest = path("encrypted")
         let encrypted = try backup([source], dest: encryptedDest, options: ["--signing-key", signingKey, "--recipient", identity.recipient])

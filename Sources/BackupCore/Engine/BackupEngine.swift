@@ -177,8 +177,10 @@ public final class BackupEngine {
         if let cache {
             cache.trim(keeping: Set(((try? storage.list()) ?? []).compactMap { BackupNaming.id(fromManifestName: $0.name) }))
         }
-        return BackupResult(summary: summary, archiveName: archiveName, manifestName: manifestName,
-                            warnings: warnings, dryRun: false, elapsed: Date().timeIntervalSince(started))
+        var result = BackupResult(summary: summary, archiveName: archiveName, manifestName: manifestName,
+                                  warnings: warnings, dryRun: false, elapsed: Date().timeIntervalSince(started))
+        result.signedBy = request.signingKey?.publicKey
+        return result
     }
 
     // MARK: Steps

@@ -129,6 +129,9 @@ public struct BackupResult: Sendable {
     public var summary: BackupSummary
     public var archiveName: String?
     public var manifestName: String?
+    /// The public key of the key that signed the backup (`BackupRequest.signingKey`); nil
+    /// when it is not signed.
+    public var signedBy: SigningPublicKey?
     /// Paths that could not be read or changed while being read.
     public var warnings: [PathWarning]
     public var dryRun: Bool

@@ -283,6 +283,7 @@ struct BackupCommand: KeepsakeCommand {
         items.append(.init("Destination", destination))
         if let name = result.archiveName { items.append(.init("Archive", name)) }
         if let encryption = summary.encryption { items.append(.init("Encrypted", Self.describe(encryption))) }
+        if let key = result.signedBy { items.append(.init("Signed", "by \(key.encoded)")) }
         if !summary.tags.isEmpty { items.append(.init("Tags", summary.tags.joined(separator: ", "))) }
         if !result.warnings.isEmpty {
             items.append(.init("Warnings", "\(Units.count(result.warnings.count, "path")) could not be read completely (see above)",

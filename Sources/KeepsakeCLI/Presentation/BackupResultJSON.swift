@@ -33,6 +33,7 @@ enum BackupResultJSON {
         object["encryption"] = summary.encryption.map(\.json) ?? .null
         object["stored_bytes"] = summary.archive.map { .int($0.size) } ?? .null
         object["archive_sha256"] = summary.archive.map { .string($0.sha256) } ?? .null
+        object["signed_by"] = result.signedBy.map { .string($0.encoded) } ?? .null
         object["elapsed_seconds"] = .double((result.elapsed * 1000).rounded() / 1000)
         object["warnings"] = .array(result.warnings.map(WarningJSON.encode))
         return object
