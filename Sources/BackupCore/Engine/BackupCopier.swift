@@ -174,7 +174,7 @@ public final class BackupCopier {
             throw EngineError.manifestUnreadable(name: item.manifestName, reason: item.problem ?? "it does not name its archive")
         }
         if let size = present[facts.name] {
-            guard size == facts.size, try storedDigest(of: facts.name) == facts.sha256 else {
+            guard size == facts.size, try HashingSource.digest(of: facts.name, in: destination, cancellation: cancellation) == facts.sha256 else {
                 throw CopyError.occupied(backup: item.id, name: facts.name, destination: destination.location)
             }
         } else {
@@ -231,14 +231,6 @@ public final class BackupCopier {
         return Int64(bytes.count)
     }
 
-    /// The SHA-256 of an object the destination holds (hex).
-    private func storedDigest(of name: String) throws -> String {
-        let hashing = HashingSource(source: try destination.open(name))
-        defer { hashing.close() }
-        var chunk = [UInt8](repeating: 0, count: 1 << 20)
-        while try chunk.withUnsafeMutableBytes({ try hashing.read(into: $0) }) > 0 { try cancellation.check() }
-        return hashing.finalizeHex()
-    }
 
     /// Streams the archive across, checking its size and SHA-256 against the manifest.
     private func copyArchive(_ item: BackupCatalog.Item, facts: BackupSummary.ArchiveFacts) throws {

@@ -225,9 +225,7 @@ public final class BackupEngine {
     /// signature copied from another backup does not count; the objects themselves are not
     /// read again here, a restore checks them all).
     private func isSigned(_ item: BackupCatalog.Item, by key: SigningPublicKey) -> Bool {
-        guard let objects = try? storage.list() else { return false }
-        var sizes: [String: Int64] = [:]
-        for object in objects { sizes[object.name] = object.size }
+        guard let sizes = try? SignatureCheck.sizes(in: storage) else { return false }
         return SignatureCheck(key: key).vouchesFor(item, in: storage, sizes: sizes)
     }
 

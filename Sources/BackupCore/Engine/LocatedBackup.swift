@@ -36,6 +36,8 @@ public final class LocatedBackup {
     /// Set by `requireSignatures`: every earlier archive is checked before it is opened.
     public private(set) var signatureCheck: SignatureCheck?
     private var signatureCancellation = CancellationFlag()
+    /// The storage's objects as listed for the first check, for all the others.
+    private var signatureSizes: [String: Int64] = [:]
     private let catalog: BackupCatalog
     /// The destination's backups, listed once for all the earlier archives one restore needs.
     private var catalogItems: [BackupCatalog.Item]?
@@ -152,7 +154,10 @@ public final class LocatedBackup {
             throw SigningError.unsigned(backup: label, destination: storage.location, signature: "signature")
         }
         let reading = [archiveName] + (item.map { [$0.manifestName] } ?? [])
-        try check.check(stem: stem, label: label, in: storage, reading: reading, lone: isArchiveFile, cancellation: cancellation)
+        let sizes = try SignatureCheck.sizes(in: storage)
+        try check.check(stem: stem, label: label, in: storage, sizes: sizes, reading: reading, lone: isArchiveFile,
+                        cancellation: cancellation)
+        signatureSizes = sizes
         signatureCheck = check
         signatureCancellation = cancellation
     }
@@ -184,8 +189,8 @@ public final class LocatedBackup {
                   let earlier = try? catalog.resolve(holder.rawValue, among: items, hosts: .all, source: nil), earlier.id == holder,
                   let name = earlier.summary?.archive?.name else { return nil }
             if let signatureCheck, let stem = BackupNaming.stem(of: name) {
-                try signatureCheck.check(stem: stem, label: holder.rawValue, in: storage, reading: [name, earlier.manifestName],
-                                         cancellation: signatureCancellation)
+                try signatureCheck.check(stem: stem, label: holder.rawValue, in: storage, sizes: signatureSizes,
+                                         reading: [name, earlier.manifestName], cancellation: signatureCancellation)
             }
             return (try storage.open(name), name)
         case .archiveFile:
@@ -196,8 +201,8 @@ public final class LocatedBackup {
             }
             guard let match else { return nil }
             if let signatureCheck, let stem = BackupNaming.stem(of: match) {
-                try signatureCheck.check(stem: stem, label: storage.location + "/" + match, in: storage, reading: [match], lone: true,
-                                         cancellation: signatureCancellation)
+                try signatureCheck.check(stem: stem, label: storage.location + "/" + match, in: storage, sizes: signatureSizes,
+                                         reading: [match], lone: true, cancellation: signatureCancellation)
             }
             return (try storage.open(match), storage.location + "/" + match)
         }

@@ -71,6 +71,8 @@ public final class Verifier {
     /// When set, every backup verified is also checked to be signed by this key (its
     /// report's `signatureProblem`).
     public var signatureCheck: SignatureCheck?
+    /// The destination's objects as stored, listed once per run for the signature checks.
+    private var signatureSizes: [String: Int64]?
 
     /// A verifier reporting progress to `events`.
     public convenience init(events: EngineEventSink?, cancellation: CancellationFlag) {
@@ -119,8 +121,9 @@ public final class Verifier {
             return SigningError.unsigned(backup: item.id.rawValue, destination: storage.location, signature: "signature").description
         }
         do {
-            try signatureCheck.check(stem: stem, label: item.id.rawValue, in: storage, reading: [item.manifestName, facts.name],
-                                     archiveFacts: facts, cancellation: cancellation)
+            if signatureSizes == nil { signatureSizes = try SignatureCheck.sizes(in: storage) }
+            try signatureCheck.check(stem: stem, label: item.id.rawValue, in: storage, sizes: signatureSizes ?? [:],
+                                     reading: [item.manifestName, facts.name], archiveFacts: facts, cancellation: cancellation)
             return nil
         } catch let error as SigningError {
             return error.description

@@ -14,23 +14,31 @@ public struct SignatureCheck: Sendable {
 
     // MARK: Checking
 
-    /// Checks the backup named `stem` (`HOST_ID`) in `storage`; `label` names it in messages.
-    /// `reading` are the objects the caller will read: the statement must name each. In a
-    /// folder around a lone archive file (`lone`), a manifest the statement names may be
-    /// missing (the archive holds its own); everything else it names must be there.
-    /// - Throws: `SigningError` for a missing, foreign, forged or outdated signature.
+    /// The sizes of `storage`'s objects as stored, by name: what a check compares with.
+    /// Listed once per command and handed to every check it makes.
+    public static func sizes(in storage: StorageBackend) throws -> [String: Int64] {
+        var sizes: [String: Int64] = [:]
+        for object in try DecryptingStorage.stored(storage).list() { sizes[object.name] = object.size }
+        return sizes
+    }
+
+    /// Checks the backup named `stem` (`HOST_ID`) in `storage`, whose objects `sizes` lists
+    /// (`SignatureCheck.sizes(in:)`); `label` names it in messages. `reading` are the objects
+    /// the caller will read: the statement must name each. In a folder around a lone archive
+    /// file (`lone`), a manifest the statement names may be missing (the archive holds its
+    /// own); everything else it names must be there.
     ///
     /// With `archiveFacts`, the archive is not read: its line must say those facts (name,
     /// size, SHA-256), and the caller checks the archive's bytes against them as it reads it
-    /// anyway (verify does).
+    /// anyway (verify does). Without `hashing`, no object but the signature is read: their
+    /// listed sizes must be the signed ones.
+    /// - Throws: `SigningError` for a missing, foreign, forged or outdated signature.
     @discardableResult
-    public func check(stem: String, label: String, in storage: StorageBackend, reading: [String], lone: Bool = false,
-                      archiveFacts: BackupSummary.ArchiveFacts? = nil,
+    public func check(stem: String, label: String, in storage: StorageBackend, sizes: [String: Int64], reading: [String],
+                      lone: Bool = false, archiveFacts: BackupSummary.ArchiveFacts? = nil, hashing: Bool = true,
                       cancellation: CancellationFlag = CancellationFlag()) throws -> SignedStatement {
         // The bytes as stored: a signature is checked before anything is decrypted.
         let stored = DecryptingStorage.stored(storage)
-        var sizes: [String: Int64] = [:]
-        for object in try stored.list() where BackupNaming.stem(of: object.name) == stem { sizes[object.name] = object.size }
         let name = BackupNaming.signatureName(forStem: stem)
         guard let size = sizes[name] else { throw SigningError.unsigned(backup: label, destination: stored.location, signature: name) }
         guard size <= BackupSignature.sizeLimit,
@@ -68,36 +76,21 @@ public struct SignatureCheck: Sendable {
                 throw SigningError.altered(backup: label, object: object.name,
                                            reason: "it is \(size) bytes; the signature says \(object.size)")
             }
-            guard try digest(of: object.name, in: stored, cancellation: cancellation) == object.sha256 else {
+            guard hashing else { continue }
+            guard try HashingSource.digest(of: object.name, in: stored, cancellation: cancellation) == object.sha256 else {
                 throw SigningError.altered(backup: label, object: object.name, reason: "its SHA-256 is not the one signed")
             }
         }
         return statement
     }
 
-    /// Whether `item` carries a signature by the key that speaks of it: made for its name,
-    /// naming its manifest with the size `sizes` lists and the archive its summary records.
-    /// No object is read but the signature: what prune needs to tell a backup this key
-    /// signed from one planted beside it, at the cost of one small read per backup.
+    /// Whether `item` carries a signature by the key made for it, naming its manifest and
+    /// the archive its summary records, whose objects have the signed sizes in `sizes`. Only
+    /// the signature is read: what prune needs to tell a backup this key signed from one
+    /// planted beside it, at the cost of one small read per backup.
     public func vouchesFor(_ item: BackupCatalog.Item, in storage: StorageBackend, sizes: [String: Int64]) -> Bool {
-        let stored = DecryptingStorage.stored(storage)
-        guard let stem = BackupNaming.stem(of: item.manifestName), let facts = item.summary?.archive,
-              let size = sizes[BackupNaming.signatureName(forStem: stem)], size <= BackupSignature.sizeLimit,
-              let bytes = try? stored.readObject(BackupNaming.signatureName(forStem: stem), limit: BackupSignature.sizeLimit),
-              let signature = BackupSignature(parsing: bytes), signature.isSigned(by: key),
-              let statement = SignedStatement(parsing: signature.statementText), statement.stem == stem,
-              let manifest = statement.object(.manifest), manifest.name == item.manifestName,
-              manifest.size == sizes[item.manifestName],
-              let archive = statement.object(.archive) else { return false }
-        return archive.name == facts.name && archive.size == facts.size && archive.sha256 == facts.sha256
-    }
-
-    /// The SHA-256 (hex) of the stored object `name`, read front to back.
-    private func digest(of name: String, in storage: StorageBackend, cancellation: CancellationFlag) throws -> String {
-        let hashing = HashingSource(source: try storage.open(name))
-        defer { hashing.close() }
-        var chunk = [UInt8](repeating: 0, count: 1 << 20)
-        while try chunk.withUnsafeMutableBytes({ try hashing.read(into: $0) }) > 0 { try cancellation.check() }
-        return hashing.finalizeHex()
+        guard let stem = BackupNaming.stem(of: item.manifestName), let facts = item.summary?.archive else { return false }
+        return (try? check(stem: stem, label: item.id.rawValue, in: storage, sizes: sizes, reading: [item.manifestName],
+                           archiveFacts: facts, hashing: false)) != nil
     }
 }

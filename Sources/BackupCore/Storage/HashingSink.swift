@@ -41,10 +41,19 @@ final class HashingSource: ByteSource {
         return read
     }
 
-    /// Reads whatever the archive reader left unread, so the hash covers the whole object.
-    func drain() throws {
+    /// Reads whatever the archive reader left unread, so the hash covers the whole object
+    /// (checking `cancellation` between chunks when given).
+    func drain(cancellation: CancellationFlag? = nil) throws {
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
-        while try chunk.withUnsafeMutableBytes({ try read(into: $0) }) > 0 {}
+        while try chunk.withUnsafeMutableBytes({ try read(into: $0) }) > 0 { try cancellation?.check() }
+    }
+
+    /// The SHA-256 (hex) of the object `name` in `storage` as stored, read front to back.
+    static func digest(of name: String, in storage: StorageBackend, cancellation: CancellationFlag) throws -> String {
+        let hashing = HashingSource(source: try storage.open(name))
+        defer { hashing.close() }
+        try hashing.drain(cancellation: cancellation)
+        return hashing.finalizeHex()
     }
 
     func close() { source.close() }
