@@ -115,12 +115,15 @@ enum KeyOptions {
 
     // MARK: Reading secrets
 
-    /// The bytes of a key file; a warning when a secret one is readable by others.
-    private static func readKeyFile(_ path: String, what: String, secret: Bool, context: CommandContext) throws -> [UInt8] {
+    /// The bytes of a key file; a warning when a secret one is readable by others. A file
+    /// that cannot be read throws `failure` of why (by default, an encryption key's error).
+    static func readKeyFile(_ path: String, what: String, secret: Bool, context: CommandContext,
+                            failure: ((String) -> Error)? = nil) throws -> [UInt8] {
+        let failure = failure ?? { EncryptionError.unusableKey("Cannot read the \(what) '\(path)': \($0)") }
         if secret { SecretHolding.begin() }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw EncryptionError.unusableKey("Cannot read the \(what) '\(path)': \(String(cString: strerror(errno)))")
+            throw failure(String(cString: strerror(errno)))
         }
         let file = FileByteSource(fd: fd, name: path)
         defer { file.close() }
@@ -132,7 +135,7 @@ enum KeyOptions {
         do {
             return try file.readAll(limit: 1 << 20)
         } catch {
-            throw EncryptionError.unusableKey("Cannot read the \(what) '\(path)': \(error)")
+            throw failure("\(error)")
         }
     }
 

@@ -19,23 +19,8 @@ enum SigningOptions {
     static func signingKey(_ arguments: ParsedArguments?, profile: Profile.SigningSettings = Profile.SigningSettings(),
                            context: CommandContext) throws -> SigningKey? {
         guard let path = arguments?.value(.signingKey) ?? profile.keyFile else { return nil }
-        SecretHolding.begin()
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw SigningError.unusableSigningKey(path: path, reason: "it cannot be opened (\(String(cString: strerror(errno))))")
-        }
-        let file = FileByteSource(fd: fd, name: path)
-        defer { file.close() }
-        var info = stat()
-        if fstat(fd, &info) == 0, info.st_mode & 0o077 != 0 {
-            context.warn("the signing key '\(path)' can be read by others (mode \(String(info.st_mode & 0o777, radix: 8))); "
-                + "run 'chmod 600 \(path)'")
-        }
-        var bytes: [UInt8]
-        do {
-            bytes = try file.readAll(limit: 64 << 10)
-        } catch {
-            throw SigningError.unusableSigningKey(path: path, reason: "it cannot be read (\(error))")
+        var bytes = try KeyOptions.readKeyFile(path, what: "signing key", secret: true, context: context) { reason in
+            SigningError.unusableSigningKey(path: path, reason: "it cannot be read (\(reason))")
         }
         defer { for index in bytes.indices { bytes[index] = 0 } }
         return try SigningKey(fileBytes: bytes, path: path)
