@@ -37,6 +37,13 @@ final class S3EndToEndTests: EndToEndTestCase {
         return environment
     }
 
+    /// Puts the local `file` at `key` in the bucket with curl, as anyone holding the keys can,
+    /// Keepsake not involved.
+    private func upload(_ file: String, to key: String, in server: SeaweedServer) throws {
+        try toolSucceeds("curl", ["-sf", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", "\(server.accessKey):\(server.secretKey)",
+                                  "-T", file, "\(server.endpoint.absoluteString)/\(bucket)/\(key)"])
+    }
+
     /// The keys under `prefix/` in the bucket, and the unfinished uploads there.
     private func stored(_ server: SeaweedServer, prefix: String) throws -> (objects: [String], uploads: [String]) {
         let listing = S3BucketListing(server: server, bucket: bucket)
@@ -260,9 +267,7 @@ final class S3EndToEndTests: EndToEndTestCase {
         let later = ISO8601DateFormatter().string(from: Date().addingTimeInterval(60))
         assertExit(try run(["backup", attacker, "--dest", forge, "--host", "web1"], environment: ["KEEPSAKE_NOW": later]), 0)
         for name in try names(in: forge) where name.hasPrefix("web1_") {
-            try toolSucceeds("curl", ["-sf", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", "\(server.accessKey):\(server.secretKey)",
-                                      "-T", forge + "/" + name,
-                                      "\(server.endpoint.absoluteString)/\(bucket)/shared/evil_\(name.dropFirst("web1_".count))"])
+            try upload(forge + "/" + name, to: "shared/evil_\(name.dropFirst("web1_".count))", in: server)
         }
         let restore = try run(["restore", "latest", "--host", "web1", "--dest", dest, "--target", path("restored")], environment: keys)
         assertExit(restore, 0)
@@ -309,8 +314,7 @@ final class S3EndToEndTests: EndToEndTestCase {
         assertExit(try run(["backup", attacker, "--dest", forge, "--host", "web1", "--recipient", recipient],
                            environment: ["KEEPSAKE_NOW": later]), 0)
         for name in try names(in: forge) where name.hasPrefix("web1_") {
-            try toolSucceeds("curl", ["-sf", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", "\(server.accessKey):\(server.secretKey)",
-                                      "-T", forge + "/" + name, "\(server.endpoint.absoluteString)/\(bucket)/signed/\(name)"])
+            try upload(forge + "/" + name, to: "signed/\(name)", in: server)
         }
         let unchecked = path("unchecked")
         assertExit(try run(["restore", "latest", "--dest", dest, "--target", unchecked, "--identity", identity, "--host", "web1"],
@@ -386,8 +390,7 @@ final class S3EndToEndTests: EndToEndTestCase {
             + #""operation":"backup\u001b[31m","boot_id":"another-kernel"}"#
         let file = path("lock.json")
         try record.write(toFile: file, atomically: true, encoding: .utf8)
-        try toolSucceeds("curl", ["-sf", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", "\(server.accessKey):\(server.secretKey)",
-                                  "-T", file, "\(server.endpoint.absoluteString)/\(bucket)/escapes/keepsake.lock"])
+        try upload(file, to: "escapes/keepsake.lock", in: server)
         let source = path("src")
         try Fixtures.makeTree(at: source, files: ["a.txt": "a\n"])
         for json in [false, true] {
