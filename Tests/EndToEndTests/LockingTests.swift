@@ -107,6 +107,40 @@ final class LockingTests: EndToEndTestCase {
         XCTAssertTrue(RawFileSystem.exists(dest + "/keepsake.lock"), "someone else's lock is left alone")
     }
 
+    /// A run killed with `kill -9` leaves its lock (recorded with its machine, boot and pid
+    /// namespace). Another machine sharing the folder cannot look that pid up: it is refused
+    /// and leaves the lock alone. The next run here can, finds it dead and takes it over.
+    /// (The year of nights meets this only when a killed night falls before the laptop's.)
+    func testAKilledRunsLockRefusesAnotherMachineAndIsTakenOverHere() throws {
+        guard geteuid() == 0 else { throw XCTSkip("needs root for the other machine's namespaces") }
+        let dest = path("dest")
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["a.txt": "a\n"])
+        let killed = try keepsake.start(["backup", "--stdin", "--stdin-name", "stream.bin", "--dest", dest])
+        defer { killed.kill() }
+        killed.write(Data(Fixtures.pseudoRandomBytes(count: 1 << 16, seed: 5)))
+        let lock = dest + "/keepsake.lock"
+        var deadline = Date().addingTimeInterval(30)
+        while !RawFileSystem.exists(lock) && killed.isRunning && Date() < deadline { usleep(5000) }
+        XCTAssertTrue(RawFileSystem.exists(lock), "the run never took the lock")
+        let pid = killed.processIdentifier
+        XCTAssertEqual(Glibc.kill(pid, SIGKILL), 0)
+        deadline = Date().addingTimeInterval(30)
+        while killed.isRunning && Date() < deadline { usleep(5000) }
+        XCTAssertFalse(killed.isRunning, "pid \(pid) outlived SIGKILL")
+
+        let laptop = try run(["backup", source, "--dest", dest], hostName: "laptop")
+        assertExit(laptop, 5, "another machine cannot tell whether pid \(pid) still runs")
+        XCTAssertTrue(laptop.stderrText.contains("pid \(pid) on \(hostName())"), "the holder is named:\n\(laptop)")
+        XCTAssertTrue(laptop.stderrText.contains("takes the lock over"), "the way out is said:\n\(laptop)")
+        XCTAssertTrue(RawFileSystem.exists(lock), "the other machine leaves the lock alone")
+
+        let here = try run(["backup", source, "--dest", dest])
+        assertExit(here, 0, "this machine sees pid \(pid) gone and takes its lock over")
+        XCTAssertTrue(here.stderrText.contains("stale lock left by pid \(pid)"), "\(here)")
+        XCTAssertFalse(RawFileSystem.exists(lock), "the lock is released afterwards")
+    }
+
     // MARK: Hostile destinations
 
     /// In a destination everyone may write to, symbolic links are planted at every name a

@@ -88,15 +88,17 @@ struct KeepsakeProcess {
     ///   - environment: variables to add or (with nil) remove.
     ///   - asNobody: run as uid/gid 65534 through `setpriv` (the test must run as root).
     ///   - executable: another copy of the binary (one an unprivileged user can reach).
-    ///   - hostName: run as if on a machine of this name: in a UTS namespace of its own
-    ///     (`unshare --uts`, the test must run as root) whose host name is set first.
+    ///   - hostName: run as if on another machine of this name: in UTS and pid namespaces
+    ///     of its own with its own `/proc` (`unshare --uts --pid --fork --mount-proc`, the
+    ///     test must run as root), its host name set first. Its own pid table matters: a
+    ///     lock judges a holder's pid only where it names the same process.
     @discardableResult
     func run(_ arguments: [String], stdin: Data? = nil, environment changes: [String: String?] = [:],
              asNobody: Bool = false, executable override: String? = nil, currentDirectory: String? = nil,
              timeout: TimeInterval = 120, hostName: String? = nil) throws -> ProcessRunner.Outcome {
         let binary = override ?? executable
         if let hostName {
-            return try ProcessRunner.run("unshare", ["--uts", "sh", "-c", "hostname \"$0\" && exec \"$@\"", hostName, binary] + arguments,
+            return try ProcessRunner.run("unshare", ["--uts", "--pid", "--fork", "--mount-proc", "sh", "-c", "hostname \"$0\" && exec \"$@\"", hostName, binary] + arguments,
                                          stdin: stdin, environment: environment(changes),
                                          currentDirectory: currentDirectory, timeout: timeout)
         }
