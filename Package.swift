@@ -35,20 +35,26 @@ let package = Package(
         // GNU/Linux calls (xattrs, SEEK_DATA, O_NOATIME) that Glibc's Swift module lacks.
         .systemLibrary(name: "CPosix"),
 
-        // MARK: Layers
+        // MARK: Layers (docs/architecture.md draws the graph; a target imports only what it lists)
+        // Bytes, paths, locks, cancellation, processes: no format, no storage, no backups.
+        .target(name: "KeepsakeSupport", dependencies: ["CPosix"]),
+        // JSON values, a bounded parser and a writer: knows nothing of what the JSON means.
+        .target(name: "KeepsakeJSON", dependencies: ["KeepsakeSupport"]),
+        // SHA-256 and HMAC-SHA256 through OpenSSL.
+        .target(name: "KeepsakeHashing", dependencies: ["CCrypto", "KeepsakeSupport"]),
         .target(
             name: "BackupCore",
-            dependencies: ["CArchive", "CCrypto", "CCurl", "CPosix", "CZstd"]
+            dependencies: ["CArchive", "CCrypto", "CCurl", "CPosix", "CZstd", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing"]
         ),
         // Configuration files (TOML, profiles): turns a profile into BackupCore's plain requests.
         .target(
             name: "KeepsakeConfig",
-            dependencies: ["BackupCore"]
+            dependencies: ["BackupCore", "KeepsakeSupport", "KeepsakeJSON"]
         ),
         .target(name: "TerminalUI"),
         .target(
             name: "KeepsakeCLI",
-            dependencies: ["BackupCore", "KeepsakeConfig", "TerminalUI"]
+            dependencies: ["BackupCore", "KeepsakeConfig", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "TerminalUI"]
         ),
         .executableTarget(
             name: "keepsake",
@@ -57,13 +63,13 @@ let package = Package(
 
         // MARK: Tests
         // The base class of every test case (a skip under CI=true must be allow-listed).
-        .target(name: "KeepsakeTestSupport", dependencies: ["BackupCore", "TerminalUI"], path: "Tests/KeepsakeTestSupport",
+        .target(name: "KeepsakeTestSupport", dependencies: ["BackupCore", "KeepsakeSupport", "TerminalUI"], path: "Tests/KeepsakeTestSupport",
                 exclude: ["Servers/fault_proxy.py"]),
-        .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore", "CArchive", "KeepsakeTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore", "CArchive", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "KeepsakeTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "KeepsakeConfigTests", dependencies: ["KeepsakeConfig", "KeepsakeTestSupport"]),
         .testTarget(name: "TerminalUITests", dependencies: ["TerminalUI", "KeepsakeTestSupport"]),
-        .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "KeepsakeConfig", "TerminalUI", "KeepsakeTestSupport"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["keepsake", "KeepsakeTestSupport"]),
+        .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "KeepsakeConfig", "KeepsakeSupport", "KeepsakeJSON", "TerminalUI", "KeepsakeTestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["keepsake", "KeepsakeSupport", "KeepsakeTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -14,6 +14,7 @@
 @testable import BackupCore
 import Foundation
 import Glibc
+import KeepsakeJSON
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzRecords(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {

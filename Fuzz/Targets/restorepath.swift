@@ -12,6 +12,7 @@
 //   - the index finds every entry by its path and counts each path once.
 @testable import BackupCore
 import Glibc
+import KeepsakeSupport
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzRestorePath(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {

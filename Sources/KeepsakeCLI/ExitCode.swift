@@ -1,4 +1,5 @@
 import BackupCore
+import KeepsakeSupport
 
 /// The documented exit codes; scripts and cron rely on them.
 public enum ExitCode: Int32, Sendable, CaseIterable {
@@ -50,7 +51,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
             // The command line (or the value of KEEPSAKE_DEST or KEEPSAKE_S3_ENDPOINT, or a
             // profile's destination) is wrong, or this environment needs a --dest it lacks.
             self = .usage
-        case EngineError.interrupted:
+        case is Interruption:
             self = .interrupted
         case is LockError:
             self = .locked

@@ -1,4 +1,6 @@
 import Foundation
+import KeepsakeHashing
+
 @testable import BackupCore
 
 // MARK: - In-memory byte streams for the age tests

@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// `BackupSearch`: gitignore-style patterns over archive paths, and a search through every
@@ -152,7 +154,7 @@ final class BackupSearchTests: KeepsakeTestCase {
         let flag = CancellationFlag()
         flag.cancel()
         XCTAssertThrowsError(try BackupSearch(pattern: "x").search(BackupCatalog(storage: storage), cancellation: flag)) { error in
-            XCTAssertEqual(error as? EngineError, .interrupted)
+            XCTAssertEqual(error as? Interruption, Interruption())
         }
     }
 

@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// When a backup is incremental and when it starts a new chain, on a simulated clock.

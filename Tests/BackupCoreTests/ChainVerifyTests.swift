@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// Verifying an incremental backup checks that every backup it takes files from holds each

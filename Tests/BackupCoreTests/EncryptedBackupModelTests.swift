@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+import KeepsakeJSON
+
 @testable import BackupCore
 
 /// The pieces of an encrypted backup that need no crypto: object names, the summary in the

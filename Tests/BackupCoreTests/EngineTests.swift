@@ -1,6 +1,8 @@
 import CPosix
 import Foundation
 import XCTest
+import KeepsakeSupport
+
 @testable import BackupCore
 
 final class EngineTests: KeepsakeTestCase {
@@ -314,7 +316,7 @@ final class EngineTests: KeepsakeTestCase {
         flag.cancel()
         let engine = BackupEngine(storage: storage, events: recorder, cancellation: flag)
         XCTAssertThrowsError(try engine.run(try request())) { error in
-            XCTAssertEqual(error as? EngineError, .interrupted)
+            XCTAssertEqual(error as? Interruption, Interruption())
         }
         XCTAssertEqual(try storage.list(), [])
         XCTAssertEqual(rawDirectoryNames(destination), [], "no temporary file and no lock left")
@@ -334,7 +336,7 @@ final class EngineTests: KeepsakeTestCase {
         let target = root + "/cancelled"
         XCTAssertThrowsError(try Restorer(events: nil, cancellation: flag)
             .restore(archive: archive, archiveName: name, manifest: nil, request: RestoreRequest(target: target))) { error in
-            XCTAssertEqual(error as? EngineError, .interrupted)
+            XCTAssertEqual(error as? Interruption, Interruption())
         }
         XCTAssertEqual(rawDirectoryNames(target), [])
     }

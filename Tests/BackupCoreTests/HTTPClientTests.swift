@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+import KeepsakeHashing
+
 @testable import BackupCore
 
 /// `HTTPClient` against a real HTTP/1.1 server on loopback: python3's http.server with the

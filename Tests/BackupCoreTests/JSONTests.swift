@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+import KeepsakeJSON
+
 @testable import BackupCore
 
 final class JSONTests: KeepsakeTestCase {

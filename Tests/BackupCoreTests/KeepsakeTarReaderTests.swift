@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// Keepsake reads the archives it writes with a tar reader of its own. These tests hold it to

@@ -1,5 +1,7 @@
 import CArchive
 import Foundation
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// libarchive 3.6's pax writer, configured as Keepsake's `ArchiveWriter` used it before it

@@ -1,5 +1,8 @@
 import Foundation
 import XCTest
+import KeepsakeJSON
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// The local folder against the conformance suite, and what only a local folder promises.

@@ -1,5 +1,8 @@
 import Foundation
 import XCTest
+import KeepsakeJSON
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// Issue 26 §3: a lock's holder is judged only where its pid means the same process: this

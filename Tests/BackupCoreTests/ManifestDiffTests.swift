@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// `ManifestDiff`: entries compared by path, hash and metadata, on hand-made entries and on

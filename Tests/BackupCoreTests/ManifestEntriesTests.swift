@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+import KeepsakeJSON
+
 @testable import BackupCore
 
 /// The compact entry store, the streaming manifest parser and the in-order SHA256SUMS check.

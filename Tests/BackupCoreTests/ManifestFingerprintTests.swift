@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+import KeepsakeJSON
+
 @testable import BackupCore
 
 /// `verify` compares the archive's own manifest with the one beside it through fingerprints.

@@ -1,5 +1,8 @@
 import Foundation
 import XCTest
+import KeepsakeJSON
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// The fast manifest line decoder must agree with the general JSON path on every line:

@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// Keepsake encodes pax headers itself; these tests hold it to the bytes libarchive 3.6's

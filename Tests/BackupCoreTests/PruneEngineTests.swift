@@ -1,5 +1,8 @@
 import Foundation
 import XCTest
+import KeepsakeJSON
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// `PruneEngine`: retention over a simulated calendar, chain protection, dry runs, removal
@@ -455,7 +458,7 @@ final class PruneEngineTests: KeepsakeTestCase {
         let error = assertThrows(try prune(RetentionPolicy(keepLast: 1), now: day.addingTimeInterval(86_400),
                                            events: canceller, cancellation: cancellation))
 
-        XCTAssertEqual(error as? EngineError, .interrupted)
+        XCTAssertEqual(error as? Interruption, Interruption())
         XCTAssertEqual(try listedIDs(), [ids[0], ids[1], ids[3]], "only the first removal happened")
         XCTAssertEqual(try storage.list().count, 6, "no archive without its manifest, or the reverse")
         try assertEveryListedBackupHasItsArchive()

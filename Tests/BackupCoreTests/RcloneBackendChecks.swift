@@ -1,5 +1,9 @@
 import Foundation
 import XCTest
+import KeepsakeHashing
+import KeepsakeJSON
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// What the rclone backend promises beyond the conformance suite, checked on any rclone
@@ -166,10 +170,10 @@ struct RcloneBackendChecks {
             // The pipe may take a little more before the wait that notices the flag.
             for _ in 0..<64 { try pending.write(buffer) }
         }, file: file, line: line) { error in
-            XCTAssertEqual(error as? EngineError, .interrupted, "\(error)", file: file, line: line)
+            XCTAssertEqual(error as? Interruption, Interruption(), "\(error)", file: file, line: line)
         }
         XCTAssertThrowsError(try backend.list(), file: file, line: line) { error in
-            XCTAssertEqual(error as? EngineError, .interrupted, "\(error)", file: file, line: line)
+            XCTAssertEqual(error as? Interruption, Interruption(), "\(error)", file: file, line: line)
         }
         pending.abort()
         XCTAssertEqual(try remote.rawNames(of: backend), [], "the temporary is removed even so", file: file, line: line)

@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// An rclone remote to test the rclone backend against: its name in an rclone configuration

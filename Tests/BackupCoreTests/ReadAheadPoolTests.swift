@@ -1,5 +1,8 @@
 import Foundation
 import XCTest
+import KeepsakeHashing
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// The pool of reader threads under a backup: files handed over whole and in order, and the

@@ -1,5 +1,8 @@
 import Foundation
 import XCTest
+import KeepsakeHashing
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// The restore's file writer, on real files in a temporary folder: content in pieces of

@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// `keepsake run`'s steps in core: backup, prune, verify, each failure recorded by step.

@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// Where S3 settings and credentials come from, what S3's XML answers say, and that no

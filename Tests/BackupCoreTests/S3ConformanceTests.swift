@@ -1,6 +1,10 @@
 import Foundation
 import KeepsakeTestSupport
 import XCTest
+import KeepsakeHashing
+import KeepsakeJSON
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// The S3 backend against the conformance suite, on a real SeaweedFS (`weed mini` on

@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+import KeepsakeSupport
+
 @testable import BackupCore
 
 final class ScannerTests: KeepsakeTestCase {
@@ -219,7 +221,7 @@ final class ScannerTests: KeepsakeTestCase {
         let flag = CancellationFlag()
         flag.cancel()
         XCTAssertThrowsError(try scan(source, cancellation: flag)) { error in
-            XCTAssertEqual(error as? EngineError, .interrupted)
+            XCTAssertEqual(error as? Interruption, Interruption())
         }
     }
 }

@@ -1,5 +1,8 @@
 import Foundation
 import XCTest
+import KeepsakeHashing
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// HMAC-SHA256 against RFC 4231, and the SigV4 signer against AWS's published examples.

@@ -1,6 +1,8 @@
 import Foundation
 import BackupCore
 import XCTest
+import KeepsakeSupport
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,7 @@
 @testable import KeepsakeCLI
 import BackupCore
 import XCTest
+import KeepsakeSupport
 
 /// Parsing paths, every usage-error message, the error block, and suggestions.
 final class ArgumentParserTests: KeepsakeTestCase {

@@ -1,6 +1,7 @@
 @testable import KeepsakeCLI
 import BackupCore
 import XCTest
+import KeepsakeSupport
 
 /// The test clock: `KEEPSAKE_NOW` in a debug build, the real time otherwise.
 final class CommandClockTests: KeepsakeTestCase {

@@ -1,9 +1,11 @@
 import BackupCore
 import Foundation
 import KeepsakeConfig
+
 @testable import KeepsakeCLI
 @testable import TerminalUI
 import XCTest
+import KeepsakeSupport
 
 /// One mapping from errors to exit codes and one `Error:` renderer, for every command.
 final class ErrorReportTests: InProcessTestCase {
@@ -12,7 +14,7 @@ final class ErrorReportTests: InProcessTestCase {
     func testEachKindOfErrorHasItsExitCode() {
         let cases: [(Error, ExitCode)] = [
             (UsageError(.missingArgument("PATH"), command: nil), .usage),
-            (EngineError.interrupted, .interrupted),
+            (Interruption(), .interrupted),
             (EngineError.archiveMissing(name: "a", backup: "b", destination: "d"), .integrity),
             (EngineError.manifestUnreadable(name: "m", reason: "r"), .integrity),
             (EngineError.misnamed(name: "m", reason: "r"), .integrity),

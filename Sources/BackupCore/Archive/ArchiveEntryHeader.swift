@@ -1,5 +1,6 @@
 import CArchive
 import Foundation
+import KeepsakeSupport
 
 /// Everything a tar header says about one entry, in Swift terms. Used both to write
 /// entries and to describe entries read back.

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// Reads a tar archive (plain, or compressed in any way libarchive knows) from a byte
 /// source, entry by entry, front to back.
@@ -52,7 +53,7 @@ public final class ArchiveReader {
     /// are recognised from the bytes, not the name. With `keepsakeTar`, the bytes are known
     /// to be the uncompressed tar of a Keepsake archive (or parts of one, whole entries each)
     /// and are not inspected. Once `cancellation` is set, reading throws
-    /// `EngineError.interrupted`.
+    /// `Interruption`.
     public convenience init(source: ByteSource, name: String, keepsakeTar: Bool = false, cancellation: CancellationFlag? = nil) throws {
         try self.init(decoded: keepsakeTar ? source : ArchiveReader.decoding(source, name: name), name: name,
                       keepsakeTar: keepsakeTar, cancellation: cancellation)

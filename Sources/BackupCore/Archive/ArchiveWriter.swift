@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// Writes a POSIX pax tar, compressed, to a byte sink.
 ///
 /// Headers are encoded here (`PaxHeaderEncoder`); zstd goes through Keepsake's own

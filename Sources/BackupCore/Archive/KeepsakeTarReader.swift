@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// Reads the tar stream of an archive Keepsake wrote — POSIX pax: ustar headers, `x`
 /// extended headers with the records `PaxHeaderEncoder` writes, sparse files in GNU's
 /// format 1.0 — entry by entry, handing out content where it lies in the decoded stream.

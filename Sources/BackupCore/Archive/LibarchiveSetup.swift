@@ -1,5 +1,6 @@
 import CArchive
 import Foundation
+import KeepsakeSupport
 
 /// Process-wide preparation libarchive needs, done once.
 enum LibarchiveSetup {

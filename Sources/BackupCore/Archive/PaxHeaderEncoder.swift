@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// Encodes an entry's headers in the POSIX pax format: a ustar header, preceded by a pax
 /// extended header (`x`) when the entry has something ustar cannot say (a long or non-ASCII
 /// name, nanoseconds, a large id, extended attributes, holes).

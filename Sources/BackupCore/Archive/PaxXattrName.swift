@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// How an extended attribute's name travels in a pax record key (`SCHILY.xattr.NAME`):
 /// percent-encoded, as libarchive's writer (which wrote Keepsake's first archives) did, so
 /// that the key holds no `=` and no byte outside printable ASCII.

@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// A decoded tar stream as `KeepsakeTarReader` reads it: a window of bytes at a time, lent
 /// by the source where it can (a decompressed zstd frame, where it lies) or read into a
 /// buffer of its own. Views it hands out stay valid until the next call.

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// Writes one backup's archive: every scanned item becomes a tar entry and a manifest line,
 /// except a file the parent backup already holds, which gets a manifest line pointing at

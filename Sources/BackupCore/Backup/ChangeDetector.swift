@@ -1,4 +1,6 @@
 import Foundation
+import KeepsakeHashing
+import KeepsakeSupport
 
 /// Tells whether a scanned file is the one the parent backup already holds, so that an
 /// incremental backup points at it instead of storing it again. Asked in scan order, as

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// Reads the content of several files at once, on threads of its own, ahead of the one
 /// thread that writes the archive; that thread takes each file's content in the order the

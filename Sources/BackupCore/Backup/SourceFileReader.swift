@@ -1,5 +1,7 @@
 import CPosix
 import Foundation
+import KeepsakeHashing
+import KeepsakeSupport
 
 /// Reads from the file system what a backup stores of a scanned item: a regular file's
 /// content (opened without following a symlink, checked against what the scan saw, with

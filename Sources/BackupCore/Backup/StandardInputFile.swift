@@ -1,4 +1,6 @@
 import Foundation
+import KeepsakeHashing
+import KeepsakeSupport
 
 /// Standard input as the one file a backup stores (`--stdin-name`). Its size is unknown
 /// until the end, and a tar header needs it first, so the stream is spooled to a

@@ -1,4 +1,5 @@
 import Glibc
+import KeepsakeSupport
 
 /// A decrypting view of an age file: plaintext front to back (`read(into:)`) or at any plaintext offset
 /// (`read(at:into:)`), decrypting only the 64 KiB chunks that hold the bytes asked for (age's chunks are

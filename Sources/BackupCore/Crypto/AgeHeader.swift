@@ -1,4 +1,5 @@
 import CCrypto
+import KeepsakeHashing
 
 /// An age v1 header: the version line, recipient stanzas and the "---" MAC line, parsed with
 /// every rule of the spec (canonical unpadded base64, 64-column body lines ending with a short

@@ -1,3 +1,4 @@
+import KeepsakeSupport
 
 /// The keys a command may open encrypted backups with: identities from key files, and a
 /// passphrase that is asked for only when an object turns out to need one (then kept for the

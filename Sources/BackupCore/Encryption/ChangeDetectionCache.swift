@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeHashing
 
 /// What a backup host keeps of its own encrypted backups so the next one can be
 /// incremental: with public-key encryption it cannot read their manifests back from the

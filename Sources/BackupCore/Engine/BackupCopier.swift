@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// Copies backups from one destination to another (a local folder to a bucket for a 3-2-1
 /// setup, one bucket to another): the archive streams across while its size and SHA-256

@@ -1,4 +1,6 @@
 import Foundation
+import KeepsakeHashing
+import KeepsakeSupport
 
 /// Makes backups: scans the sources, writes the compressed archive with its manifest
 /// into the destination, and commits it (archive first, then the manifest beside it).

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// When a backup starts a new chain instead of being incremental, and how "unchanged"
 /// is decided.

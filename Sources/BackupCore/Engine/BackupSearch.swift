@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// Which backups hold paths matching a pattern: the core of `keepsake find`.
 ///
 /// The pattern follows the rules of `--exclude` (see `ExcludeRules`): without a slash it
@@ -117,7 +119,7 @@ public struct BackupSearch: Sendable {
     // MARK: Searching
 
     /// Searches every committed backup in `catalog`, oldest first.
-    /// - Throws: when the destination cannot be listed, or `EngineError.interrupted` when
+    /// - Throws: when the destination cannot be listed, or `Interruption` when
     ///   `cancellation` is set. An unreadable manifest is not an error: see `Result.skipped`.
     /// Only the backups `including` accepts are searched (`--host`, `--source`).
     public func search(_ catalog: BackupCatalog, cancellation: CancellationFlag? = nil,

@@ -1,4 +1,6 @@
 import Foundation
+import KeepsakeJSON
+import KeepsakeSupport
 
 /// A note in the destination that a backup was found damaged, so that the next backup of
 /// its chain starts a new chain by itself instead of building on it every night.

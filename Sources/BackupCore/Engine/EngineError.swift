@@ -1,7 +1,5 @@
 /// Failures that stop a command. Each names the thing and says what to do.
 public enum EngineError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// SIGINT or SIGTERM arrived; everything temporary was removed.
-    case interrupted
     /// A source path does not exist or cannot be opened.
     case sourceUnusable(path: String, reason: String)
     /// An id, prefix or `latest` matched no backup.
@@ -25,7 +23,6 @@ public enum EngineError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .interrupted: return "Interrupted; unfinished work was removed (a backup commits nothing, a restore keeps only complete, checked files)"
         case .sourceUnusable(let path, let reason): return "Cannot back up '\(path)': \(reason)"
         case .backupNotFound(let reference, let destination):
             return "No backup '\(reference)' in \(destination); run 'keepsake list' to see the backups"

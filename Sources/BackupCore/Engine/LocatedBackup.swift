@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// One backup found by `BackupLocator`: the storage it is in (a destination, or the
 /// read-only folder of a lone archive file), its manifest when there is one to read before

@@ -1,5 +1,7 @@
 import CPosix
 import Foundation
+import KeepsakeHashing
+import KeepsakeSupport
 
 /// The comparisons restore and verify share: an archive entry against its manifest line.
 enum ManifestCheck {

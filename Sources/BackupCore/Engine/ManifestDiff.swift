@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// What changed between two backups, path by path: the core of `keepsake diff`.
 ///
 /// Entries are matched by their raw archive path (bytes, so names that are not UTF-8 work),

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// Rebuilds the manifest beside an archive from the archive's own copy (its last entry),
 /// with the stored archive's size and SHA-256 measured while reading it. Used by

@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// What an incremental backup needs of its parent: each scanned file's entry in the
 /// parent's manifest. The manifest is read a line at a time, in step with the scan (both
 /// are in `ScanOrder`), so memory does not grow with the number of files.

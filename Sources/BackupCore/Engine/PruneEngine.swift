@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// Removes the backups a ``RetentionPolicy`` does not keep, with the rules of restic's
 /// `forget`, and never one that a kept backup still needs.
@@ -57,7 +58,7 @@ public final class PruneEngine {
     ///
     /// - Throws: `EngineError.invalidRequest` for an empty policy or one that would remove
     ///   every backup of a group; `LockError.held` when another run holds the destination;
-    ///   `EngineError.interrupted` when cancelled between two removals (each backup is then
+    ///   `Interruption` when cancelled between two removals (each backup is then
     ///   either wholly listed or not listed at all); storage errors.
     public func run(_ request: PruneRequest) throws -> PruneResult {
         guard !request.policy.isEmpty else { throw EngineError.invalidRequest(PruneEngine.emptyPolicyMessage) }

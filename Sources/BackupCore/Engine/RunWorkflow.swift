@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// The steps of `keepsake run` between its hooks: back up, prune with the retention policy
 /// (when there is one), verify the new backup, and copy it (with the chain it needs, and any

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// What verifying one backup (or one archive file) found.
 public struct VerifyReport: Sendable {

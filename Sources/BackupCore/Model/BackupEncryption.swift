@@ -1,3 +1,5 @@
+import KeepsakeJSON
+
 /// How a backup's archive and manifest are encrypted (age v1): to public keys, or with a
 /// passphrase. Recorded in its summary, in the clear beside it too, so `list` says which key
 /// opens a backup without holding one, and a chain never mixes keys.

@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// How backups are named in a destination and inside their archives.
 public enum BackupNaming {
     // MARK: Inside the archive

@@ -1,4 +1,6 @@
 import Foundation
+import KeepsakeJSON
+import KeepsakeSupport
 
 /// The first line of a manifest: what a backup is, as a whole.
 public struct BackupSummary: Sendable, Equatable {

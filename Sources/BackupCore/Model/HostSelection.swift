@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// Which hosts' backups a command acts on, in a destination several hosts back up to:
 /// each keeps its own chains, and prunes and restores its own unless told otherwise.
 public enum HostSelection: Sendable, Equatable {

@@ -1,3 +1,5 @@
+import KeepsakeJSON
+
 /// A whole manifest: the summary line and one entry per line after it.
 public struct Manifest: Sendable {
     // MARK: Content

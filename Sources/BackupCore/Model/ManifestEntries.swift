@@ -1,4 +1,5 @@
 import Glibc
+import KeepsakeSupport
 
 /// The entries of a manifest, in manifest order, stored compactly: one fixed-size record per
 /// entry, each folder path once and every name and link target back to back in byte buffers,

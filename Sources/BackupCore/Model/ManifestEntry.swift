@@ -1,4 +1,6 @@
 import Foundation
+import KeepsakeJSON
+import KeepsakeSupport
 
 /// One file system entry as a backup recorded it: a line of the manifest.
 public struct ManifestEntry: Sendable, Equatable {

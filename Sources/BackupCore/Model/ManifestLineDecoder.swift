@@ -1,4 +1,5 @@
 import Glibc
+import KeepsakeSupport
 
 /// Decodes the manifest lines Keepsake writes straight from their bytes, without building
 /// a JSON tree: a no-change backup of 100,000 files reads its parent's manifest mostly in

@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// How many bytes a manifest may hold, so that one read from an archive or a file cannot
 /// take memory out of proportion to what it describes: a 25 KB archive whose manifest is
 /// 256 MiB of one repeated byte took 786 MB to restore.

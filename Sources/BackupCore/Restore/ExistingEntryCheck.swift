@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// Compares an entry already in the target, which the overwrite policy keeps, with what the
 /// backup holds at that place: the restore names the kept entries that differ, since the

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// The modes and times of the folders a restore made (or, with `--overwrite always`, met),
 /// applied at the end: a read-only folder can still be filled until then, and a folder's

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// Settles what a restore put into the target before the archive's own manifest was read
 /// (a lone archive, whose manifest is its last entry; or a plain tarball, which has none).

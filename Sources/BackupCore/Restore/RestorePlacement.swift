@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// Puts restored entries into the target, always relative to open folder descriptors, so
 /// nothing is written through a symlink. Folders are made in place; a symlink or special

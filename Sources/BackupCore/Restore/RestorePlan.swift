@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// What one restore does with each archive entry, decided from the request and the
 /// manifest alone (it looks at nothing on disk): which entries it takes (the selection,

@@ -1,5 +1,6 @@
 import CPosix
 import Foundation
+import KeepsakeSupport
 
 /// One restore, from start to end: reads the restored backup's own archive, then each
 /// earlier archive its unchanged files live in, front to back; sends every entry through

@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// Which archive paths a restore takes: everything, or the given paths (a folder brings
 /// its contents) and gitignore-style patterns.
 struct RestoreSelection {

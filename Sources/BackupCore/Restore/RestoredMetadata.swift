@@ -1,5 +1,6 @@
 import CPosix
 import Foundation
+import KeepsakeSupport
 
 /// Applies an entry's recorded owner, mode, extended attributes and time to what a restore
 /// made, always through a descriptor: a name in the target can be swapped for a symlink by

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// Restores all or part of an archive into a target folder. Every file gets its name only
 /// once its SHA-256 matches the manifest: written unnamed and linked in (a target that

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// Turns the paths given to `restore` into the archive paths they mean. A path may be given
 /// as `list ID` and `find` print it (`home/ana/src/notes.txt`), as the original absolute

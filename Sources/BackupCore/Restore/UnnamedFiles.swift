@@ -1,5 +1,6 @@
 import CPosix
 import Foundation
+import KeepsakeSupport
 
 /// Files made without a name (`O_TMPFILE`) in their folder and named with `linkat` once
 /// written and checked: how a restore writes into a target that started empty. Nothing

@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// One compiled glob for a single path component (no `/` inside): `*`, `?`, `[...]` classes
 /// and `\` escapes, matched against raw name bytes.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// Walks source trees depth-first in name order, on raw bytes through `openat`/`fstatat`
 /// (FileManager turns undecodable names into U+FFFD and loses those files), applying

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeJSON
 
 /// A backup's signature object, `HOST_ID.signature`: one JSON line holding the signed
 /// statement's text, the Ed25519 signature of exactly those bytes, and the public key that

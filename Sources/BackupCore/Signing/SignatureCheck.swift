@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// Checks that a backup comes from the host holding a signing key, before anything of it is
 /// used: its signature object is signed by the key given, speaks of this backup, and names
 /// every object that will be read with the size and SHA-256 those objects have now (stored

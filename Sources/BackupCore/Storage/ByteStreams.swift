@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// Something bytes can be read from, front to back.
 public protocol ByteSource: AnyObject {
     /// Reads up to `buffer.count` bytes and returns how many; 0 at the end.

@@ -1,4 +1,6 @@
 import Foundation
+import KeepsakeJSON
+import KeepsakeSupport
 
 /// Who holds (or wants) a destination's lock.
 public struct LockOwner: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// Reads a file through its descriptor, front to back or at any offset.
 public final class FileByteSource: RandomAccessSource {

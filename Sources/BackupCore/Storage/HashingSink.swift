@@ -1,3 +1,6 @@
+import KeepsakeHashing
+import KeepsakeSupport
+
 /// Passes bytes on to another sink while hashing and counting them, so an archive's own
 /// SHA-256 comes free with writing it.
 final class HashingSink: ByteSink {

@@ -1,5 +1,7 @@
 import CPosix
 import Foundation
+import KeepsakeJSON
+import KeepsakeSupport
 
 /// A destination that is a folder on a local (or mounted) file system.
 public final class LocalFolderBackend: StorageBackend {

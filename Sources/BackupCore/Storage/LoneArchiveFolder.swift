@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// The folder holding an archive file that was copied out of a destination (to a USB disk,
 /// a download folder): a read-only backend, so a lone archive is read through the same

@@ -1,4 +1,6 @@
 import Foundation
+import KeepsakeHashing
+import KeepsakeSupport
 
 /// Where a process id means something: the machine, its boot and the pid namespace a
 /// process runs in. A lock records its holder's, so that another run judges the recorded

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// One stored object as a listing shows it.
 public struct StoredObject: Sendable, Equatable {
@@ -82,7 +83,7 @@ extension StorageBackend {
     /// Takes the lock as `acquireLock` does, but when another run holds it, waits for it up
     /// to `wait` seconds, looking again every few seconds: hosts sharing a destination take
     /// turns instead of failing. Throws `LockError.held` once the wait is over, and
-    /// `EngineError.interrupted` when `cancellation` is set meanwhile.
+    /// `Interruption` when `cancellation` is set meanwhile.
     public func acquireLock(_ owner: LockOwner, waitingUpTo wait: TimeInterval,
                             cancellation: CancellationFlag?, events: EngineEventSink?) throws -> DestinationLock {
         let deadline = Date().addingTimeInterval(max(0, wait))

@@ -1,4 +1,6 @@
 import BackupCore
+import KeepsakeSupport
+
 // MARK: - ArgumentParser
 
 /// Parses a command's arguments (everything after the command word) against its spec.

@@ -1,5 +1,6 @@
 import BackupCore
 import Glibc
+import KeepsakeSupport
 
 // MARK: - CommandLineArgument
 

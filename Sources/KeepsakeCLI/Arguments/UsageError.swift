@@ -1,4 +1,6 @@
 import BackupCore
+import KeepsakeSupport
+
 // MARK: - UsageError
 
 /// A command line that cannot be run as typed (exit code 2).

@@ -1,6 +1,8 @@
 import BackupCore
 import Foundation
 import TerminalUI
+import KeepsakeJSON
+import KeepsakeSupport
 
 /// `keepsake diff FROM TO`: what changed between two backups.
 struct DiffCommand: KeepsakeCommand {

@@ -1,6 +1,7 @@
 import BackupCore
 import Foundation
 import TerminalUI
+import KeepsakeJSON
 
 /// `keepsake repair`: rebuilds lost or damaged manifests from the archives' own copies.
 struct RepairCommand: KeepsakeCommand {

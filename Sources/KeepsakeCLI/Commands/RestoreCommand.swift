@@ -2,6 +2,8 @@ import BackupCore
 import Foundation
 import KeepsakeConfig
 import TerminalUI
+import KeepsakeJSON
+import KeepsakeSupport
 
 /// `keepsake restore`: all or part of a backup, from the destination or a lone archive file.
 struct RestoreCommand: KeepsakeCommand {

@@ -2,6 +2,7 @@ import BackupCore
 import Foundation
 import KeepsakeConfig
 import TerminalUI
+import KeepsakeJSON
 
 /// `keepsake run PROFILE`: the one line a crontab needs. Runs the profile's before hook,
 /// the backup, the prune (when the profile has a retention policy), the verification of the

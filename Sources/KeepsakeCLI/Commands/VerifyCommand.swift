@@ -2,6 +2,7 @@ import BackupCore
 import Foundation
 import KeepsakeConfig
 import TerminalUI
+import KeepsakeJSON
 
 /// `keepsake verify`: proves backups intact, or names what is damaged.
 struct VerifyCommand: KeepsakeCommand {

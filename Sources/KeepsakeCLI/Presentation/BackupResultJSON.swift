@@ -1,4 +1,6 @@
 import BackupCore
+import KeepsakeJSON
+import KeepsakeSupport
 
 /// The JSON object of a backup's result: `backup --json` prints it (with `exit_code`), and
 /// `run --json` holds the same object under `backup`.

@@ -1,4 +1,5 @@
 import BackupCore
+import KeepsakeJSON
 
 /// The JSON fields of a copy's result: `copy --json` prints them after `from` and `to`, and
 /// `run --json` holds them under `copies`, after the `destination` copied to.

@@ -1,5 +1,7 @@
 import BackupCore
 import Foundation
+import KeepsakeJSON
+import KeepsakeSupport
 
 /// `backup --dry-run --list`: each path as a line (`+ PATH` saved, `- PATH  (rule)` left
 /// out, a folder with a trailing `/`), or gathered for the JSON document's `saved` and

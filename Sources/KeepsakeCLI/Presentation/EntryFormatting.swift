@@ -1,5 +1,7 @@
 import BackupCore
 import Foundation
+import KeepsakeJSON
+import KeepsakeSupport
 
 /// Text forms of manifest entries for `list ID`.
 enum EntryFormatting {

@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import KeepsakeJSON
 
 /// `keepsake help --json` and `keepsake COMMAND --help --json`: the commands, their
 /// arguments and options, and the exit codes as data, for scripts and tools that wrap

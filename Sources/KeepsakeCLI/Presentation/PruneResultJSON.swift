@@ -1,4 +1,6 @@
 import BackupCore
+import KeepsakeJSON
+import KeepsakeSupport
 
 /// The JSON object of a prune's result: `prune --json` prints it (with `exit_code`), and
 /// `run --json` holds the same object under `prune`.

@@ -1,4 +1,5 @@
 import BackupCore
+import KeepsakeJSON
 
 /// The JSON form of one verified backup, shared by `verify` and `run`.
 enum VerifyReportJSON {

@@ -1,4 +1,5 @@
 import BackupCore
+import KeepsakeJSON
 
 /// The JSON form of a path warning: `{"kind": …, "path": …, "reason": …}`.
 enum WarningJSON {

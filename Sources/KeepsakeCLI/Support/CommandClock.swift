@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import KeepsakeSupport
 
 /// The time a command dates new backups by and judges retention at.
 ///

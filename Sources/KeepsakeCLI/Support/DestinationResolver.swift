@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import KeepsakeSupport
 
 /// Where backups go: `--dest`, else `KEEPSAKE_DEST`, else
 /// `${XDG_DATA_HOME:-~/.local/share}/keepsake/backups`.

@@ -1,5 +1,7 @@
 import BackupCore
 import Foundation
+import KeepsakeSupport
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -2,6 +2,7 @@ import BackupCore
 import Foundation
 import KeepsakeConfig
 import TerminalUI
+import KeepsakeSupport
 
 /// The encryption options (age v1) and where their keys come from: public keys to encrypt
 /// to, identity files and passphrases to read back with. Secrets are read from files or a

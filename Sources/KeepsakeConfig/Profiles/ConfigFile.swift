@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import KeepsakeSupport
 
 /// Keepsake's configuration file: named profiles for `keepsake run` and `keepsake schedule`.
 ///

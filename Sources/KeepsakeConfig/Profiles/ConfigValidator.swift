@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import KeepsakeSupport
 
 /// Turns the parsed table of a configuration file into profiles, collecting every problem with
 /// its position (``ConfigFile`` describes the keys and the messages).

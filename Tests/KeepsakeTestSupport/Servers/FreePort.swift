@@ -1,5 +1,6 @@
 import Foundation
 import BackupCore
+import KeepsakeSupport
 
 #if canImport(Glibc)
 import Glibc

@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// What can still be read out of a seekable zstd archive's damaged frames. A flipped byte
 /// rarely spoils a whole frame: zstd usually decodes it to its end with a few wrong bytes
 /// (only the frame's checksum notices), or stops inside one block. So a damaged frame is

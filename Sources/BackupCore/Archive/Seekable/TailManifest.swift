@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// The manifest a Keepsake archive carries as its last entry, found from the archive's end:
 /// for a lone archive file whose reading stopped at damage long before it. The seek table
 /// says where the last frames are; they are decoded back from the end until the ustar

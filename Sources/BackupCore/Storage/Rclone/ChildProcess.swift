@@ -1,5 +1,6 @@
 import CPosix
 import Foundation
+import KeepsakeSupport
 
 /// A program run straight from an argument vector (`posix_spawn`, never a shell), with a
 /// pipe to its standard input and one from its standard output when asked for (else

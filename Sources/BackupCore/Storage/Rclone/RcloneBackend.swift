@@ -1,5 +1,7 @@
 import Foundation
 import Synchronization
+import KeepsakeJSON
+import KeepsakeSupport
 
 /// A destination on an rclone remote (`rclone:REMOTE:PATH`), reached by running the
 /// `rclone` program (one run per operation; see `RcloneRunner`). Whatever the remote is
@@ -340,7 +342,7 @@ public final class RcloneBackend: StorageBackend {
             return failure(outcome, operation: operation, name: name)
         case .cancelled?:
             process.terminate()
-            return EngineError.interrupted
+            return Interruption()
         default:
             process.terminate()
             return error

@@ -1,4 +1,6 @@
 import Foundation
+import KeepsakeJSON
+import KeepsakeSupport
 
 /// One entry of `rclone lsjson` output: `{"Path":…,"Name":…,"Size":…,"ModTime":…,"IsDir":…}`.
 /// rclone's output comes from outside: anything that does not have this shape is refused

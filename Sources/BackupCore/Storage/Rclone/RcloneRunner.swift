@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// How the rclone backend runs the `rclone` program: which binary (looked up on the PATH of
 /// the environment it is given), with which configuration and common flags, and how
@@ -74,7 +75,7 @@ final class RcloneRunner {
     /// Starts `rclone command` with a pipe to its input or from its output if asked for.
     func start(_ command: String, options: [String] = [], paths: [String], input: ChildProcess.Stream = .null,
                output: ChildProcess.Stream = .null, cancellable: Bool = true) throws -> ChildProcess {
-        if cancellable, cancellation?.isCancelled == true { throw EngineError.interrupted }
+        if cancellable, cancellation?.isCancelled == true { throw Interruption() }
         let executable = try self.executable.get()
         do {
             return try ChildProcess(executable: executable, arguments: [command] + commonOptions + options + ["--"] + paths,
@@ -112,7 +113,7 @@ final class RcloneRunner {
     private func error(for error: Error, executable: String) -> Error {
         switch error as? ChildProcess.Failure {
         case .cancelled?:
-            return EngineError.interrupted
+            return Interruption()
         case .notStarted(let reason)?:
             return StorageError.unusable(destination: destination, reason: "cannot run rclone (\(executable)): \(reason); "
                 + "install rclone (on Debian: apt install rclone) or give the right path to it")

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// A destination under a prefix of an S3-compatible bucket (`s3://BUCKET/PREFIX`): each
 /// stored object is one S3 object `PREFIX/NAME`, so the bucket holds the same files a local

@@ -1,4 +1,6 @@
 import Foundation
+import KeepsakeHashing
+import KeepsakeSupport
 
 /// Signed requests to one bucket of an S3-compatible store, retried with backoff and
 /// jitter on network errors, 5xx and 429. Holds one `HTTPClient` (one kept-alive
@@ -136,7 +138,7 @@ final class S3Client {
                 lastProblem = error.description
                 continue
             } catch let error as HTTPError where error.kind == .cancelled {
-                throw EngineError.interrupted
+                throw Interruption()
             }
             // Bodies are parsed only when they may be an error document (never an object's bytes).
             if accepted(response.status) && !request.mayFailAfter200 { return response }

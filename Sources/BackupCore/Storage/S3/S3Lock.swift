@@ -1,4 +1,6 @@
 import Foundation
+import KeepsakeJSON
+import KeepsakeSupport
 
 /// The lock of an S3 destination: the object `PREFIX/keepsake.lock`, holding its holder
 /// (pid, host, start, operation), a random token and a time to live.

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// Reads an S3 object without downloading it first: front to back in ranged GETs of
 /// `chunkSize`, the next ones fetched on worker threads while the current one is read, or
@@ -68,7 +69,7 @@ final class S3ObjectReader: RandomAccessSource {
                 readAhead.submit {
                     do {
                         return .bytes(try S3ObjectReader.fetch(key: key, offset: offset, count: count, pool: pool, location: location))
-                    } catch EngineError.interrupted {
+                    } catch is Interruption {
                         return .failed("interrupted", interrupted: true)
                     } catch {
                         return .failed("\(error)", interrupted: false)
@@ -80,7 +81,7 @@ final class S3ObjectReader: RandomAccessSource {
                 current = bytes
                 position = 0
             case .failed(let reason, let interrupted)?:
-                if interrupted { throw EngineError.interrupted }
+                if interrupted { throw Interruption() }
                 throw StorageError.io(name: backend.location + "/" + name, operation: "read", reason: reason)
             case nil:
                 return 0

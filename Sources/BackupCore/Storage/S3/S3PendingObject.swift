@@ -1,4 +1,6 @@
 import Foundation
+import KeepsakeHashing
+import KeepsakeSupport
 
 /// An object being uploaded to S3 while it is produced: a multipart upload is started at
 /// once (so a store in progress is visible to the next run's clean-up even if this process
@@ -91,7 +93,7 @@ final class S3PendingObject: PendingObject {
         case .uploaded(let number, let etag)?:
             etags.append((number, etag))
         case .failed(let message, let interrupted)?:
-            let error: Error = interrupted ? EngineError.interrupted
+            let error: Error = interrupted ? Interruption()
                 : StorageError.io(name: backend.location + "/" + name, operation: "upload", reason: message)
             failure = failure ?? error
             throw error
@@ -113,7 +115,7 @@ final class S3PendingObject: PendingObject {
                 return .failed("the server gave part \(number) no ETag", interrupted: false)
             }
             return .uploaded(number: number, etag: etag)
-        } catch EngineError.interrupted {
+        } catch is Interruption {
             return .failed("interrupted", interrupted: true)
         } catch {
             return .failed("\(error)", interrupted: false)

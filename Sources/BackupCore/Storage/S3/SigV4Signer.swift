@@ -1,4 +1,6 @@
 import Foundation
+import KeepsakeHashing
+import KeepsakeSupport
 
 /// Signs HTTP requests with AWS Signature Version 4 (`AWS4-HMAC-SHA256`) in the
 /// `Authorization` header, the way S3 and S3-compatible stores check them.

@@ -1,4 +1,5 @@
 import CCrypto
+import KeepsakeSupport
 
 /// Incremental SHA-256 over OpenSSL's EVP interface, which picks the CPU's SHA
 /// extensions when they are present.

@@ -10,6 +10,8 @@ public enum ArchivePath {
         /// The reason, for a warning (`path contains '..'`).
         public let reason: String
 
+        package init(reason: String) { self.reason = reason }
+
         public var description: String { reason }
     }
 

@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// Why JSON text could not be parsed, and where.
 public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
     // MARK: Kinds

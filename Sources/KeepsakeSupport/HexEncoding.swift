@@ -28,10 +28,10 @@ public enum HexEncoding {
     // MARK: Digests as words
 
     /// A SHA-256 as four big-endian words.
-    typealias Digest = (UInt64, UInt64, UInt64, UInt64)
+    package typealias Digest = (UInt64, UInt64, UInt64, UInt64)
 
     /// 64 lowercase hex digits as four big-endian words; nil for anything else.
-    static func digest(fromHex utf8: UnsafeBufferPointer<UInt8>) -> Digest? {
+    package static func digest(fromHex utf8: UnsafeBufferPointer<UInt8>) -> Digest? {
         guard utf8.count == 64, let base = utf8.baseAddress else { return nil }
         let (first, invalid1) = word(fromHex: base), (second, invalid2) = word(fromHex: base + 16)
         let (third, invalid3) = word(fromHex: base + 32), (fourth, invalid4) = word(fromHex: base + 48)
@@ -39,7 +39,7 @@ public enum HexEncoding {
     }
 
     /// The digest as 64 lowercase hex digits.
-    static func hex(ofDigest digest: Digest) -> String {
+    package static func hex(ofDigest digest: Digest) -> String {
         String(unsafeUninitializedCapacity: 64) { buffer in
             func put(_ word: UInt64, at start: Int) {
                 for nibble in 0..<16 {

@@ -5,7 +5,7 @@ public enum ProcessMemory {
     // MARK: Settings
 
     /// Blocks of this size and more are mapped on their own.
-    static let largeBlock = 256 * 1024
+    package static let largeBlock = 256 * 1024
 
     /// Blocks of 256 KiB and more (frame buffers, manifest storage) are mapped on their own
     /// and given back when freed: with glibc's sliding threshold they stayed in the heap, and

@@ -14,8 +14,8 @@ public final class CancellationFlag: Sendable {
     /// Whether a stop was asked for.
     public var isCancelled: Bool { flag.load(ordering: .relaxed) }
 
-    /// Throws `EngineError.interrupted` when a stop was asked for.
+    /// Throws `Interruption` when a stop was asked for.
     public func check() throws {
-        if isCancelled { throw EngineError.interrupted }
+        if isCancelled { throw Interruption() }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// An anonymous temporary file (unlinked as soon as it is opened, so a crash leaves
 /// nothing behind): written front to back, then read back from the start.

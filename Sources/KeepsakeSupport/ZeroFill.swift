@@ -8,7 +8,7 @@ extension Array where Element == UInt8 {
     /// incremental backup paid it for each MiB of its parent's manifest. Up to 64 KiB (a tar
     /// block's padding, a writer's staging) copies from one shared run of zeros rather than
     /// allocating.
-    mutating func appendZeros(_ count: Int) {
+    package mutating func appendZeros(_ count: Int) {
         if count <= sharedZeros.count {
             append(contentsOf: sharedZeros[0..<count])
         } else {

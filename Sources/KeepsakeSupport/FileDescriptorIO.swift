@@ -1,9 +1,9 @@
 import Foundation
 
 /// Small wrappers over read/write system calls that retry on EINTR and finish partial writes.
-enum FileDescriptorIO {
+package enum FileDescriptorIO {
     /// Writes all bytes to `fd`; returns 0 or the errno of the failure.
-    static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Int32 {
+    package static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Int32 {
         guard var pointer = buffer.baseAddress else { return 0 }
         var remaining = buffer.count
         while remaining > 0 {
@@ -19,7 +19,7 @@ enum FileDescriptorIO {
     }
 
     /// Reads up to `buffer.count` bytes; returns the count, or -errno.
-    static func read(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) -> Int {
+    package static func read(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) -> Int {
         guard let base = buffer.baseAddress else { return 0 }
         while true {
             let count = Glibc.read(fd, base, buffer.count)
@@ -29,7 +29,7 @@ enum FileDescriptorIO {
     }
 
     /// Fills as much of `buffer` as the file gives (stops early only at end of file).
-    static func readFully(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) -> Int {
+    package static func readFully(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) -> Int {
         var total = 0
         while total < buffer.count {
             let count = read(fd, UnsafeMutableRawBufferPointer(rebasing: buffer[total...]))
@@ -41,7 +41,7 @@ enum FileDescriptorIO {
     }
 
     /// The message for an errno value.
-    static func message(_ code: Int32) -> String {
+    package static func message(_ code: Int32) -> String {
         String(cString: strerror(code))
     }
 }

@@ -96,6 +96,8 @@ public enum PathBytes {
         /// The offending bytes.
         public let path: [UInt8]
 
+        package init(path: [UInt8]) { self.path = path }
+
         public var description: String { "the path \(PathBytes.display(path)) holds a NUL byte" }
     }
 
