@@ -15,6 +15,7 @@
 import Foundation
 import Glibc
 import KeepsakeJSON
+import KeepsakeSupport
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzRecords(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
