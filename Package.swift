@@ -49,12 +49,12 @@ let package = Package(
         // Configuration files (TOML, profiles): turns a profile into BackupCore's plain requests.
         .target(
             name: "KeepsakeConfig",
-            dependencies: ["BackupCore", "KeepsakeSupport", "KeepsakeJSON"]
+            dependencies: ["BackupCore", "KeepsakeSupport"]
         ),
         .target(name: "TerminalUI"),
         .target(
             name: "KeepsakeCLI",
-            dependencies: ["BackupCore", "KeepsakeConfig", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "TerminalUI"]
+            dependencies: ["BackupCore", "KeepsakeConfig", "KeepsakeSupport", "KeepsakeJSON", "TerminalUI"]
         ),
         .executableTarget(
             name: "keepsake",
@@ -68,7 +68,7 @@ let package = Package(
         .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore", "CArchive", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "KeepsakeTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "KeepsakeConfigTests", dependencies: ["KeepsakeConfig", "KeepsakeTestSupport"]),
         .testTarget(name: "TerminalUITests", dependencies: ["TerminalUI", "KeepsakeTestSupport"]),
-        .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "KeepsakeConfig", "KeepsakeSupport", "KeepsakeJSON", "TerminalUI", "KeepsakeTestSupport"]),
+        .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "KeepsakeConfig", "KeepsakeSupport", "TerminalUI", "KeepsakeTestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["keepsake", "KeepsakeSupport", "KeepsakeTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
