@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeHashing
+import KeepsakeSupport
 
 @testable import BackupCore
 

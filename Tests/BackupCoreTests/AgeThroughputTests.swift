@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// Prints encryption and decryption speed (no timed assertion: the machine is shared).

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import KeepsakeJSON
+import KeepsakeSupport
 
 @testable import BackupCore
 

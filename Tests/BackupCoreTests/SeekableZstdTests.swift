@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// The seekable zstd writer and the two readers, on real files, checked against the `zstd`

@@ -169,7 +169,7 @@ struct StorageConformanceSuite {
                        file: file, line: line)
         assertSameBytes(try backend.readObject("data")[...], bytes[...], "read back", file: file, line: line)
         XCTAssertThrowsError(try backend.readObject("data", limit: 1000), file: file, line: line) { error in
-            XCTAssertEqual(error as? StorageError, .tooLarge(limit: 1000), file: file, line: line)
+            XCTAssertEqual(error as? ByteStreamError, .tooLarge(limit: 1000), file: file, line: line)
         }
     }
 

@@ -1,4 +1,6 @@
 import Foundation
+import KeepsakeSupport
+
 @testable import BackupCore
 
 /// Tar entries for the tests of Keepsake's tar writer and reader: chosen edge cases and

@@ -1,4 +1,5 @@
 import CArchive
+import KeepsakeSupport
 
 /// Compresses a byte stream with libarchive's gzip, xz or lz4 filter on its way to a sink.
 ///

@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// Reads age's ASCII armor (strict PEM, RFC 7468 section 3, label "AGE ENCRYPTED FILE"):
 /// hands out the decoded age file. Whitespace is allowed only before the BEGIN line and after
 /// the END line; lines end in LF or CRLF; every base64 line has 64 columns except the last

@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// Encrypts everything written to it into `downstream` as one age file (header first, then the
 /// STREAM payload: 16-byte nonce, 64 KiB chunks each sealed with ChaCha20-Poly1305, last chunk flagged).
 ///

@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// A destination seen through a keyring: encrypted objects (`….age` in a destination; any
 /// age file beside a lone archive) open as their plaintext, front to back or at any plaintext
 /// offset, so everything that reads backups (list of files, diff, find, verify, restore)

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// The manifest copy beside an archive in a destination: the same JSON lines as the
 /// archive's own `.keepsake/manifest.jsonl`, but with the archive's size and SHA-256 in the

@@ -1,4 +1,5 @@
 import KeepsakeJSON
+import KeepsakeSupport
 
 /// A whole manifest: the summary line and one entry per line after it.
 public struct Manifest: Sendable {

@@ -1,4 +1,5 @@
 import Glibc
+import KeepsakeSupport
 
 /// Parses a manifest as its bytes arrive, a line at a time, into compact entries (or hands
 /// each entry to a visitor and keeps none): the manifest's text is never held whole

@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// Writes to a sink and, as far as it goes, to a second one: a failure of the mirror (a
 /// cache on a full disk) stops the mirror only, never the write that matters.
 final class MirroringSink: ByteSink {

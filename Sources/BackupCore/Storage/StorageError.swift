@@ -8,8 +8,6 @@ public enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
     case io(name: String, operation: String, reason: String)
     /// The destination has no room left.
     case full(destination: String)
-    /// An object was larger than the caller allows.
-    case tooLarge(limit: Int)
     /// The destination only reads (a folder holding a lone archive): `operation` is not possible.
     case readOnly(destination: String, operation: String)
 
@@ -19,7 +17,6 @@ public enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
         case .notFound(let name, let destination): return "\(name) is not in \(destination)"
         case .io(let name, let operation, let reason): return "Cannot \(operation) \(name): \(reason)"
         case .full(let destination): return "No space left in \(destination); free some space or prune old backups"
-        case .tooLarge(let limit): return "Object is larger than \(limit) bytes"
         case .readOnly(let destination, let operation):
             return "Cannot \(operation) in \(destination): it holds an archive file to read, not a destination; give --dest"
         }

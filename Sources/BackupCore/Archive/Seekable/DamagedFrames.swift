@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// The frames of a seekable zstd archive found damaged, so that a reader can go on past
 /// them: the archive's frames are independent, and the manifest says where each entry lies
 /// in the tar stream, so every entry that lies wholly in intact frames can still be read

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// Chooses how an archive's bytes are decoded before libarchive sees them: a zstd stream
 /// goes through `ParallelZstdSource` (several frames at once); anything else is passed

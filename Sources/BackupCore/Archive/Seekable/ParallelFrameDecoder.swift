@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// Decompresses whole zstd frames on worker threads and hands the results back in the
 /// order the frames were submitted. Buffers and contexts are reused.
 final class ParallelFrameDecoder {

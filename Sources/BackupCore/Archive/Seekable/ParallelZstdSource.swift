@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// Decompresses a zstd stream read front to back. A stream of independent frames that
 /// declare their sizes (as Keepsake writes them) is decompressed several frames at once on
 /// worker threads; any other zstd stream (one long frame, as `zstd` or libarchive write

@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// The parts of a seekable zstd archive's tar stream that a partial restore needs, as one
 /// tar stream: only the frames that hold those byte ranges are read and decompressed
 /// (several at once), the ranges are cut out of them and handed out in order, and two

@@ -1,3 +1,5 @@
+import KeepsakeSupport
+
 /// Compresses a byte stream as independent zstd frames on worker threads and writes them,
 /// in order, to the sink below, followed by a seek table (the zstd seekable format).
 /// Concatenated frames are an ordinary zstd stream, so `zstd -d` and `tar --zstd` read

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeSupport
 
 /// A committed object on an rclone remote, read front to back through `rclone cat` (started
 /// at the first read) or at any offset through `rclone cat --offset --count`. The size is

@@ -1,5 +1,3 @@
-import KeepsakeSupport
-
 /// Something bytes can be read from, front to back.
 public protocol ByteSource: AnyObject {
     /// Reads up to `buffer.count` bytes and returns how many; 0 at the end.
@@ -10,7 +8,7 @@ public protocol ByteSource: AnyObject {
 
 /// A source that can lend its own memory instead of copying into the caller's: the bytes
 /// of a decompressed frame are handed to libarchive where they lie.
-protocol LendingSource: ByteSource {
+package protocol LendingSource: ByteSource {
     /// The next bytes: a view valid until the next call (or, where nothing can be lent,
     /// bytes read into `scratch`). Empty at the end.
     func lend(scratch: UnsafeMutableRawBufferPointer) throws -> UnsafeRawBufferPointer
@@ -20,17 +18,6 @@ protocol LendingSource: ByteSource {
 public protocol ByteSink: AnyObject {
     /// Writes all of `buffer` or throws.
     func write(_ buffer: UnsafeRawBufferPointer) throws
-}
-
-/// An object being stored: written front to back, then committed (made visible under its
-/// final name, durably) or aborted (gone without a trace).
-public protocol PendingObject: ByteSink {
-    /// Bytes written so far.
-    var bytesWritten: Int64 { get }
-    /// Makes the object durable and visible under its name, atomically.
-    func commit() throws
-    /// Discards everything written; safe to call after a failure or twice.
-    func abort()
 }
 
 extension ByteSource {
@@ -45,13 +32,13 @@ extension ByteSource {
         var filled = 0
         while true {
             if filled == result.count {
-                guard result.count <= limit else { throw StorageError.tooLarge(limit: limit) }
+                guard result.count <= limit else { throw ByteStreamError.tooLarge(limit: limit) }
                 result.appendZeros(result.count)
             }
             let count = try result.withUnsafeMutableBytes { try read(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...])) }
             if count == 0 { break }
             filled += count
-            if filled > limit { throw StorageError.tooLarge(limit: limit) }
+            if filled > limit { throw ByteStreamError.tooLarge(limit: limit) }
         }
         result.removeSubrange(filled...)
         return result
@@ -69,7 +56,7 @@ public protocol RandomAccessSource: ByteSource {
 
 extension RandomAccessSource {
     /// Reads exactly `count` bytes at `offset` (fewer only at the end).
-    func bytes(at offset: Int64, count: Int) throws -> [UInt8] {
+    package func bytes(at offset: Int64, count: Int) throws -> [UInt8] {
         var result = [UInt8](repeating: 0, count: count)
         var filled = 0
         while filled < count {
@@ -85,30 +72,30 @@ extension RandomAccessSource {
 }
 
 /// Passes a source through, counting the bytes read.
-final class CountingSource: ByteSource {
+package final class CountingSource: ByteSource {
     private let source: ByteSource
     /// Bytes read so far.
-    private(set) var count: Int64 = 0
+    package private(set) var count: Int64 = 0
 
-    init(_ source: ByteSource) { self.source = source }
+    package init(_ source: ByteSource) { self.source = source }
 
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         let got = try source.read(into: buffer)
         count += Int64(got)
         return got
     }
 
-    func close() { source.close() }
+    package func close() { source.close() }
 }
 
 /// Hands out bytes held in memory.
-final class MemorySource: ByteSource {
+package final class MemorySource: ByteSource {
     private let bytes: [UInt8]
     private var position = 0
 
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    package init(_ bytes: [UInt8]) { self.bytes = bytes }
 
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         let count = min(buffer.count, bytes.count - position)
         guard count > 0 else { return 0 }
         bytes.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[position..<(position + count)])) }
@@ -116,5 +103,5 @@ final class MemorySource: ByteSource {
         return count
     }
 
-    func close() {}
+    package func close() {}
 }

@@ -2,7 +2,7 @@ import Foundation
 
 /// Runs jobs on worker threads and hands their results back in the order they were
 /// submitted. One owner thread submits and takes; only the jobs run elsewhere.
-final class OrderedWorkPool<Output: Sendable>: @unchecked Sendable {
+package final class OrderedWorkPool<Output: Sendable>: @unchecked Sendable {
     // MARK: State
 
     // `finished` is shared with the workers and guarded by `condition`; `submitted` and
@@ -13,23 +13,23 @@ final class OrderedWorkPool<Output: Sendable>: @unchecked Sendable {
     private var delivered = 0
     private let queue = DispatchQueue(label: "keepsake.workers", attributes: .concurrent)
     /// How many jobs may be running or waiting to be taken at once.
-    let capacity: Int
+    package let capacity: Int
 
     /// A pool that lets `capacity` jobs be outstanding.
-    init(capacity: Int) {
+    package init(capacity: Int) {
         self.capacity = max(1, capacity)
     }
 
     // MARK: Submitting
 
     /// Jobs submitted and not yet taken.
-    var outstanding: Int { submitted - delivered }
+    package var outstanding: Int { submitted - delivered }
 
     /// Whether the owner should take a result before submitting another job.
-    var isFull: Bool { outstanding >= capacity }
+    package var isFull: Bool { outstanding >= capacity }
 
     /// Starts `job` on a worker.
-    func submit(_ job: @escaping @Sendable () -> Output) {
+    package func submit(_ job: @escaping @Sendable () -> Output) {
         let index = submitted
         submitted += 1
         queue.async { [self] in
@@ -44,7 +44,7 @@ final class OrderedWorkPool<Output: Sendable>: @unchecked Sendable {
     // MARK: Taking
 
     /// The next result in order when it is ready, without waiting.
-    func takeIfReady() -> Output? {
+    package func takeIfReady() -> Output? {
         guard outstanding > 0 else { return nil }
         condition.lock()
         defer { condition.unlock() }
@@ -54,7 +54,7 @@ final class OrderedWorkPool<Output: Sendable>: @unchecked Sendable {
     }
 
     /// The next result in order, waiting for it; nil when nothing is outstanding.
-    func take() -> Output? {
+    package func take() -> Output? {
         guard outstanding > 0 else { return nil }
         condition.lock()
         defer { condition.unlock() }

@@ -1,0 +1,12 @@
+/// Why a byte stream could not be read as asked.
+public enum ByteStreamError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// `readAll(limit:)` met more bytes than its limit: the object is refused rather than
+    /// held in memory whole.
+    case tooLarge(limit: Int)
+
+    public var description: String {
+        switch self {
+        case .tooLarge(let limit): return "Object is larger than \(limit) bytes"
+        }
+    }
+}
