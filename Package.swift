@@ -42,9 +42,11 @@ let package = Package(
         .target(name: "KeepsakeJSON", dependencies: ["KeepsakeSupport"]),
         // SHA-256 and HMAC-SHA256 through OpenSSL.
         .target(name: "KeepsakeHashing", dependencies: ["CCrypto", "KeepsakeSupport"]),
+        // An HTTP/1.1 client over libcurl (requests, responses, bounded bodies): knows no S3.
+        .target(name: "KeepsakeHTTP", dependencies: ["CCurl"]),
         .target(
             name: "BackupCore",
-            dependencies: ["CArchive", "CCrypto", "CCurl", "CPosix", "CZstd", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing"]
+            dependencies: ["CArchive", "CCrypto", "CPosix", "CZstd", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "KeepsakeHTTP"]
         ),
         // Configuration files (TOML, profiles): turns a profile into BackupCore's plain requests.
         .target(
@@ -65,7 +67,8 @@ let package = Package(
         // The base class of every test case (a skip under CI=true must be allow-listed).
         .target(name: "KeepsakeTestSupport", dependencies: ["BackupCore", "KeepsakeSupport", "TerminalUI"], path: "Tests/KeepsakeTestSupport",
                 exclude: ["Servers/fault_proxy.py"]),
-        .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore", "CArchive", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "KeepsakeTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore", "CArchive", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "KeepsakeHTTP",
+                                                        "KeepsakeTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "KeepsakeConfigTests", dependencies: ["KeepsakeConfig", "KeepsakeTestSupport"]),
         .testTarget(name: "TerminalUITests", dependencies: ["TerminalUI", "KeepsakeTestSupport"]),
         .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "KeepsakeConfig", "KeepsakeSupport", "TerminalUI", "KeepsakeTestSupport"]),

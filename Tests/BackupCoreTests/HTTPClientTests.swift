@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import KeepsakeHashing
+import KeepsakeHTTP
 
 @testable import BackupCore
 

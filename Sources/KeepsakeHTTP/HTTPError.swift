@@ -1,3 +1,5 @@
+import Foundation
+
 /// Why an HTTP request got no response. It names the method and the URL (with any user
 /// name, password and signing parameters in it masked) but never a header value, since
 /// the Authorization header holds a signature.
