@@ -42,21 +42,24 @@ let package = Package(
         .target(name: "KeepsakeJSON", dependencies: ["KeepsakeSupport"]),
         // SHA-256 and HMAC-SHA256 through OpenSSL.
         .target(name: "KeepsakeHashing", dependencies: ["CCrypto", "KeepsakeSupport"]),
+        // age v1 (X25519 recipients, scrypt passphrases, armor) and the primitives under it.
+        .target(name: "KeepsakeAge", dependencies: ["CCrypto", "KeepsakeSupport", "KeepsakeHashing"]),
         // An HTTP/1.1 client over libcurl (requests, responses, bounded bodies): knows no S3.
         .target(name: "KeepsakeHTTP", dependencies: ["CCurl"]),
         .target(
             name: "BackupCore",
-            dependencies: ["CArchive", "CCrypto", "CPosix", "CZstd", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "KeepsakeHTTP"]
+            dependencies: ["CArchive", "CCrypto", "CPosix", "CZstd", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "KeepsakeHTTP",
+                           "KeepsakeAge"]
         ),
         // Configuration files (TOML, profiles): turns a profile into BackupCore's plain requests.
         .target(
             name: "KeepsakeConfig",
-            dependencies: ["BackupCore", "KeepsakeSupport"]
+            dependencies: ["BackupCore", "KeepsakeSupport", "KeepsakeAge"]
         ),
         .target(name: "TerminalUI"),
         .target(
             name: "KeepsakeCLI",
-            dependencies: ["BackupCore", "KeepsakeConfig", "KeepsakeSupport", "KeepsakeJSON", "TerminalUI"]
+            dependencies: ["BackupCore", "KeepsakeConfig", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeAge", "TerminalUI"]
         ),
         .executableTarget(
             name: "keepsake",
@@ -68,8 +71,8 @@ let package = Package(
         .target(name: "KeepsakeTestSupport", dependencies: ["BackupCore", "KeepsakeSupport", "TerminalUI"], path: "Tests/KeepsakeTestSupport",
                 exclude: ["Servers/fault_proxy.py"]),
         .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore", "CArchive", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "KeepsakeHTTP",
-                                                        "KeepsakeTestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "KeepsakeConfigTests", dependencies: ["KeepsakeConfig", "KeepsakeTestSupport"]),
+                                                        "KeepsakeAge", "KeepsakeTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "KeepsakeConfigTests", dependencies: ["KeepsakeConfig", "KeepsakeAge", "KeepsakeTestSupport"]),
         .testTarget(name: "TerminalUITests", dependencies: ["TerminalUI", "KeepsakeTestSupport"]),
         .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "KeepsakeConfig", "KeepsakeSupport", "TerminalUI", "KeepsakeTestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["keepsake", "KeepsakeSupport", "KeepsakeTestSupport"]),

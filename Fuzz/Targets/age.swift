@@ -2,7 +2,8 @@
 // random-access and the streaming reader, with a fixed identity and passphrase (a low scrypt
 // cap keeps each run fast). Any input must end in plaintext or a thrown error; never a
 // crash, hang or leak.
-import BackupCore
+import KeepsakeAge
+import KeepsakeSupport
 
 /// An age file held in memory, readable at any offset.
 private final class MemorySource: RandomAccessSource {

@@ -4,6 +4,7 @@
 // then the content blocks or a skip, to the end or the first error. Errors are expected;
 // crashes, hangs and leaks are not, and neither is content outside the file it belongs to.
 import BackupCore
+import KeepsakeSupport
 import Glibc
 
 /// The fuzzer's bytes as a ByteSource, in pieces of varying size, so that headers, records

@@ -1,6 +1,7 @@
 // libFuzzer target: the manifest parser (JSON Lines: a summary line, then one entry per line).
 // Any input must end in a Manifest or a thrown error; never a crash, hang or leak.
 import BackupCore
+import KeepsakeSupport
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzManifest(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {

@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+@testable import KeepsakeAge
+
 @testable import BackupCore
 
 /// ASCII-armored age files (age -a): recognised and decoded on the way, front to back.

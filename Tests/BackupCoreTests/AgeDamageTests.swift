@@ -1,4 +1,6 @@
 import XCTest
+@testable import KeepsakeAge
+
 @testable import BackupCore
 
 /// Damaged, truncated, extended and rearranged age files, and the wrong keys: each must fail

@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+@testable import KeepsakeAge
+
 @testable import BackupCore
 
 /// Keepsake's age files against the real `age` and `age-keygen` (Debian's age 1.1.1, which

@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+@testable import KeepsakeAge
+
 @testable import BackupCore
 
 /// Bech32 (BIP-173 vectors), age recipients and identities, and key files.

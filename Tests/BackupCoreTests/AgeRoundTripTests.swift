@@ -1,4 +1,6 @@
 import XCTest
+@testable import KeepsakeAge
+
 @testable import BackupCore
 
 /// Encrypting and decrypting age files: sizes around the chunk boundaries, recipients and

@@ -1,6 +1,7 @@
 import Foundation
 import KeepsakeHashing
 import KeepsakeSupport
+@testable import KeepsakeAge
 
 @testable import BackupCore
 

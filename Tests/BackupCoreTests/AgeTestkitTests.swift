@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+@testable import KeepsakeAge
+
 @testable import BackupCore
 
 /// Runs the age project's test vectors (C2SP CCTV, `Fixtures/age-testkit`): every vector is

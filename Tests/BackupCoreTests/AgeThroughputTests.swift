@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 import KeepsakeSupport
+@testable import KeepsakeAge
 
 @testable import BackupCore
 

@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+@testable import KeepsakeAge
+
 @testable import BackupCore
 
 /// Ed25519 through OpenSSL, the key files, and the signed statement and signature object:

@@ -3,6 +3,7 @@ import Foundation
 import KeepsakeConfig
 import KeepsakeTestSupport
 import XCTest
+import KeepsakeAge
 
 /// The configuration file: valid profiles become backup requests, and every problem is
 /// reported with the file, line and column.

@@ -1,3 +1,5 @@
+import KeepsakeAge
+
 /// Why an encrypted backup could not be opened or written: a key missing or refused. Never
 /// names a secret, only the object and what to give.
 public enum EncryptionError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeSupport
+import KeepsakeAge
 
 /// When a backup starts a new chain instead of being incremental, and how "unchanged"
 /// is decided.

@@ -2,16 +2,16 @@ import CCrypto
 
 /// A secret (a file key, an X25519 private key) in memory of its own that is wiped when the
 /// last reference goes, instead of an array whose copies Swift may leave anywhere.
-final class SecretBytes: @unchecked Sendable {
+package final class SecretBytes: @unchecked Sendable {
     // MARK: Storage
 
     // Written only in init, so sharing across threads is safe.
     private let storage: UnsafeMutableRawBufferPointer
     /// The number of bytes.
-    let count: Int
+    package let count: Int
 
     /// Copies `bytes` in (the caller wipes its own copy).
-    init(_ bytes: UnsafeRawBufferPointer) {
+    package init(_ bytes: UnsafeRawBufferPointer) {
         storage = .allocate(byteCount: max(bytes.count, 1), alignment: 16)
         count = bytes.count
         if let source = bytes.baseAddress, !bytes.isEmpty {
@@ -20,13 +20,13 @@ final class SecretBytes: @unchecked Sendable {
     }
 
     /// Copies `bytes` in, then wipes `bytes`.
-    convenience init(consuming bytes: inout [UInt8]) {
+    package convenience init(consuming bytes: inout [UInt8]) {
         self.init(copying: bytes)
         SecretBytes.wipe(&bytes)
     }
 
     /// Copies `bytes` in.
-    convenience init(copying bytes: [UInt8]) {
+    package convenience init(copying bytes: [UInt8]) {
         let copy: () -> SecretBytes = { bytes.withUnsafeBytes { SecretBytes($0) } }
         self.init(copy())
     }
@@ -43,21 +43,21 @@ final class SecretBytes: @unchecked Sendable {
     // MARK: Use
 
     /// The secret's bytes; valid while this object lives.
-    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage.baseAddress, count: count) }
+    package var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: storage.baseAddress, count: count) }
 
     /// Runs `body` with the secret's bytes.
-    func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    package func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try withExtendedLifetime(self) { try body(bytes) }
     }
 
     /// A copy as an array (for APIs that need one; wipe it after use).
-    func array() -> [UInt8] { withBytes { Array($0) } }
+    package func array() -> [UInt8] { withBytes { Array($0) } }
 
     /// Whether both hold the same bytes (not constant time; for tests and equal keys only).
-    func equals(_ other: SecretBytes) -> Bool { withBytes { a in other.withBytes { b in a.elementsEqual(b) } } }
+    package func equals(_ other: SecretBytes) -> Bool { withBytes { a in other.withBytes { b in a.elementsEqual(b) } } }
 
     /// Overwrites an array's bytes with zeros (best effort: Swift may have copied it).
-    static func wipe(_ bytes: inout [UInt8]) {
+    package static func wipe(_ bytes: inout [UInt8]) {
         bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { OPENSSL_cleanse(base, $0.count) } }
     }
 }

@@ -1,4 +1,5 @@
 import CCrypto
+import KeepsakeAge
 
 /// Ed25519 signatures (RFC 8032, pure EdDSA: the message itself is signed, no prehash)
 /// through OpenSSL's EVP_PKEY_ED25519.

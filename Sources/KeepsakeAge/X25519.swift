@@ -1,22 +1,22 @@
 import CCrypto
 
 /// X25519 (RFC 7748) through OpenSSL's EVP_PKEY_X25519.
-enum X25519 {
+package enum X25519 {
     // MARK: Sizes
 
     /// The length of a private scalar, a public point and a shared secret.
-    static let keyLength = 32
+    package static let keyLength = 32
 
     // MARK: Keys
 
     /// A fresh random private key.
-    static func generatePrivateKey() throws -> SecretBytes {
+    package static func generatePrivateKey() throws -> SecretBytes {
         var bytes = try SecureRandom.bytes(keyLength)
         return SecretBytes(consuming: &bytes)
     }
 
     /// The public key of `privateKey`.
-    static func publicKey(of privateKey: SecretBytes) throws -> [UInt8] {
+    package static func publicKey(of privateKey: SecretBytes) throws -> [UInt8] {
         let key = try privateKeyObject(privateKey)
         defer { EVP_PKEY_free(key) }
         var out = [UInt8](repeating: 0, count: keyLength)
@@ -32,7 +32,7 @@ enum X25519 {
 
     /// The shared secret of `privateKey` and `peer`, or nil when the result is all zeros
     /// (a low-order peer point: RFC 7748 section 6.1 and the age spec both refuse it).
-    static func sharedSecret(privateKey: SecretBytes, peer: [UInt8]) throws -> SecretBytes? {
+    package static func sharedSecret(privateKey: SecretBytes, peer: [UInt8]) throws -> SecretBytes? {
         guard peer.count == keyLength else { return nil }
         let key = try privateKeyObject(privateKey)
         defer { EVP_PKEY_free(key) }
