@@ -74,7 +74,9 @@ let package = Package(
                                                         "KeepsakeAge", "KeepsakeTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "KeepsakeConfigTests", dependencies: ["KeepsakeConfig", "KeepsakeAge", "KeepsakeTestSupport"]),
         .testTarget(name: "TerminalUITests", dependencies: ["TerminalUI", "KeepsakeTestSupport"]),
-        .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "KeepsakeConfig", "KeepsakeSupport", "TerminalUI", "KeepsakeTestSupport"]),
+        // Screens/: the help screens the tests compare with, recorded as files.
+        .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "KeepsakeConfig", "KeepsakeSupport", "TerminalUI", "KeepsakeTestSupport"],
+                    exclude: ["Screens"]),
         .testTarget(name: "EndToEndTests", dependencies: ["keepsake", "KeepsakeSupport", "KeepsakeTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
