@@ -49,25 +49,13 @@ final class LocalFolderConformanceTests: KeepsakeTestCase {
     }
 
     // MARK: Conformance
+    //
+    // Every check of the suite, a group per test method: a failure names the check's line.
 
-    func testPrepareIsIdempotentAndStartsEmpty() throws { try suite.checkPrepareIsIdempotentAndStartsEmpty() }
-    func testCommitMakesObjectVisibleWithItsSize() throws { try suite.checkCommitMakesObjectVisibleWithItsSize() }
-    func testEmptyObject() throws { try suite.checkEmptyObject() }
-    func testListIsSortedAndCommitReplaces() throws { try suite.checkListIsSortedAndCommitReplaces() }
-    func testAbortLeavesNothing() throws { try suite.checkAbortLeavesNothing() }
-    func testListNeverShowsTemporariesOrTheLock() throws { try suite.checkListNeverShowsTemporariesOrTheLock() }
-    func testOpenReadsTheBytesInChunks() throws { try suite.checkOpenReadsTheBytesInChunks() }
-    func testRangedReads() throws { try suite.checkRangedReads() }
-    func testBigObjectWrittenInPiecesOfEverySize() throws { try suite.checkBigObjectWrittenInPiecesOfEverySize() }
-    func testDelete() throws { try suite.checkDelete() }
-    func testMoveRenamesAndReplaces() throws { try suite.checkMoveRenamesAndReplaces() }
-    func testMissingObjectsAreNotFound() throws { try suite.checkMissingObjectsAreNotFound() }
-    func testBadObjectNamesAreRefused() throws { try suite.checkBadObjectNamesAreRefused() }
-    func testSecondLockIsRefusedNamingTheHolder() throws { try suite.checkSecondLockIsRefusedNamingTheHolder() }
-    func testReleaseThenAcquireWorks() throws { try suite.checkReleaseThenAcquireWorks() }
-    func testStaleLockIsTakenOver() throws { try suite.checkStaleLockIsTakenOver() }
-    func testLockOfAnotherHostIsNotTakenOver() throws { try suite.checkLockOfAnotherHostIsNotTakenOver() }
-    func testRemoveLeftovers() throws { try suite.checkRemoveLeftovers() }
+    func testConformanceOfStoring() { suite.run(.storing) }
+    func testConformanceOfReading() { suite.run(.reading) }
+    func testConformanceOfNames() { suite.run(.names) }
+    func testConformanceOfLocking() { suite.run(.locking) }
 
     // MARK: Local folder specifics
 

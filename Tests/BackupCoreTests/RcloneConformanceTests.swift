@@ -37,38 +37,13 @@ final class RcloneConformanceTests: KeepsakeTestCase {
 
     // MARK: Conformance
     //
-    // The suite's checks in a few groups (each rclone run costs tens of milliseconds, a lock
-    // a second): a failure names the check's line.
+    // Every check of the suite, a group per test method (each rclone run costs tens of
+    // milliseconds, a lock a second): a failure names the check's line.
 
-    func testConformanceOfStoring() throws {
-        try suite.checkPrepareIsIdempotentAndStartsEmpty()
-        try suite.checkCommitMakesObjectVisibleWithItsSize()
-        try suite.checkEmptyObject()
-        try suite.checkListIsSortedAndCommitReplaces()
-        try suite.checkAbortLeavesNothing()
-        try suite.checkBigObjectWrittenInPiecesOfEverySize()
-    }
-
-    func testConformanceOfReading() throws {
-        try suite.checkListNeverShowsTemporariesOrTheLock()
-        try suite.checkOpenReadsTheBytesInChunks()
-        try suite.checkRangedReads()
-        try suite.checkMissingObjectsAreNotFound()
-    }
-
-    func testConformanceOfNames() throws {
-        try suite.checkDelete()
-        try suite.checkMoveRenamesAndReplaces()
-        try suite.checkBadObjectNamesAreRefused()
-        try suite.checkRemoveLeftovers()
-    }
-
-    func testConformanceOfLocking() throws {
-        try suite.checkSecondLockIsRefusedNamingTheHolder()
-        try suite.checkReleaseThenAcquireWorks()
-        try suite.checkStaleLockIsTakenOver()
-        try suite.checkLockOfAnotherHostIsNotTakenOver()
-    }
+    func testConformanceOfStoring() { suite.run(.storing) }
+    func testConformanceOfReading() { suite.run(.reading) }
+    func testConformanceOfNames() { suite.run(.names) }
+    func testConformanceOfLocking() { suite.run(.locking) }
 
     // MARK: rclone specifics
 

@@ -33,24 +33,5 @@ final class RcloneSFTPConformanceTests: KeepsakeTestCase {
 
     // MARK: Conformance
 
-    func testConformanceOverSFTP() throws {
-        try suite.checkPrepareIsIdempotentAndStartsEmpty()
-        try suite.checkCommitMakesObjectVisibleWithItsSize()
-        try suite.checkEmptyObject()
-        try suite.checkListIsSortedAndCommitReplaces()
-        try suite.checkAbortLeavesNothing()
-        try suite.checkBigObjectWrittenInPiecesOfEverySize()
-        try suite.checkListNeverShowsTemporariesOrTheLock()
-        try suite.checkOpenReadsTheBytesInChunks()
-        try suite.checkRangedReads()
-        try suite.checkMissingObjectsAreNotFound()
-        try suite.checkDelete()
-        try suite.checkMoveRenamesAndReplaces()
-        try suite.checkBadObjectNamesAreRefused()
-        try suite.checkRemoveLeftovers()
-        try suite.checkSecondLockIsRefusedNamingTheHolder()
-        try suite.checkReleaseThenAcquireWorks()
-        try suite.checkStaleLockIsTakenOver()
-        try suite.checkLockOfAnotherHostIsNotTakenOver()
-    }
+    func testConformanceOverSFTP() { suite.run() }
 }

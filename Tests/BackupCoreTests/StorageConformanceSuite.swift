@@ -10,8 +10,8 @@ import KeepsakeSupport
 /// builds one with a factory for fresh, empty (not yet prepared) destinations and a few
 /// hooks for what only the backend itself can do (plant a lock or a leftover the way a
 /// crashed run would, and list what is physically stored, temporaries included). Then it
-/// calls each `check…` from its own test methods (or `runAll()`). LocalFolderBackend runs
-/// it below; S3 or rclone backends can reuse it unchanged.
+/// calls `run()`, or `run(.storing)` and the other groups from test methods of their own: the
+/// checks are reached only that way, so every backend passes every one of them.
 struct StorageConformanceSuite {
     // MARK: Configuration
 
@@ -66,7 +66,7 @@ struct StorageConformanceSuite {
 
     // MARK: Checks
 
-    func checkPrepareIsIdempotentAndStartsEmpty(file: StaticString = #filePath, line: UInt = #line) throws {
+    private func checkPrepareIsIdempotentAndStartsEmpty(file: StaticString = #filePath, line: UInt = #line) throws {
         let backend = try makeBackend()
         try backend.prepare()
         try backend.prepare()
@@ -74,7 +74,7 @@ struct StorageConformanceSuite {
         XCTAssertFalse(backend.location.isEmpty, file: file, line: line)
     }
 
-    func checkCommitMakesObjectVisibleWithItsSize(file: StaticString = #filePath, line: UInt = #line) throws {
+    private func checkCommitMakesObjectVisibleWithItsSize(file: StaticString = #filePath, line: UInt = #line) throws {
         let backend = try prepared()
         let pending = try backend.create("one.bin")
         let bytes = pattern(3 * 1024 * 1024 + 17) // larger than any sane write buffer
@@ -101,14 +101,14 @@ struct StorageConformanceSuite {
         XCTAssertEqual(try backend.list().map(\.name), ["one.bin"], file: file, line: line)
     }
 
-    func checkEmptyObject(file: StaticString = #filePath, line: UInt = #line) throws {
+    private func checkEmptyObject(file: StaticString = #filePath, line: UInt = #line) throws {
         let backend = try prepared()
         try store([], as: "empty", in: backend)
         XCTAssertEqual(try backend.list(), [StoredObject(name: "empty", size: 0)], file: file, line: line)
         XCTAssertEqual(try backend.readObject("empty"), [], file: file, line: line)
     }
 
-    func checkListIsSortedAndCommitReplaces(file: StaticString = #filePath, line: UInt = #line) throws {
+    private func checkListIsSortedAndCommitReplaces(file: StaticString = #filePath, line: UInt = #line) throws {
         let backend = try prepared()
         try store(pattern(10), as: "b", in: backend)
         try store(pattern(20), as: "a.manifest.jsonl", in: backend)
@@ -119,7 +119,7 @@ struct StorageConformanceSuite {
         XCTAssertEqual(try backend.readObject("b"), pattern(5, seed: 1), file: file, line: line)
     }
 
-    func checkAbortLeavesNothing(file: StaticString = #filePath, line: UInt = #line) throws {
+    private func checkAbortLeavesNothing(file: StaticString = #filePath, line: UInt = #line) throws {
         let backend = try prepared()
         let pending = try backend.create("gone.tar.zst")
         try pattern(100_000).withUnsafeBytes { try pending.write($0) }
@@ -136,7 +136,7 @@ struct StorageConformanceSuite {
         XCTAssertThrowsError(try backend.open("gone.tar.zst"), file: file, line: line)
     }
 
-    func checkListNeverShowsTemporariesOrTheLock(file: StaticString = #filePath, line: UInt = #line) throws {
+    private func checkListNeverShowsTemporariesOrTheLock(file: StaticString = #filePath, line: UInt = #line) throws {
         let backend = try prepared()
         try store(pattern(3), as: "kept", in: backend)
         let lock = try backend.acquireLock(.current(operation: "test"))
@@ -151,7 +151,7 @@ struct StorageConformanceSuite {
         XCTAssertEqual(try backend.list().map(\.name), ["kept"], file: file, line: line)
     }
 
-    func checkOpenReadsTheBytesInChunks(file: StaticString = #filePath, line: UInt = #line) throws {
+    private func checkOpenReadsTheBytesInChunks(file: StaticString = #filePath, line: UInt = #line) throws {
         let backend = try prepared()
         let bytes = pattern(200_001)
         try store(bytes, as: "data", in: backend)
@@ -175,7 +175,7 @@ struct StorageConformanceSuite {
 
     /// `open` reads at any offset too (a partial restore fetches only its frames): reads
     /// inside, across and at the end of the object, past its end, and its size.
-    func checkRangedReads(file: StaticString = #filePath, line: UInt = #line) throws {
+    private func checkRangedReads(file: StaticString = #filePath, line: UInt = #line) throws {
         let backend = try prepared()
         let bytes = pattern(3 << 20 + 123, seed: 5)
         try store(bytes, as: "ranged", in: backend)
@@ -198,7 +198,7 @@ struct StorageConformanceSuite {
 
     /// An object of many MiB written in pieces of every size (small ones buffered, big ones
     /// written through, writeback started on the way) reads back whole after commit.
-    func checkBigObjectWrittenInPiecesOfEverySize(file: StaticString = #filePath, line: UInt = #line) throws {
+    private func checkBigObjectWrittenInPiecesOfEverySize(file: StaticString = #filePath, line: UInt = #line) throws {
         let backend = try prepared()
         let bytes = pattern(21 << 20, seed: 3)
         let pending = try backend.create("big")
@@ -214,7 +214,7 @@ struct StorageConformanceSuite {
         assertSameBytes(try backend.readObject("big")[...], bytes[...], "read back", file: file, line: line)
     }
 
-    func checkDelete(file: StaticString = #filePath, line: UInt = #line) throws {
+    private func checkDelete(file: StaticString = #filePath, line: UInt = #line) throws {
         let backend = try prepared()
         try store(pattern(4), as: "x", in: backend)
         try store(pattern(4), as: "y", in: backend)
@@ -223,7 +223,7 @@ struct StorageConformanceSuite {
         XCTAssertThrowsError(try backend.open("x"), file: file, line: line)
     }
 
-    func checkMoveRenamesAndReplaces(file: StaticString = #filePath, line: UInt = #line) throws {
+    private func checkMoveRenamesAndReplaces(file: StaticString = #filePath, line: UInt = #line) throws {
         let backend = try prepared()
         try store(pattern(4), as: "x", in: backend)
         try store(pattern(8), as: "y", in: backend)
@@ -235,7 +235,7 @@ struct StorageConformanceSuite {
         }
     }
 
-    func checkMissingObjectsAreNotFound(file: StaticString = #filePath, line: UInt = #line) throws {
+    private func checkMissingObjectsAreNotFound(file: StaticString = #filePath, line: UInt = #line) throws {
         let backend = try prepared()
         for attempt in [{ _ = try backend.open("missing") }, { _ = try backend.readObject("missing") }] {
             XCTAssertThrowsError(try attempt(), file: file, line: line) { error in
@@ -245,7 +245,7 @@ struct StorageConformanceSuite {
         }
     }
 
-    func checkBadObjectNamesAreRefused(file: StaticString = #filePath, line: UInt = #line) throws {
+    private func checkBadObjectNamesAreRefused(file: StaticString = #filePath, line: UInt = #line) throws {
         let backend = try prepared()
         try store(pattern(2), as: "safe", in: backend)
         for name in ["a/b", "/abs", "../escape", ".hidden", ".tmp-sneaky", "", "sub/", "nul\0byte"] {
@@ -263,7 +263,7 @@ struct StorageConformanceSuite {
         XCTAssertFalse(try rawNames(backend).contains(where: isTemporaryName), file: file, line: line)
     }
 
-    func checkSecondLockIsRefusedNamingTheHolder(file: StaticString = #filePath, line: UInt = #line) throws {
+    private func checkSecondLockIsRefusedNamingTheHolder(file: StaticString = #filePath, line: UInt = #line) throws {
         let backend = try prepared()
         let first = try backend.acquireLock(.current(operation: "backup"))
         defer { first.release() }
@@ -284,7 +284,7 @@ struct StorageConformanceSuite {
         XCTAssertEqual(raw, [lockName], "the failed attempt leaves nothing", file: file, line: line)
     }
 
-    func checkReleaseThenAcquireWorks(file: StaticString = #filePath, line: UInt = #line) throws {
+    private func checkReleaseThenAcquireWorks(file: StaticString = #filePath, line: UInt = #line) throws {
         let backend = try prepared()
         let first = try backend.acquireLock(.current(operation: "backup"))
         first.release()
@@ -296,7 +296,7 @@ struct StorageConformanceSuite {
         XCTAssertEqual(try rawNames(backend), [], file: file, line: line)
     }
 
-    func checkStaleLockIsTakenOver(file: StaticString = #filePath, line: UInt = #line) throws {
+    private func checkStaleLockIsTakenOver(file: StaticString = #filePath, line: UInt = #line) throws {
         let backend = try prepared()
         let stale = LockOwner(pid: StorageConformanceSuite.deadPID, host: HostIdentity.hostName,
                               started: Date(timeIntervalSince1970: 1_700_000_000), operation: "backup",
@@ -314,7 +314,7 @@ struct StorageConformanceSuite {
         XCTAssertEqual(try rawNames(backend), [lockName], "no stale copy left aside", file: file, line: line)
     }
 
-    func checkLockOfAnotherHostIsNotTakenOver(file: StaticString = #filePath, line: UInt = #line) throws {
+    private func checkLockOfAnotherHostIsNotTakenOver(file: StaticString = #filePath, line: UInt = #line) throws {
         let backend = try prepared()
         let foreign = LockOwner(pid: StorageConformanceSuite.deadPID, host: "elsewhere.invalid",
                                 started: Date(timeIntervalSince1970: 1_700_000_000), operation: "backup",
@@ -327,7 +327,7 @@ struct StorageConformanceSuite {
         XCTAssertEqual(try rawNames(backend), [lockName], file: file, line: line)
     }
 
-    func checkRemoveLeftovers(file: StaticString = #filePath, line: UInt = #line) throws {
+    private func checkRemoveLeftovers(file: StaticString = #filePath, line: UInt = #line) throws {
         let backend = try prepared()
         try store(pattern(8), as: "committed", in: backend)
         let lock = try backend.acquireLock(.current(operation: "backup"))
@@ -341,24 +341,74 @@ struct StorageConformanceSuite {
         XCTAssertEqual(try backend.readObject("committed"), pattern(8), file: file, line: line)
     }
 
-    /// Every check, in order (for a backend that wants one test method).
-    func runAll() throws {
-        try checkPrepareIsIdempotentAndStartsEmpty()
-        try checkCommitMakesObjectVisibleWithItsSize()
-        try checkEmptyObject()
-        try checkListIsSortedAndCommitReplaces()
-        try checkAbortLeavesNothing()
-        try checkListNeverShowsTemporariesOrTheLock()
-        try checkOpenReadsTheBytesInChunks()
-        try checkRangedReads()
-        try checkDelete()
-        try checkMoveRenamesAndReplaces()
-        try checkMissingObjectsAreNotFound()
-        try checkBadObjectNamesAreRefused()
-        try checkSecondLockIsRefusedNamingTheHolder()
-        try checkReleaseThenAcquireWorks()
-        try checkStaleLockIsTakenOver()
-        try checkLockOfAnotherHostIsNotTakenOver()
-        try checkRemoveLeftovers()
+    // MARK: The one entry point
+
+    /// What the checks are about; a backend's test class runs each group from a test method of
+    /// its own (or all of them from one).
+    enum Group: CaseIterable {
+        case storing, reading, names, locking
+    }
+
+    /// Every check, in the order they run.
+    enum Check: String, CaseIterable {
+        case prepareIsIdempotentAndStartsEmpty, commitMakesObjectVisibleWithItsSize, emptyObject,
+             listIsSortedAndCommitReplaces, abortLeavesNothing, bigObjectWrittenInPiecesOfEverySize
+        case listNeverShowsTemporariesOrTheLock, openReadsTheBytesInChunks, rangedReads, missingObjectsAreNotFound
+        case delete, moveRenamesAndReplaces, badObjectNamesAreRefused, removeLeftovers
+        case secondLockIsRefusedNamingTheHolder, releaseThenAcquireWorks, staleLockIsTakenOver,
+             lockOfAnotherHostIsNotTakenOver
+
+        /// The group the check belongs to.
+        var group: Group {
+            switch self {
+            case .prepareIsIdempotentAndStartsEmpty, .commitMakesObjectVisibleWithItsSize, .emptyObject,
+                 .listIsSortedAndCommitReplaces, .abortLeavesNothing, .bigObjectWrittenInPiecesOfEverySize:
+                return .storing
+            case .listNeverShowsTemporariesOrTheLock, .openReadsTheBytesInChunks, .rangedReads, .missingObjectsAreNotFound:
+                return .reading
+            case .delete, .moveRenamesAndReplaces, .badObjectNamesAreRefused, .removeLeftovers:
+                return .names
+            case .secondLockIsRefusedNamingTheHolder, .releaseThenAcquireWorks, .staleLockIsTakenOver,
+                 .lockOfAnotherHostIsNotTakenOver:
+                return .locking
+            }
+        }
+    }
+
+    /// Runs every check of `groups` (all of them by default), in order, going on after one
+    /// fails: the only way a backend's tests run the suite, so none can leave a check out.
+    /// A failure points at the check's line below; one that throws is named.
+    func run(_ groups: Group...) {
+        let wanted = groups.isEmpty ? Group.allCases : groups
+        for check in Check.allCases where wanted.contains(check.group) {
+            do {
+                try perform(check)
+            } catch {
+                XCTFail("storage conformance check '\(check.rawValue)' threw: \(error)")
+            }
+        }
+    }
+
+    private func perform(_ check: Check) throws {
+        switch check {
+        case .prepareIsIdempotentAndStartsEmpty: try checkPrepareIsIdempotentAndStartsEmpty()
+        case .commitMakesObjectVisibleWithItsSize: try checkCommitMakesObjectVisibleWithItsSize()
+        case .emptyObject: try checkEmptyObject()
+        case .listIsSortedAndCommitReplaces: try checkListIsSortedAndCommitReplaces()
+        case .abortLeavesNothing: try checkAbortLeavesNothing()
+        case .bigObjectWrittenInPiecesOfEverySize: try checkBigObjectWrittenInPiecesOfEverySize()
+        case .listNeverShowsTemporariesOrTheLock: try checkListNeverShowsTemporariesOrTheLock()
+        case .openReadsTheBytesInChunks: try checkOpenReadsTheBytesInChunks()
+        case .rangedReads: try checkRangedReads()
+        case .missingObjectsAreNotFound: try checkMissingObjectsAreNotFound()
+        case .delete: try checkDelete()
+        case .moveRenamesAndReplaces: try checkMoveRenamesAndReplaces()
+        case .badObjectNamesAreRefused: try checkBadObjectNamesAreRefused()
+        case .removeLeftovers: try checkRemoveLeftovers()
+        case .secondLockIsRefusedNamingTheHolder: try checkSecondLockIsRefusedNamingTheHolder()
+        case .releaseThenAcquireWorks: try checkReleaseThenAcquireWorks()
+        case .staleLockIsTakenOver: try checkStaleLockIsTakenOver()
+        case .lockOfAnotherHostIsNotTakenOver: try checkLockOfAnotherHostIsNotTakenOver()
+        }
     }
 }
