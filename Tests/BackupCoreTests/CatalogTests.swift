@@ -4,6 +4,7 @@ import KeepsakeSupport
 
 @testable import BackupCore
 
+// test-tag(threads): summaries read by a pool of threads
 final class CatalogTests: KeepsakeTestCase {
     // MARK: Setup
 

@@ -220,6 +220,7 @@ final class JSONTests: KeepsakeTestCase {
         assertParseError(deep, .tooDeep, at: JSONParser.depthCeiling, maxDepth: 200_000)
     }
 
+    // test-tag(plain-only): asserts a parse fits a 512 KiB stack, which a sanitizer's larger frames cannot (Fuzz/README.md)
     func testDeepestAllowedValueIsSafeOnASmallStack() {
         // 512 KiB is the stack of a secondary thread on Linux; parse, compare, print and free
         // a value at the depth ceiling there.

@@ -193,6 +193,7 @@ final class ManifestDiffTests: KeepsakeTestCase {
 
     // MARK: Scale
 
+    // test-tag(plain-only): 200,000 entries: the code of the other ManifestDiffTests, at a size
     func testLargeManifestsCompareInLinearTime() {
         let count = 200_000
         var before: [ManifestEntry] = []

@@ -7,6 +7,7 @@ import KeepsakeSupport
 
 /// The fast manifest line decoder must agree with the general JSON path on every line:
 /// the same entry, or the same error, or it hands the line over.
+// test-tag(threads): manifest lines decoded in parallel
 final class ManifestLineDecoderTests: KeepsakeTestCase {
     // MARK: Helpers
 

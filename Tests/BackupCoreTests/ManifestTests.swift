@@ -4,6 +4,7 @@ import KeepsakeJSON
 
 @testable import BackupCore
 
+// test-tag(threads): manifests decoded in parallel
 final class ManifestTests: KeepsakeTestCase {
     // MARK: Fixtures
 

@@ -6,6 +6,7 @@ import XCTest
 /// The rclone backend against the conformance suite over a real network protocol: rclone's
 /// sftp backend talking to OpenSSH's sshd on a loopback port (a throwaway host key and user
 /// key), as a NAS or a rented server would be reached.
+// test-tag(plain-only): rclone and sshd do the work; Keepsake's side of it is RcloneConformanceTests
 final class RcloneSFTPConformanceTests: KeepsakeTestCase {
     // MARK: Setup
 

@@ -7,6 +7,7 @@ import KeepsakeSupport
 
 /// The pool of reader threads under a backup: files handed over whole and in order, and the
 /// bytes read ahead held to the budget while nothing is written.
+// test-tag(threads): the read-ahead pool
 final class ReadAheadPoolTests: KeepsakeTestCase {
     // MARK: Fixtures
 

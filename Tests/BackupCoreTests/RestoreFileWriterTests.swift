@@ -9,6 +9,7 @@ import KeepsakeSupport
 /// every size and with holes, checked against SHA-256 before it gets its final name;
 /// damaged and abandoned files leave nothing behind; files waiting for a manifest and hard
 /// links to them; and many folders without holding a descriptor for each.
+// test-tag(threads): the restore's writer thread
 final class RestoreFileWriterTests: KeepsakeTestCase {
     // MARK: Fixtures
 

@@ -11,6 +11,7 @@ import KeepsakeSupport
 /// loopback, started once for the class), and what only S3 promises: conditional locks with
 /// one winner, a TTL judged by the store's clock, parts checked by their SHA-256, uploads
 /// aborted on interruption, and clear errors for a missing bucket or a wrong secret.
+// test-tag(threads): parts uploaded by a pool, read-ahead, the lock's refreshing thread, threads racing for one lock
 final class S3ConformanceTests: KeepsakeTestCase {
     // MARK: The server
 

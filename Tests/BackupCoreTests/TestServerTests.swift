@@ -9,6 +9,7 @@ import Glibc
 /// The real servers of KeepsakeTestSupport (SeaweedFS single node and cluster, sshd for
 /// rclone's sftp backend) start on loopback only, serve real clients (curl with SigV4, rclone)
 /// and are gone, with their ports free, once stopped.
+// test-tag(plain-only): tests of the test servers themselves: no project code
 final class TestServerTests: KeepsakeTestCase {
     private var mini: SeaweedServer?
     private var cluster: SeaweedCluster?

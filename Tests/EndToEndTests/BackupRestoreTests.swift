@@ -6,6 +6,7 @@ import Glibc
 
 /// backup → list → restore → compare, over a tree with every awkward name and file type,
 /// and the `--stdin` stream backup.
+// test-tag(threads): backup readers and the restore writer, in the binary
 final class BackupRestoreTests: EndToEndTestCase {
     // MARK: Round trip
 

@@ -3,6 +3,7 @@ import XCTest
 
 /// Every codec round trips, makes a file its standard tool accepts, and rejects a level
 /// out of range.
+// test-tag(threads): compression on worker threads, in the binary
 final class CompressionTests: EndToEndTestCase {
     // MARK: Round trips
 

@@ -11,6 +11,7 @@ import Glibc
 /// made it unreachable), and the exit code is 4. Prints how many files were restored and
 /// lost for each flip location — a flip early in a single-frame zstd stream may make
 /// everything after it unreadable, which is measured, not asserted.
+// test-tag(threads): damaged archives through the parallel decoder
 final class CorruptionRestoreTests: CorruptionTestCase {
     // MARK: Types
 

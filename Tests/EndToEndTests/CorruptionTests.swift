@@ -44,6 +44,7 @@ final class CorruptionTests: CorruptionTestCase {
     // MARK: Bit flips
 
     /// 216 single-bit flips, 36 in each of the six archives (uniform offsets).
+    // test-tag(plain-only): 216 flips; the flips of lone archives and the bit-flip restores feed flipped archives to a sanitized binary
     func testEveryArchiveBitFlipIsDetected() throws {
         var generator = SeededGenerator(seed: 0xA5C1_1F11_0000_0001)
         let plan = try corpusBackups().flatMap { backup in

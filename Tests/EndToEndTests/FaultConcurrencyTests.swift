@@ -14,6 +14,7 @@ final class FaultConcurrencyTests: FaultTestCase {
     /// times, then once while a 200 MiB backup is known to hold the lock. Each run exits 0
     /// or 5; a refused one says so at once and names the holder's pid; every committed
     /// backup is listed and verifies; nothing is left behind.
+    // test-tag(plain-only): twelve rounds of racing backups; the lock's code runs in the other FaultConcurrencyTests and LocalFolderConformanceTests
     func testTwoBackupsAtOnceExcludeEachOther() throws {
         let first = path("first")
         let second = path("second")
@@ -76,6 +77,7 @@ final class FaultConcurrencyTests: FaultTestCase {
     /// run exits 0 or 5 (never 1 because another run deleted its temporary archive), the
     /// committed backups are all listed and verify, and no two share a parent — two runs
     /// holding the lock at once would both build on the same newest backup.
+    // test-tag(plain-only): twelve racing runs; the lock's code runs in the other FaultConcurrencyTests and LocalFolderConformanceTests
     func testManyRunsTakingOverOneStaleLock() throws {
         let source = path("src")
         try Fixtures.makeTree(at: source, files: ["a.txt": "a\n", "sub/b.txt": "b\n"])

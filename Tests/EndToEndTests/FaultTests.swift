@@ -17,6 +17,7 @@ final class FaultTests: FaultTestCase {
     /// (taking over the stale lock, saying so) and leaves no temporary or orphan. After the
     /// last kill every earlier backup restores equal to its snapshot, and a full uninterrupted
     /// backup of the big source commits and verifies.
+    // test-tag(plain-only): 26 runs of the whole binary repeat code the other tests run under the sanitizers
     func testKillNineDuringBackupAtManyPoints() throws {
         let big = try bigSource()
         let small = path("small")
@@ -209,6 +210,7 @@ final class FaultTests: FaultTestCase {
     /// verifies, the newest two are listed, prune run again exits 0 (taking over the stale
     /// lock) and keeps exactly those two, and the next backup exits 0 and leaves only
     /// complete pairs.
+    // test-tag(plain-only): 25 runs of the whole binary repeat code the other tests run under the sanitizers
     func testKillNineDuringPruneAtManyPoints() throws {
         let small = path("small")
         try Fixtures.makeMixedTree(at: small)

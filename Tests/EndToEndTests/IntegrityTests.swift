@@ -3,6 +3,7 @@ import XCTest
 
 /// A flipped byte or a truncated archive is found by verify and stops restore from
 /// landing damaged content.
+// test-tag(threads): verify over the parallel decoder
 final class IntegrityTests: EndToEndTestCase {
     // MARK: State
 

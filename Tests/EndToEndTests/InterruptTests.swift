@@ -5,6 +5,7 @@ import Glibc
 #endif
 
 /// Ctrl-C or SIGTERM during a backup: exit 130, nothing half-done left, lock released.
+// test-tag(threads): signals while threads work
 final class InterruptTests: EndToEndTestCase {
     // MARK: Tests
 

@@ -5,6 +5,7 @@ import XCTest
 /// `keepsake` against an rclone remote: rclone's sftp backend on OpenSSH's sshd (loopback),
 /// the whole workflow, copying between a local folder, the remote and back, and what a
 /// user sees when rclone or the remote is missing.
+// test-tag(plain-only): rclone does the work; Keepsake's side of it, lsjson answers included, is RcloneConformanceTests
 final class RcloneEndToEndTests: EndToEndTestCase {
     // MARK: Setup
 

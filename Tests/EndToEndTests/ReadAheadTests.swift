@@ -3,6 +3,7 @@ import XCTest
 
 /// Reading files ahead on several threads (`backup --readers N`): the archive, its manifest
 /// and its checksums come out as they do from one reader, whatever the number of readers.
+// test-tag(threads): files read ahead by 1, 2 and 8 reader threads
 final class ReadAheadTests: EndToEndTestCase {
     // MARK: Same archive, any number of readers
 

@@ -6,6 +6,7 @@ import Glibc
 
 /// `keepsake run PROFILE` and `keepsake schedule PROFILE` with a configuration file in a
 /// private XDG_CONFIG_HOME, run through the real binary.
+// test-tag(threads): the crontab edit's reader thread
 final class RunScheduleTests: EndToEndTestCase {
     // MARK: Setup
 

@@ -4,6 +4,7 @@ import XCTest
 /// The seekable zstd archive: independent frames plus a seek table, read unchanged by
 /// `zstd` and GNU tar; manifest offsets that point at each entry; and partial restores
 /// that decompress only the frames they need, also from the parent of an incremental.
+// test-tag(threads): the parallel frame decoder, in the binary
 final class SeekableArchiveTests: EndToEndTestCase {
     // MARK: State
 

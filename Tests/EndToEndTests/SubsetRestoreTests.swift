@@ -3,6 +3,7 @@ import XCTest
 
 /// `keepsake restore ID PATH...`: one file, one folder, a pattern, and a path that
 /// matches nothing.
+// test-tag(threads): partial restores over the parallel decoder
 final class SubsetRestoreTests: EndToEndTestCase {
     // MARK: State
 

@@ -2,6 +2,7 @@ import XCTest
 import KeepsakeTestSupport
 @testable import TerminalUI
 
+// test-tag(threads): the progress renderer's thread
 final class ProgressTests: KeepsakeTestCase {
 
     private let snapshot = ProgressBar(
