@@ -6,7 +6,7 @@ import KeepsakeHTTP
 @testable import BackupCore
 
 /// `HTTPClient` against a real HTTP/1.1 server on loopback: python3's http.server with the
-/// handler below, started per test as a child process and stopped by pid.
+/// handler in `Fixtures/http_test_server.py`, started per test as a child process and stopped by pid.
 final class HTTPClientTests: KeepsakeTestCase {
     private var directory = ""
     private var serverPID: pid_t = 0
