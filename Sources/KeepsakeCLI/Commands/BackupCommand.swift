@@ -111,18 +111,20 @@ struct BackupCommand: KeepsakeCommand {
         }
         var threads = ProcessInfo.processInfo.activeProcessorCount
         if let text = arguments.value(.threads) {
-            if let value = Int(text), (1...256).contains(value) {
+            if let value = Int(text).flatMap({ BackupSettingRules.accepted($0, in: BackupSettingRules.threads) }) {
                 threads = value
             } else {
-                problems.add("The value '\(text)' is invalid for '--threads <n>'. Use a whole number from 1 to 256.")
+                problems.add("The value '\(text)' is invalid for '--threads <n>'. Use a whole number "
+                    + "\(Self.wording(BackupSettingRules.threads)).")
             }
         }
         var readers = BackupRequest.defaultReaders
         if let text = arguments.value(.readers) {
-            if let value = Int(text), (1...64).contains(value) {
+            if let value = Int(text).flatMap({ BackupSettingRules.accepted($0, in: BackupSettingRules.readers) }) {
                 readers = value
             } else {
-                problems.add("The value '\(text)' is invalid for '--readers <n>'. Use a whole number from 1 to 64.")
+                problems.add("The value '\(text)' is invalid for '--readers <n>'. Use a whole number "
+                    + "\(Self.wording(BackupSettingRules.readers)).")
             }
         }
         var patterns = arguments.values(.exclude)
@@ -138,24 +140,25 @@ struct BackupCommand: KeepsakeCommand {
         } catch {
             problems.add("\(error).")
         }
-        for marker in arguments.values(.excludeIfPresent) where marker.contains("/") || marker.isEmpty {
-            problems.add("The value '\(marker)' is invalid for '--exclude-if-present <name>'. Give a file name, not a path.")
-        }
-        var tags: [String] = []
-        for tag in arguments.values(.tag) {
-            if tag.isEmpty || tag.contains(",") || tag.contains(where: { $0.isNewline }) {
-                problems.add("The value '\(tag)' is invalid for '--tag <tag>'. Tags are non-empty and hold no commas or newlines.")
-            } else if !tags.contains(tag) {
-                tags.append(tag)
+        for marker in arguments.values(.excludeIfPresent) {
+            if let problem = BackupSettingRules.markerProblem(marker) {
+                problems.add("The value '\(marker)' is invalid for '--exclude-if-present <name>': \(problem).")
             }
         }
+        for tag in arguments.values(.tag) {
+            if let problem = BackupSettingRules.tagProblem(tag) {
+                problems.add("The value '\(tag)' is invalid for '--tag <tag>': \(problem).")
+            }
+        }
+        let tags = BackupSettingRules.distinct(arguments.values(.tag).filter { BackupSettingRules.tagProblem($0) == nil })
         var chain = ChainPolicy(forceFull: arguments.flag(.full), ignoreCtime: arguments.flag(.ignoreCtime),
                                 ignoreInode: arguments.flag(.ignoreInode), reread: arguments.flag(.reread))
         if let text = arguments.value(.fullEvery) {
-            if let value = Int(text), value >= 1 {
+            if let value = Int(text).flatMap({ BackupSettingRules.accepted($0, in: BackupSettingRules.fullEvery) }) {
                 chain.fullEvery = value
             } else {
-                problems.add("The value '\(text)' is invalid for '--full-every <n>'. Use a whole number of 1 or more (1 makes every backup full).")
+                problems.add("The value '\(text)' is invalid for '--full-every <n>'. Use a whole number "
+                    + "\(Self.wording(BackupSettingRules.fullEvery)) (1 makes every backup full).")
             }
         }
         if let text = arguments.value(.fullIfOlderThan) {
@@ -191,6 +194,11 @@ struct BackupCommand: KeepsakeCommand {
         request.changeCacheRoot = context.cacheRoot
         destinationOption = arguments.value(.dest)
         progress = arguments.flag(.progress)
+    }
+
+    /// "from 1 to 256": a rule's range, as the messages say it.
+    private static func wording(_ range: ClosedRange<Int>) -> String {
+        "from \(range.lowerBound) to \(range.upperBound)"
     }
 
     /// Fault-injection tests (this command's and `run`'s) slow reading down to change

@@ -208,7 +208,7 @@ struct ConfigValidator {
             add(.invalidValue, at: table.position(of: "exclude-from"), "'exclude-from' holds an empty path")
         }
         let excludeIfPresent = strings("exclude-if-present", in: table) ?? []
-        if let bad = excludeIfPresent.first(where: { $0.isEmpty || $0.contains("/") }) {
+        if let bad = excludeIfPresent.first(where: { BackupSettingRules.markerProblem($0) != nil }) {
             add(.invalidValue, at: table.position(of: "exclude-if-present"),
                 "'exclude-if-present' takes file names, not paths or empty names: '\(bad)'")
         }
@@ -237,41 +237,19 @@ struct ConfigValidator {
                 add(.invalidValue, at: table.position(of: "level"), "'level' does not apply to compression 'none'; remove it")
             }
         }
-        var threads: Int?
-        if let value = integer("threads", in: table) {
-            if (1...256).contains(value) {
-                threads = Int(value)
-            } else {
-                add(.invalidValue, at: table.position(of: "threads"), "'threads' must be from 1 to 256, not \(value)")
-            }
-        }
-        var readers: Int?
-        if let value = integer("readers", in: table) {
-            if (1...64).contains(value) {
-                readers = Int(value)
-            } else {
-                add(.invalidValue, at: table.position(of: "readers"), "'readers' must be from 1 to 64, not \(value)")
-            }
-        }
+        let threads = ranged("threads", BackupSettingRules.threads, in: table)
+        let readers = ranged("readers", BackupSettingRules.readers, in: table)
 
-        var tags: [String] = []
-        for tag in strings("tags", in: table) ?? [] {
-            if tag.isEmpty || tag.contains(",") || tag.contains(where: \.isNewline) {
-                add(.invalidValue, at: table.position(of: "tags"),
-                    "'tags' holds an invalid tag '\(tag)': tags are non-empty and hold no commas or newlines")
-            } else if !tags.contains(tag) {
-                tags.append(tag)
+        let givenTags = strings("tags", in: table) ?? []
+        for tag in givenTags {
+            if let problem = BackupSettingRules.tagProblem(tag) {
+                add(.invalidValue, at: table.position(of: "tags"), "'tags' holds an invalid tag '\(tag)': \(problem)")
             }
         }
+        let tags = BackupSettingRules.distinct(givenTags.filter { BackupSettingRules.tagProblem($0) == nil })
 
         var chain = ChainPolicy()
-        if let value = integer("full-every", in: table) {
-            if value >= 1 && value <= 1_000_000 {
-                chain.fullEvery = Int(value)
-            } else {
-                add(.invalidValue, at: table.position(of: "full-every"), "'full-every' must be from 1 to 1000000, not \(value)")
-            }
-        }
+        if let value = ranged("full-every", BackupSettingRules.fullEvery, in: table) { chain.fullEvery = value }
         if let duration = duration("full-if-older-than", in: table) { chain.fullIfOlderThan = duration }
         chain.ignoreCtime = bool("ignore-ctime", in: table) ?? false
         chain.ignoreInode = bool("ignore-inode", in: table) ?? false
@@ -369,6 +347,16 @@ struct ConfigValidator {
                 + "keep-monthly, keep-yearly, keep-within or keep-tag (or remove it to keep every backup)")
         }
         return policy
+    }
+
+    /// A whole number that `range` (one of `BackupSettingRules`' ranges) must hold.
+    private mutating func ranged(_ key: String, _ range: ClosedRange<Int>, in table: TOMLTable) -> Int? {
+        guard let value = integer(key, in: table) else { return nil }
+        guard let accepted = BackupSettingRules.accepted(value, in: range) else {
+            add(.invalidValue, at: table.position(of: key), "'\(key)' must be from \(range.lowerBound) to \(range.upperBound), not \(value)")
+            return nil
+        }
+        return accepted
     }
 
     /// A `keep-*` count: a whole number of 0 or more, or `"unlimited"`.
