@@ -39,6 +39,19 @@ final class RepairTests: EndToEndTestCase {
         XCTAssertTrue(again.stdoutText.contains("nothing to repair"), again.stdoutText)
     }
 
+    /// A backup named that is intact is nothing to do (exit 0); one that is not there is an
+    /// error that names it (it used to say "nothing to repair", exit 0).
+    func testAnIntactBackupIsNothingToDoAndAnUnknownOneIsAnError() throws {
+        let setup = try twoBackups()
+        let intact = try run(["repair", setup.first, "--dest", setup.dest])
+        assertExit(intact, 0)
+        XCTAssertTrue(intact.stdoutText.contains("nothing to repair"), intact.stdoutText)
+        let unknown = try run(["repair", "20990101T000000Z-deadbeef", "--dest", setup.dest])
+        assertExit(unknown, 1)
+        XCTAssertTrue(unknown.stderrText.contains("No backup '20990101T000000Z-deadbeef' in \(setup.dest)"), "\(unknown)")
+        XCTAssertFalse(unknown.stdoutText.contains("nothing to repair"), "\(unknown)")
+    }
+
     func testRepairRebuildsADamagedManifestAndLeavesGoodOnesAlone() throws {
         let setup = try twoBackups()
         let damaged = try manifestPath(setup.dest, setup.second)

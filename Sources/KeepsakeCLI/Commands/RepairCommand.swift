@@ -42,7 +42,8 @@ struct RepairCommand: KeepsakeCommand {
                 let matches = damaged.filter { $0.id.rawValue.hasPrefix(reference) }
                 if matches.isEmpty {
                     // A backup whose manifest is fine is not an error: there is nothing to do.
-                    _ = try? BackupCatalog(storage: storage).resolve(reference)
+                    // One that is not there at all (or a prefix of several) is.
+                    _ = try BackupCatalog(storage: storage).resolve(reference)
                 }
                 chosen.append(contentsOf: matches.filter { match in !chosen.contains { $0.id == match.id } })
             }
