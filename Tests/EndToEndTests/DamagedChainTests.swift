@@ -54,6 +54,37 @@ final class DamagedChainTests: EndToEndTestCase {
         XCTAssertFalse(try names(in: dest).contains { $0.hasSuffix(".damaged") }, "an intact backup loses its record")
     }
 
+    /// Verify notes damage under the destination's lock, never beside another run: while a
+    /// backup holds the lock, the damage is reported (exit 4) and a caution says it could not
+    /// be noted; the next verify, with the lock free, notes it.
+    func testDamageFoundWhileAnotherRunHoldsTheLockIsNotedByTheNextVerify() throws {
+        let source = path("src")
+        let dest = path("dest")
+        try Fixtures.makeTree(at: source, files: ["a.txt": String(repeating: "a", count: 40_000)])
+        let id = try backup([source], dest: dest)
+        try Fixtures.flipByte(in: try onlyArchive(in: dest))
+
+        let holder = try keepsake.start(["backup", "--stdin", "--stdin-name", "stream.bin", "--dest", dest])
+        defer { holder.kill() }
+        holder.write(Data(Fixtures.pseudoRandomBytes(count: 1 << 16, seed: 3)))
+        let deadline = Date().addingTimeInterval(30)
+        while !FileManager.default.fileExists(atPath: dest + "/keepsake.lock") && holder.isRunning && Date() < deadline {
+            usleep(5000)
+        }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: dest + "/keepsake.lock"), "the backup never took the lock")
+
+        let locked = try run(["verify", id, "--dest", dest])
+        assertExit(locked, 4, "the damage is found all the same")
+        XCTAssertTrue(locked.stderrText.contains("could not be noted"), "a caution says the note is missing:\n\(locked)")
+        XCTAssertFalse(try names(in: dest).contains { $0.hasSuffix(".damaged") }, "nothing is written under another run's lock")
+
+        assertExit(try holder.finish(), 0, "the other run is undisturbed")
+        let free = try run(["verify", id, "--dest", dest])
+        assertExit(free, 4)
+        XCTAssertFalse(free.stderrText.contains("could not be noted"), "\(free)")
+        XCTAssertTrue(try names(in: dest).contains { $0.hasSuffix(".damaged") && $0.contains(id) }, "the next verify notes it")
+    }
+
     /// A parent whose archive is shorter than it was stored is seen from its size alone:
     /// the next backup is full, says why, and names `keepsake verify`.
     func testABackupOnACutArchiveStartsANewChain() throws {

@@ -131,7 +131,8 @@ public final class BackupEngine {
             if let problem = parentCursor?.problem {
                 // The parent is damaged: this backup is whole, the next starts a new chain.
                 if let item = parent?.item {
-                    DamageRecord(id: item.id, found: request.now, foundBy: "backup").store(for: item, in: storage)
+                    // Under this run's lock; without the record, the next backup finds the damage again.
+                    try? DamageRecord(id: item.id, found: request.now, foundBy: "backup").store(for: item, in: storage)
                 }
                 events?.handle(.caution("the manifest of \(parentCursor?.id.rawValue ?? "the parent") could not be read to its end "
                     + "(\(problem)); files from there on were stored again, and no later backup builds on it "
@@ -368,7 +369,7 @@ public final class BackupEngine {
             }
             // A cut archive is seen from its size alone, without reading it.
             if size != facts.size {
-                DamageRecord(id: id, found: request.now, foundBy: "backup").store(for: item, in: storage)
+                try? DamageRecord(id: id, found: request.now, foundBy: "backup").store(for: item, in: storage)
                 events?.handle(.caution("starting a new chain: \(which) has an archive of \(size) bytes, stored as "
                     + "\(facts.size): it is damaged (`keepsake verify \(id)` says more)"))
                 return nil

@@ -49,23 +49,26 @@ public struct DamageRecord: Sendable, Equatable {
         return DamageRecord(id: item.id, found: found, foundBy: json["by"]?.stringValue ?? "verify")
     }
 
-    /// Stores the record beside `item`; false when the destination refused it (read-only).
-    @discardableResult
-    public func store(for item: BackupCatalog.Item, in storage: StorageBackend) -> Bool {
-        guard let name = DamageRecord.name(forManifest: item.manifestName) else { return false }
+    /// Stores the record beside `item`. Call while holding the destination's lock.
+    public func store(for item: BackupCatalog.Item, in storage: StorageBackend) throws {
+        guard let name = DamageRecord.name(forManifest: item.manifestName) else { return }
         let line = JSONValue.object(JSONObject([
             ("keepsake", .string("damage")),
             ("backup", .string(id.rawValue)),
             ("found", .string(Timestamp.iso8601(found))),
             ("by", .string(foundBy)),
         ])).serialized() + "\n"
-        return (try? DecryptingStorage.stored(storage).writeObject(name, bytes: Array(line.utf8))) != nil
+        try DecryptingStorage.stored(storage).writeObject(name, bytes: Array(line.utf8))
     }
 
-    /// Removes the record of `item`, if there is one.
-    public static func remove(for item: BackupCatalog.Item, in storage: StorageBackend) {
+    /// Removes the record of `item`, if there is one. Call while holding the destination's lock.
+    public static func remove(for item: BackupCatalog.Item, in storage: StorageBackend) throws {
         guard let name = name(forManifest: item.manifestName) else { return }
-        try? DecryptingStorage.stored(storage).delete(name)
+        do {
+            try DecryptingStorage.stored(storage).delete(name)
+        } catch StorageError.notFound {
+            // Gone already: what removing it was for.
+        }
     }
 
     // MARK: Words

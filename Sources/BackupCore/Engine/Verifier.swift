@@ -193,14 +193,36 @@ public final class Verifier {
     /// Records in the destination whether `item` itself is damaged (see `DamageRecord`),
     /// so that the next backup of its chain starts a new one; an intact one loses its record.
     /// Only a whole check takes a record back: without a key only the stored bytes of the
-    /// archive are checked, not its manifest, which a record may be about.
+    /// archive are checked, not its manifest, which a record may be about. The write is made
+    /// under the destination's lock (so never beside a prune removing the backup); when the
+    /// lock is held elsewhere or the write fails, a caution says so, and the next verify
+    /// tries again. A folder holding a lone archive file is only read.
     private func noteDamage(of item: BackupCatalog.Item, itself intact: Bool, checkedWhole: Bool, in storage: StorageBackend) {
+        guard !storage.isReadOnly else { return }
         if objectNames == nil { objectNames = (try? DecryptingStorage.stored(storage).list()).map { Set($0.map(\.name)) } ?? [] }
         let recorded = DamageRecord.stored(for: item, names: objectNames ?? [], in: storage) != nil
+        let marking: Bool
         if intact {
-            if recorded && checkedWhole { DamageRecord.remove(for: item, in: storage) }
-        } else if !recorded {
-            DamageRecord(id: item.id, found: Date(), foundBy: "verify").store(for: item, in: storage)
+            guard recorded && checkedWhole else { return }
+            marking = false
+        } else {
+            guard !recorded else { return }
+            marking = true
+        }
+        do {
+            let lock = try storage.acquireLock(.current(operation: "verify"))
+            defer { lock.release() }
+            if marking {
+                try DamageRecord(id: item.id, found: Date(), foundBy: "verify").store(for: item, in: storage)
+            } else {
+                try DamageRecord.remove(for: item, in: storage)
+            }
+        } catch {
+            events?.handle(.caution(marking
+                ? "backup \(item.id) was found damaged, but that could not be noted in \(storage.location) (\(error)); "
+                    + "until a verify notes it, the next backup of its chain may build on it"
+                : "backup \(item.id) verified intact, but the note that it was damaged could not be removed from "
+                    + "\(storage.location) (\(error)); the next backup of its chain starts a new chain all the same"))
         }
     }
 
