@@ -171,7 +171,7 @@ public final class ArchiveReader {
     /// damage the source already named pass as they are; anything else is damage.
     private static func readingError(_ error: Error, archive name: String) -> Error {
         switch error {
-        case is StorageError, is ArchiveError, is EngineError: return error
+        case is StorageError, is ArchiveError, is EngineError, is Interruption: return error
         default: return ArchiveError.damaged(archive: name, reason: "\(error)")
         }
     }

@@ -1,4 +1,5 @@
 import CArchive
+import KeepsakeSupport
 
 /// Reads a tar stream through libarchive (any tar format and any compression it knows),
 /// entry by entry: what reads archives Keepsake did not write, or wrote compressed with
@@ -51,7 +52,8 @@ final class LibarchiveTarReader {
         }, nil, nil)
         guard status == ARCHIVE_OK else {
             // deinit frees the handle: every stored property is set by now.
-            if let stop = box.error as? EngineError { throw stop }
+            // A stop (Ctrl-C) or the engine's own failure passes as it is: it is not damage.
+            if let stop = box.error, stop is Interruption || stop is EngineError { throw stop }
             // The source's own error already says the archive is damaged: not wrapped again.
             if let damaged = box.error as? ArchiveError { throw damaged }
             let reason = box.error.map { "\($0)" } ?? LibarchiveSetup.errorMessage(archive)

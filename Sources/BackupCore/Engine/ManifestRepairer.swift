@@ -86,6 +86,8 @@ public final class ManifestRepairer {
             try hashing.drain()
         } catch let error as EngineError {
             throw error
+        } catch let stop as Interruption {
+            throw stop
         } catch {
             return RepairOutcome(id: id, archiveName: archiveName, kind: .unrecoverable,
                                  reason: "the archive cannot be read to its end (\(error))")

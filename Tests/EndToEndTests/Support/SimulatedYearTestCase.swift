@@ -268,7 +268,7 @@ class SimulatedYearTestCase: EndToEndTestCase {
             expected.append("warning: backup \(lostManifest) had lost its manifest; it was rebuilt from the archive's own copy")
         }
         if let killedNight {
-            expected.append("warning: backup \(SimulatedYearTestCase.idPrefix(killedNight)) ")
+            expected.append("warning: backup \(SimulatedYearTestCase.idPrefix(killedNight))")
         }
         // (An archive cut short is seen by its size before the backup is built on it.)
         if !damaged.isEmpty || damagedBefore != nil { expected.append("warning: starting a new chain: backup ") }
