@@ -4,10 +4,11 @@ import BackupCore
 import KeepsakeConfig
 import XCTest
 
-/// `keepsake backup`'s options and a profile's keys obey one set of rules
-/// (`BackupSettingRules`): at each rule's edges, and for every kind of bad tag, the command
-/// line accepts exactly what a profile accepts. (They had drifted: `--full-every` took any
-/// number while `full-every` stopped at 1,000,000.)
+/// `keepsake backup`'s and `prune`'s options and a profile's keys obey one set of rules
+/// (`BackupSettingRules`, `RetentionPolicy.count`): at each rule's edges, and for every kind
+/// of bad tag, the command line accepts exactly what a profile accepts. (They had drifted:
+/// `--full-every` took any number while `full-every` stopped at 1,000,000, and `--keep-daily -1`
+/// meant every day while `keep-daily = -1` was refused.)
 final class BackupSettingAgreementTests: InProcessTestCase {
     // MARK: Helpers
 
@@ -50,6 +51,18 @@ final class BackupSettingAgreementTests: InProcessTestCase {
                                "\(rule.option) \(value)")
                 XCTAssertEqual(profileAccepts("\(rule.key) = \(value)", naming: rule.key), expected, "\(rule.key) = \(value)")
             }
+        }
+    }
+
+    func testRetentionCountsAreTheSameOnTheCommandLineAndInAProfile() throws {
+        for (given, toml) in [("-2", "-2"), ("-1", "-1"), ("1", "1"), ("999999", "999999"), ("unlimited", "\"unlimited\""),
+                              ("all", "\"all\"")] {
+            let expected = RetentionPolicy.count(word: given) ?? Int(given).flatMap { RetentionPolicy.count($0) }
+            let run = keepsake(["prune", "--dry-run", "--dest", path("dest"), "--keep-daily", given])
+            XCTAssertEqual(run.code == .success, expected != nil, "--keep-daily \(given): \(run)")
+            if expected == nil { XCTAssertTrue(run.stderr.contains("--keep-daily"), "\(run)") }
+            XCTAssertEqual(profileAccepts("[profiles.p.retention]\nkeep-daily = \(toml)", naming: "keep-daily"), expected != nil,
+                           "keep-daily = \(toml)")
         }
     }
 

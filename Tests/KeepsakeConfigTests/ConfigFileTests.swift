@@ -366,7 +366,7 @@ final class ConfigFileTests: KeepsakeTestCase {
         assertProblem(header + "retention = 3\n",
                       "\(file):3:1: 'retention' must be a table ([profiles.home.retention] with keep-* keys), not an integer")
         assertProblem(header + "[profiles.home.retention]\nkeep-last = 2.5\n",
-                      "\(file):4:1: 'keep-last' must be a whole number of 0 or more, or \"unlimited\", not a float")
+                      "\(file):4:1: 'keep-last' must be a whole number of 0 or more, or -1 or \"unlimited\", not a float")
         assertProblem("profiles = 1\n", "\(file):1:1: 'profiles' must be a table of profiles ([profiles.NAME]), not an integer")
         assertProblem("[profiles]\nhome = \"/a\"\n",
                       "\(file):2:1: profile 'home' must be a table ([profiles.home] with its keys below it), not a string")
@@ -397,9 +397,9 @@ final class ConfigFileTests: KeepsakeTestCase {
         assertProblem(header + "destination = \"\"\n", "\(file):3:1: 'destination' is empty; give a folder, s3://BUCKET/PREFIX or rclone:REMOTE:PATH, or remove the key")
         assertProblem(header + "before = \"  \"\n", "\(file):3:1: 'before' is empty; give a shell command or remove the key")
         assertProblem(header + "[profiles.home.retention]\nkeep-daily = -2\n",
-                      "\(file):4:1: 'keep-daily' must be a whole number of 0 or more, or \"unlimited\", not -2")
+                      "\(file):4:1: 'keep-daily' must be a whole number of 0 or more, or -1 or \"unlimited\", not -2")
         assertProblem(header + "[profiles.home.retention]\nkeep-daily = \"all\"\n",
-                      "\(file):4:1: 'keep-daily' must be a whole number of 0 or more, or \"unlimited\", not \"all\"")
+                      "\(file):4:1: 'keep-daily' must be a whole number of 0 or more, or -1 or \"unlimited\", not \"all\"")
         assertProblem(header + "[profiles.home.retention]\nkeep-within = \"0d\"\n",
                       "\(file):4:1: 'keep-within': '0d' is not a duration: it is zero; give a length of at least 1h (e.g. 7d, 2w, 1y6m)")
         assertProblem(header + "[profiles.home.retention]\nkeep-tag = [\"a,\"]\n",

@@ -24,6 +24,19 @@ public struct RetentionPolicy: Sendable, Equatable, CustomStringConvertible {
     /// The count that keeps one backup for every period (restic's `--keep-daily unlimited`).
     public static let unlimited = -1
 
+    /// A `keep-*` count as given (`--keep-daily 7`, `keep-daily = 7`): a whole number of 0 or
+    /// more (0 leaves the rule unused), or -1 for every period; nil for anything else. The
+    /// command line and profiles both read counts here.
+    public static func count<Number: BinaryInteger>(_ value: Number) -> Int? {
+        guard let exact = Int(exactly: value), exact >= 0 || exact == unlimited else { return nil }
+        return exact
+    }
+
+    /// A `keep-*` count given as a word: `unlimited` is -1, every period.
+    public static func count(word: String) -> Int? {
+        word == "unlimited" ? unlimited : nil
+    }
+
     // MARK: Rules
 
     /// Keep the newest `n` backups.

@@ -126,9 +126,7 @@ struct PruneCommand: KeepsakeCommand {
     /// A count option's value: 0 or more (0: the rule is unused, as in a profile), or -1 /
     /// `unlimited`; nil when invalid.
     private static func count(_ text: String) -> Int? {
-        if text == "unlimited" { return RetentionPolicy.unlimited }
-        guard let value = Int(text), value >= 0 || value == RetentionPolicy.unlimited else { return nil }
-        return value
+        RetentionPolicy.count(word: text) ?? Int(text).flatMap { RetentionPolicy.count($0) }
     }
 
     // MARK: Running

@@ -359,17 +359,17 @@ struct ConfigValidator {
         return accepted
     }
 
-    /// A `keep-*` count: a whole number of 0 or more, or `"unlimited"`.
+    /// A `keep-*` count: a whole number of 0 or more, or -1 or `"unlimited"` for every period
+    /// (`RetentionPolicy.count`, as on the command line).
     private mutating func count(_ key: String, in table: TOMLTable) -> Int? {
         guard let value = table[key] else { return nil }
-        let expected = "a whole number of 0 or more, or \"unlimited\""
+        let expected = "a whole number of 0 or more, or -1 or \"unlimited\""
         switch value {
-        case .integer(let number) where number >= 0:
-            return Int(clamping: number)
         case .integer(let number):
+            if let count = RetentionPolicy.count(number) { return count }
             add(.invalidValue, at: table.position(of: key), "'\(key)' must be \(expected), not \(number)")
-        case .string("unlimited"):
-            return RetentionPolicy.unlimited
+        case .string(let text) where RetentionPolicy.count(word: text) != nil:
+            return RetentionPolicy.count(word: text)
         case .string(let text):
             add(.invalidValue, at: table.position(of: key), "'\(key)' must be \(expected), not \"\(text)\"")
         default:
