@@ -124,16 +124,6 @@ public protocol DestinationLock: AnyObject {
 
 extension DestinationLock {
     public var warnings: [String] { [] }
-
-    /// Tells `events` about a stale lock taken over and about the destination's warnings
-    /// (as cautions: they do not make the run fail).
-    public func report(to events: EngineEventSink?) {
-        if let previous = tookOverFrom {
-            events?.handle(.caution("took over a stale lock left by pid \(previous.pid) on \(previous.host) "
-                + "(started \(Timestamp.iso8601(previous.started)))"))
-        }
-        for warning in warnings { events?.handle(.caution(warning)) }
-    }
 }
 
 /// The destination is locked by another run.

@@ -80,35 +80,6 @@ extension StorageBackend {
     /// Nothing remembered unless a backend keeps a memo.
     public var memo: ObjectMemo? { nil }
 
-    /// Takes the lock as `acquireLock` does, but when another run holds it, waits for it up
-    /// to `wait` seconds, looking again every few seconds: hosts sharing a destination take
-    /// turns instead of failing. Throws `LockError.held` once the wait is over, and
-    /// `Interruption` when `cancellation` is set meanwhile.
-    public func acquireLock(_ owner: LockOwner, waitingUpTo wait: TimeInterval,
-                            cancellation: CancellationFlag?, events: EngineEventSink?) throws -> DestinationLock {
-        let deadline = Date().addingTimeInterval(max(0, wait))
-        var told = false
-        while true {
-            do {
-                return try acquireLock(owner)
-            } catch LockError.held(let holder, let destination) {
-                guard Date() < deadline else { throw LockError.held(by: holder, destination: destination) }
-                if !told {
-                    told = true
-                    events?.handle(.notice("\(destination) is locked by \(holder.operation) pid \(holder.pid) on \(holder.host); "
-                        + "waiting for it (up to \(Int(wait)) s)"))
-                }
-                // A few seconds, with jitter, so the hosts that wait do not all look at once.
-                let pause = min(deadline.timeIntervalSinceNow, Double.random(in: 2...5))
-                let until = Date().addingTimeInterval(max(0, pause))
-                while Date() < until {
-                    try cancellation?.check()
-                    usleep(50_000)
-                }
-            }
-        }
-    }
-
     /// Stores a whole (small) object and commits it; nothing is left when that fails.
     public func writeObject(_ name: String, bytes: [UInt8]) throws {
         let object = try create(name)
