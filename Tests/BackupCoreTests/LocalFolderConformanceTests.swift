@@ -34,17 +34,17 @@ final class LocalFolderConformanceTests: KeepsakeTestCase {
                 rawDirectoryNames((backend as! LocalFolderBackend).path)
             },
             plantLock: { backend, owner in
-                let path = (backend as! LocalFolderBackend).path + "/" + LocalFolderBackend.lockName
+                let path = (backend as! LocalFolderBackend).path + "/" + FolderNaming.lockName
                 try writeFile(path, owner.json.serialized() + "\n")
             },
             plantLeftover: { backend in
-                let name = LocalFolderBackend.temporaryPrefix + "box_x.tar.zst-\(StorageConformanceSuite.deadPID)-"
+                let name = FolderNaming.temporaryPrefix + "box_x.tar.zst-\(StorageConformanceSuite.deadPID)-"
                     + String(UInt32.random(in: 0...UInt32.max), radix: 16)
                 try writeFile((backend as! LocalFolderBackend).path + "/" + name, "half an archive")
                 return name
             },
-            isTemporaryName: { $0.hasPrefix(LocalFolderBackend.temporaryPrefix) },
-            lockName: LocalFolderBackend.lockName
+            isTemporaryName: { $0.hasPrefix(FolderNaming.temporaryPrefix) },
+            lockName: FolderNaming.lockName
         )
     }
 
@@ -209,7 +209,7 @@ final class LocalFolderConformanceTests: KeepsakeTestCase {
                 let stale = LockOwner(pid: StorageConformanceSuite.deadPID, host: HostIdentity.hostName,
                                       started: Date(timeIntervalSince1970: 1_700_000_000), operation: "backup",
                                       processStartTicks: nil)
-                try writeFile(path + "/" + LocalFolderBackend.lockName, stale.json.serialized() + "\n")
+                try writeFile(path + "/" + FolderNaming.lockName, stale.json.serialized() + "\n")
             }
             let lock = try backend.acquireLock(.current(operation: "backup"))
             let pending = try backend.create("object")
@@ -218,7 +218,7 @@ final class LocalFolderConformanceTests: KeepsakeTestCase {
             lock.release()
             XCTAssertEqual(try String(contentsOfFile: outside, encoding: .utf8), "precious\n", "round \(round)")
             XCTAssertEqual(try XCTUnwrap(lstatInfo(outside)).st_nlink, 1, "no name in the destination links to it")
-            XCTAssertNil(lstatInfo(path + "/" + LocalFolderBackend.lockName), "round \(round): the lock is released")
+            XCTAssertNil(lstatInfo(path + "/" + FolderNaming.lockName), "round \(round): the lock is released")
         }
     }
 
@@ -230,9 +230,9 @@ final class LocalFolderConformanceTests: KeepsakeTestCase {
         try backend.prepare()
         let outside = root + "/outside.txt"
         try writeFile(outside, "precious\n")
-        XCTAssertEqual(symlink(outside, path + "/" + LocalFolderBackend.lockName), 0)
+        XCTAssertEqual(symlink(outside, path + "/" + FolderNaming.lockName), 0)
         XCTAssertThrowsError(try backend.acquireLock(.current(operation: "backup"))) { error in
-            XCTAssertTrue("\(error)".contains(LocalFolderBackend.lockName), "\(error)")
+            XCTAssertTrue("\(error)".contains(FolderNaming.lockName), "\(error)")
         }
         XCTAssertEqual(try String(contentsOfFile: outside, encoding: .utf8), "precious\n")
     }
@@ -250,9 +250,9 @@ final class LocalFolderConformanceTests: KeepsakeTestCase {
                               processStartTicks: LockOwner.startTicks(of: getppid()))
         let text = other.json.serialized() + "\n"
         try writeFile(path + "/.replacement", text)
-        XCTAssertEqual(rename(path + "/.replacement", path + "/" + LocalFolderBackend.lockName), 0)
+        XCTAssertEqual(rename(path + "/.replacement", path + "/" + FolderNaming.lockName), 0)
         lock.release()
-        XCTAssertEqual(try String(contentsOfFile: path + "/" + LocalFolderBackend.lockName, encoding: .utf8), text,
+        XCTAssertEqual(try String(contentsOfFile: path + "/" + FolderNaming.lockName, encoding: .utf8), text,
                        "the other run's lock is left in place")
     }
 
@@ -268,7 +268,7 @@ final class LocalFolderConformanceTests: KeepsakeTestCase {
         let rounds = 150
         var doubleWinners = 0
         for round in 0..<rounds {
-            try writeFile(path + "/" + LocalFolderBackend.lockName, stale.json.serialized() + "\n")
+            try writeFile(path + "/" + FolderNaming.lockName, stale.json.serialized() + "\n")
             let outcomes = RaceOutcomes()
             DispatchQueue.concurrentPerform(iterations: 8) { _ in
                 do {

@@ -60,12 +60,12 @@ struct RcloneTestRemote {
                 try put(Array((owner.json.serialized() + "\n").utf8), as: RcloneBackend.lockName, in: backend)
             },
             plantLeftover: { backend in
-                let name = LocalFolderBackend.temporaryPrefix + "box_x.tar.zst-\(StorageConformanceSuite.deadPID)-"
+                let name = FolderNaming.temporaryPrefix + "box_x.tar.zst-\(StorageConformanceSuite.deadPID)-"
                     + String(UInt32.random(in: 0...UInt32.max), radix: 16)
                 try put(Array("half an archive".utf8), as: name, in: backend)
                 return name
             },
-            isTemporaryName: { $0.hasPrefix(LocalFolderBackend.temporaryPrefix) },
+            isTemporaryName: { $0.hasPrefix(FolderNaming.temporaryPrefix) },
             lockName: RcloneBackend.lockName
         )
     }

@@ -5,11 +5,6 @@ import KeepsakeSupport
 
 /// A destination that is a folder on a local (or mounted) file system.
 public final class LocalFolderBackend: StorageBackend {
-    // MARK: Constants
-
-    static let temporaryPrefix = ".tmp-"
-    static let lockName = "keepsake.lock"
-
     // MARK: State
 
     /// The folder's path.
@@ -60,7 +55,7 @@ public final class LocalFolderBackend: StorageBackend {
         while let entry = readdir(directory) {
             let name = PathBytes.name(of: entry)
             guard let text = PathBytes.validString(name), !text.hasPrefix("."),
-                  text != LocalFolderBackend.lockName else { continue }
+                  text != FolderNaming.lockName else { continue }
             var info = stat()
             guard fstatat(fd, text, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
             objects.append(StoredObject(name: text, size: Int64(info.st_size)))
@@ -136,7 +131,7 @@ public final class LocalFolderBackend: StorageBackend {
     // and let two runs hold the lock at once.
 
     public func acquireLock(_ owner: LockOwner) throws -> DestinationLock {
-        let lockPath = path + "/" + LocalFolderBackend.lockName
+        let lockPath = path + "/" + FolderNaming.lockName
         let content: [UInt8] = Array((owner.json.serialized() + "\n").utf8)
         let (fd, candidate) = try LocalFolderBackend.createTemporary(in: path, stem: "lock", operation: "write a lock file for")
         var handedOver = false
@@ -307,43 +302,17 @@ public final class LocalFolderBackend: StorageBackend {
         var names: [String] = []
         while let entry = readdir(directory) {
             let name = PathBytes.name(of: entry)
-            if let text = PathBytes.validString(name), text.hasPrefix(LocalFolderBackend.temporaryPrefix) {
+            if let text = PathBytes.validString(name), text.hasPrefix(FolderNaming.temporaryPrefix) {
                 names.append(text)
             }
         }
-        for name in names where LocalFolderBackend.isLeftoverTemporary(name) {
+        for name in names where FolderNaming.isLeftoverTemporary(name) {
             if unlink(path + "/" + name) == 0 { removed.append(name) }
         }
         return removed
     }
 
-    /// True for a temporary's name whose writer is no longer running on this host. What a
-    /// live process is writing (a lock attempt, or an object of a run that should not be
-    /// running beside us) is not a leftover.
-    static func isLeftoverTemporary(_ name: String) -> Bool {
-        guard name.hasPrefix(temporaryPrefix) else { return false }
-        if let pid = writerPID(ofTemporary: name), kill(pid, 0) == 0 || errno != ESRCH { return false }
-        return true
-    }
-
-    /// The pid in a temporary's name: `.tmp-lock-PID[-RANDOM]` or `.tmp-NAME-PID-RANDOM`.
-    static func writerPID(ofTemporary name: String) -> Int32? {
-        let lockPrefix = temporaryPrefix + "lock-"
-        if name.hasPrefix(lockPrefix) {
-            return name.dropFirst(lockPrefix.count).split(separator: "-").first.flatMap { Int32($0) }
-        }
-        let parts = name.dropFirst(temporaryPrefix.count).split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count >= 3, let pid = Int32(parts[parts.count - 2]), pid > 0,
-              UInt32(parts[parts.count - 1], radix: 16) != nil else { return nil }
-        return pid
-    }
-
     // MARK: Helpers
-
-    /// A fresh name `.tmp-STEM-PID-RANDOM` for a temporary of this process (see `writerPID`).
-    static func temporaryName(stem: String) -> String {
-        temporaryPrefix + stem + "-\(getpid())-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
-    }
 
     /// Creates a new temporary file `.tmp-STEM-PID-RANDOM` in `folder` for writing. O_EXCL and
     /// O_NOFOLLOW: a name planted by someone else (a symbolic link pointing outside, above
@@ -352,7 +321,7 @@ public final class LocalFolderBackend: StorageBackend {
         var code: Int32 = 0
         var name = ""
         for _ in 0..<8 {
-            name = temporaryName(stem: stem)
+            name = FolderNaming.temporaryName(stem: stem)
             let fd = Glibc.open(folder + "/" + name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             if fd >= 0 { return (fd, name) }
             code = errno

@@ -26,7 +26,7 @@ public final class RcloneBackend: StorageBackend {
     // MARK: Constants
 
     /// The lock's object: the same name as in a local folder.
-    static let lockName = LocalFolderBackend.lockName
+    static let lockName = FolderNaming.lockName
     /// The largest lock record read.
     private static let lockSizeLimit = 1 << 16
     /// The largest listing read (about a million objects).
@@ -88,7 +88,7 @@ public final class RcloneBackend: StorageBackend {
         try StoredObject.checkName(name)
         // An object of this name is to be written: what it held no longer holds.
         memo?.forget(name)
-        let temporary = LocalFolderBackend.temporaryName(stem: name)
+        let temporary = FolderNaming.temporaryName(stem: name)
         forgetListing()
         // No streaming cutoff: rclone would otherwise hold the first 100 KiB in memory and
         // make a small object appear only at its end; this way the temporary exists from
@@ -131,7 +131,7 @@ public final class RcloneBackend: StorageBackend {
     public func removeLeftovers() throws -> [String] {
         var removed: [String] = []
         defer { if !removed.isEmpty { forgetListing() } }
-        for entry in try files() where LocalFolderBackend.isLeftoverTemporary(entry.name) {
+        for entry in try files() where FolderNaming.isLeftoverTemporary(entry.name) {
             if try runner.run("deletefile", paths: [objectPath(entry.name)]).succeeded { removed.append(entry.name) }
         }
         return removed
