@@ -51,33 +51,29 @@ struct KeygenCommand: KeepsakeCommand {
     // MARK: Running
 
     func run(context: CommandContext) throws -> ExitCode {
-        if signing { return try makeSigningKey(context: context) }
+        if signing {
+            let key = try SigningKey.generate()
+            let publicKey = key.publicKey.encoded
+            return try deliver(key.fileText(created: Date()), publicKey: publicKey, json: ("signing_public_key", "signing_key_file"),
+                               context: context) { output in
+                "Wrote the signing key to \(output) (mode 0600). Back up with --signing-key \(output) on this host only; "
+                    + "restore anywhere with --signed-by \(publicKey), which refuses backups this key did not sign."
+            }
+        }
         let identity = try AgeIdentity.generate()
-        let text = AgeKeyFile.render(identity, created: Date())
-        guard let output else {
-            warnIfStandardOutputIsReadable(context: context)
-            // As age-keygen: the file on stdout, the public key on stderr.
-            context.printText(text)
-            if !context.quiet { context.messageLine("Public key: \(identity.recipient.encoded)") }
-            return .success
+        let recipient = identity.recipient.encoded
+        return try deliver(AgeKeyFile.render(identity, created: Date()), publicKey: recipient, json: ("recipient", "identity_file"),
+                           context: context) { output in
+            "Wrote the identity to \(output) (mode 0600). Back up with --recipient \(recipient); "
+                + "restore with --identity \(output). Keep a copy of it somewhere safe."
         }
-        try writeSecretFile(text, to: output)
-        if context.json {
-            context.printJSON(.object(JSONObject([("recipient", .string(identity.recipient.encoded)), ("identity_file", .string(output)),
-                                                 ("exit_code", .int(0))])))
-        } else {
-            context.printLine(identity.recipient.encoded)
-            context.note("Wrote the identity to \(output) (mode 0600). Back up with --recipient \(identity.recipient.encoded); "
-                + "restore with --identity \(output). Keep a copy of it somewhere safe.")
-        }
-        return .success
     }
 
-    /// `--signing`: the key file (stdout, or `--output`), and its public key.
-    private func makeSigningKey(context: CommandContext) throws -> ExitCode {
-        let key = try SigningKey.generate()
-        let text = key.fileText(created: Date())
-        let publicKey = key.publicKey.encoded
+    /// Hands a new key out: as age-keygen does, the key file on stdout and its public key on
+    /// stderr; with `--output`, the file written (mode 0600) and the public key on stdout, or
+    /// with `--json` both named under `json`'s keys; `note` says what to do with the file.
+    private func deliver(_ text: String, publicKey: String, json keys: (publicKey: String, file: String),
+                         context: CommandContext, note: (String) -> String) throws -> ExitCode {
         guard let output else {
             warnIfStandardOutputIsReadable(context: context)
             context.printText(text)
@@ -86,12 +82,11 @@ struct KeygenCommand: KeepsakeCommand {
         }
         try writeSecretFile(text, to: output)
         if context.json {
-            context.printJSON(.object(JSONObject([("signing_public_key", .string(publicKey)), ("signing_key_file", .string(output)),
+            context.printJSON(.object(JSONObject([(keys.publicKey, .string(publicKey)), (keys.file, .string(output)),
                                                  ("exit_code", .int(0))])))
         } else {
             context.printLine(publicKey)
-            context.note("Wrote the signing key to \(output) (mode 0600). Back up with --signing-key \(output) on this host only; "
-                + "restore anywhere with --signed-by \(publicKey), which refuses backups this key did not sign.")
+            context.note(note(output))
         }
         return .success
     }
