@@ -64,14 +64,8 @@ final class DamagedChainTests: EndToEndTestCase {
         let id = try backup([source], dest: dest)
         try Fixtures.flipByte(in: try onlyArchive(in: dest))
 
-        let holder = try keepsake.start(["backup", "--stdin", "--stdin-name", "stream.bin", "--dest", dest])
+        let holder = try startRunHoldingTheLock(dest: dest, bytes: Data(Fixtures.pseudoRandomBytes(count: 1 << 16, seed: 3)))
         defer { holder.kill() }
-        holder.write(Data(Fixtures.pseudoRandomBytes(count: 1 << 16, seed: 3)))
-        let deadline = Date().addingTimeInterval(30)
-        while !FileManager.default.fileExists(atPath: dest + "/keepsake.lock") && holder.isRunning && Date() < deadline {
-            usleep(5000)
-        }
-        XCTAssertTrue(FileManager.default.fileExists(atPath: dest + "/keepsake.lock"), "the backup never took the lock")
 
         let locked = try run(["verify", id, "--dest", dest])
         assertExit(locked, 4, "the damage is found all the same")

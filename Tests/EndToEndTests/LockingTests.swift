@@ -12,18 +12,10 @@ final class LockingTests: EndToEndTestCase {
         let dest = path("dest")
         let source = path("src")
         try Fixtures.makeTree(at: source, files: ["a.txt": "a\n"])
-        let first = try keepsake.start(["backup", "--stdin", "--stdin-name", "stream.bin", "--dest", dest])
-        defer { first.kill() }
         var streamed = Data(Fixtures.pseudoRandomBytes(count: 1 << 20, seed: 11))
-        first.write(streamed)
-
-        // Wait until the first backup holds the lock.
+        let first = try startRunHoldingTheLock(dest: dest, bytes: streamed)
+        defer { first.kill() }
         let lock = dest + "/keepsake.lock"
-        let deadline = Date().addingTimeInterval(30)
-        while !RawFileSystem.exists(lock) && first.isRunning && Date() < deadline {
-            usleep(5000)
-        }
-        XCTAssertTrue(RawFileSystem.exists(lock), "the first backup never took the lock")
 
         let second = try run(["backup", source, "--dest", dest])
         assertExit(second, 5, "a backup while another holds the lock")
@@ -56,11 +48,8 @@ final class LockingTests: EndToEndTestCase {
         let dest = path("dest")
         let source = path("src")
         try Fixtures.makeTree(at: source, files: ["a.txt": "a\n"])
-        let first = try keepsake.start(["backup", "--stdin", "--stdin-name", "stream.bin", "--dest", dest])
+        let first = try startRunHoldingTheLock(dest: dest, bytes: Data(Fixtures.pseudoRandomBytes(count: 1 << 16, seed: 3)))
         defer { first.kill() }
-        first.write(Data(Fixtures.pseudoRandomBytes(count: 1 << 16, seed: 3)))
-        let deadline = Date().addingTimeInterval(30)
-        while !RawFileSystem.exists(dest + "/keepsake.lock") && first.isRunning && Date() < deadline { usleep(5000) }
         let waiting = try keepsake.start(["backup", source, "--dest", dest, "--lock-wait", "60s"])
         defer { waiting.kill() }
         sleep(3)
@@ -116,16 +105,12 @@ final class LockingTests: EndToEndTestCase {
         let dest = path("dest")
         let source = path("src")
         try Fixtures.makeTree(at: source, files: ["a.txt": "a\n"])
-        let killed = try keepsake.start(["backup", "--stdin", "--stdin-name", "stream.bin", "--dest", dest])
+        let killed = try startRunHoldingTheLock(dest: dest, bytes: Data(Fixtures.pseudoRandomBytes(count: 1 << 16, seed: 5)))
         defer { killed.kill() }
-        killed.write(Data(Fixtures.pseudoRandomBytes(count: 1 << 16, seed: 5)))
         let lock = dest + "/keepsake.lock"
-        var deadline = Date().addingTimeInterval(30)
-        while !RawFileSystem.exists(lock) && killed.isRunning && Date() < deadline { usleep(5000) }
-        XCTAssertTrue(RawFileSystem.exists(lock), "the run never took the lock")
         let pid = killed.processIdentifier
         XCTAssertEqual(Glibc.kill(pid, SIGKILL), 0)
-        deadline = Date().addingTimeInterval(30)
+        let deadline = Date().addingTimeInterval(30)
         while killed.isRunning && Date() < deadline { usleep(5000) }
         XCTAssertFalse(killed.isRunning, "pid \(pid) outlived SIGKILL")
 

@@ -112,6 +112,20 @@ class EndToEndTestCase: KeepsakeTestCase {
         return try XCTUnwrap(object["id"] as? String, "backup --json has no id:\n\(outcome)", file: file, line: line)
     }
 
+    /// Starts `keepsake backup --stdin` into `dest`, feeds it `bytes` and returns once it
+    /// holds the destination's lock (failing if it never takes it within 30 s): a live run
+    /// that keeps the lock until its input is closed (`finish()`) or it is killed.
+    func startRunHoldingTheLock(dest: String, bytes: Data,
+                                file: StaticString = #filePath, line: UInt = #line) throws -> ProcessRunner.Running {
+        let running = try keepsake.start(["backup", "--stdin", "--stdin-name", "stream.bin", "--dest", dest])
+        running.write(bytes)
+        let lock = dest + "/keepsake.lock"
+        let deadline = Date().addingTimeInterval(30)
+        while !RawFileSystem.exists(lock) && running.isRunning && Date() < deadline { usleep(5000) }
+        XCTAssertTrue(RawFileSystem.exists(lock), "the backup from stdin never took the lock", file: file, line: line)
+        return running
+    }
+
     // MARK: Destinations
 
     /// The names in `dest`, sorted (hidden ones too).
