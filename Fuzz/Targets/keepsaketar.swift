@@ -4,8 +4,8 @@
 // then the content blocks or a skip, to the end or the first error. Errors are expected;
 // crashes, hangs and leaks are not, and neither is content outside the file it belongs to.
 import BackupCore
-import KeepsakeSupport
 import Glibc
+import KeepsakeSupport
 
 /// The fuzzer's bytes as a ByteSource, in pieces of varying size, so that headers, records
 /// and sparse maps that span two reads are put together too.

@@ -1,8 +1,8 @@
 import BackupCore
 import Foundation
-import TerminalUI
 import KeepsakeJSON
 import KeepsakeSupport
+import TerminalUI
 
 /// The `keepsake` command line: parses, dispatches to a command, and reports every failure
 /// (`ErrorReport`) with its documented exit code.

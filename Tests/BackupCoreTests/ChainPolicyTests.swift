@@ -1,6 +1,6 @@
 import Foundation
-import XCTest
 import KeepsakeSupport
+import XCTest
 
 @testable import BackupCore
 

@@ -1,6 +1,6 @@
 import Foundation
-import XCTest
 import KeepsakeJSON
+import XCTest
 
 @testable import BackupCore
 

@@ -1,7 +1,7 @@
 import CPosix
 import Foundation
-import XCTest
 import KeepsakeSupport
+import XCTest
 
 @testable import BackupCore
 

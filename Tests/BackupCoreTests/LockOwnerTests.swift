@@ -1,7 +1,7 @@
 import Foundation
-import XCTest
 import KeepsakeJSON
 import KeepsakeSupport
+import XCTest
 
 @testable import BackupCore
 

@@ -1,8 +1,8 @@
 import Foundation
-import XCTest
 import KeepsakeHashing
 import KeepsakeJSON
 import KeepsakeSupport
+import XCTest
 
 @testable import BackupCore
 

@@ -1,9 +1,9 @@
 import Foundation
-import KeepsakeTestSupport
-import XCTest
 import KeepsakeHashing
 import KeepsakeJSON
 import KeepsakeSupport
+import KeepsakeTestSupport
+import XCTest
 
 @testable import BackupCore
 

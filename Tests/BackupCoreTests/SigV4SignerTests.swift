@@ -1,7 +1,7 @@
 import Foundation
-import XCTest
 import KeepsakeHashing
 import KeepsakeSupport
+import XCTest
 
 @testable import BackupCore
 

@@ -1,7 +1,7 @@
-import Foundation
 import BackupCore
-import XCTest
+import Foundation
 import KeepsakeSupport
+import XCTest
 
 #if canImport(Glibc)
 import Glibc

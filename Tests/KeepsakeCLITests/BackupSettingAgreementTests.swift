@@ -1,5 +1,5 @@
-import Foundation
 import BackupCore
+import Foundation
 @testable import KeepsakeCLI
 import KeepsakeConfig
 import XCTest

@@ -1,9 +1,9 @@
 import BackupCore
 import Foundation
+import KeepsakeAge
 import KeepsakeConfig
 import KeepsakeTestSupport
 import XCTest
-import KeepsakeAge
 
 /// The configuration file: valid profiles become backup requests, and every problem is
 /// reported with the file, line and column.

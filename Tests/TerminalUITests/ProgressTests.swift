@@ -1,5 +1,5 @@
-import XCTest
 import KeepsakeTestSupport
+import XCTest
 @testable import TerminalUI
 
 // test-tag(threads): the progress renderer's thread

@@ -1,5 +1,5 @@
-import KeepsakeSupport
 import KeepsakeAge
+import KeepsakeSupport
 
 /// The keys a command may open encrypted backups with: identities from key files, and a
 /// passphrase that is asked for only when an object turns out to need one (then kept for the

@@ -1,5 +1,5 @@
-import KeepsakeSupport
 import KeepsakeAge
+import KeepsakeSupport
 
 /// An age file's plaintext, reporting damage found while reading (a chunk that fails its
 /// authentication, a truncated file) as a damaged archive, as the rest of Keepsake expects.

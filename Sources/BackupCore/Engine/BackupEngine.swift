@@ -1,7 +1,7 @@
 import Foundation
+import KeepsakeAge
 import KeepsakeHashing
 import KeepsakeSupport
-import KeepsakeAge
 
 /// Makes backups: scans the sources, writes the compressed archive with its manifest
 /// into the destination, and commits it (archive first, then the manifest beside it).

@@ -1,6 +1,6 @@
 import Foundation
-import KeepsakeSupport
 import KeepsakeAge
+import KeepsakeSupport
 
 /// When a backup starts a new chain instead of being incremental, and how "unchanged"
 /// is decided.

@@ -1,9 +1,9 @@
 import CPosix
 import Dispatch
 import Foundation
-import Synchronization
 import KeepsakeHashing
 import KeepsakeSupport
+import Synchronization
 
 /// Writes restored files and hard links on a thread of its own, so that the restoring
 /// thread only reads the archive and copies bytes: with everything on one thread, the

@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import KeepsakeSupport
+import Synchronization
 
 /// The folder a restore writes into, reached only through directory descriptors: every
 /// component is opened with `O_NOFOLLOW`, so nothing is ever written through a symlink,

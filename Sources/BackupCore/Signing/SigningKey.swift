@@ -1,6 +1,6 @@
 import Foundation
-import KeepsakeSupport
 import KeepsakeAge
+import KeepsakeSupport
 
 /// The secret half of a signing key pair, held by the host that makes the backups. Stored
 /// as an unencrypted PKCS#8 PEM file (RFC 8410), as `openssl genpkey -algorithm ed25519`

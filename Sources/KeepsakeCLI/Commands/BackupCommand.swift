@@ -1,7 +1,7 @@
 import BackupCore
 import Foundation
-import TerminalUI
 import KeepsakeSupport
+import TerminalUI
 
 /// `keepsake backup`: sources (or stdin) into a compressed archive in the destination.
 struct BackupCommand: KeepsakeCommand {

@@ -1,7 +1,7 @@
 import BackupCore
 import Foundation
-import TerminalUI
 import KeepsakeSupport
+import TerminalUI
 
 /// `keepsake copy`: backups from one destination to another, verified on the way.
 struct CopyCommand: KeepsakeCommand {

@@ -1,8 +1,8 @@
 import BackupCore
 import Foundation
-import TerminalUI
 import KeepsakeJSON
 import KeepsakeSupport
+import TerminalUI
 
 /// `keepsake diff FROM TO`: what changed between two backups.
 struct DiffCommand: KeepsakeCommand {

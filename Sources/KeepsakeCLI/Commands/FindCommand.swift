@@ -1,8 +1,8 @@
 import BackupCore
 import Foundation
-import TerminalUI
 import KeepsakeJSON
 import KeepsakeSupport
+import TerminalUI
 
 /// `keepsake find PATTERN`: which backups hold matching paths, and which version each holds.
 struct FindCommand: KeepsakeCommand {

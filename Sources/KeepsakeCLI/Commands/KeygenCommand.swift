@@ -1,8 +1,8 @@
 import BackupCore
 import Foundation
-import TerminalUI
-import KeepsakeJSON
 import KeepsakeAge
+import KeepsakeJSON
+import TerminalUI
 
 /// `keepsake keygen [--output FILE]`: a new age X25519 identity, in the file format of
 /// `age-keygen` (so `age -d -i FILE` reads it), and its public key for `--recipient`. With

@@ -1,8 +1,8 @@
 import BackupCore
 import Foundation
-import TerminalUI
 import KeepsakeJSON
 import KeepsakeSupport
+import TerminalUI
 
 /// `keepsake list`: the backups as a table, or the files of one backup.
 struct ListCommand: KeepsakeCommand {

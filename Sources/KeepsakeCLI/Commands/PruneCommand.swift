@@ -1,9 +1,9 @@
 import BackupCore
 import Foundation
 import KeepsakeConfig
-import TerminalUI
 import KeepsakeJSON
 import KeepsakeSupport
+import TerminalUI
 
 /// `keepsake prune`: removes the backups a retention policy does not keep, with the rules of
 /// restic's `forget`, never one that a kept backup needs.

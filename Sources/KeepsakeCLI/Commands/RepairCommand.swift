@@ -1,7 +1,7 @@
 import BackupCore
 import Foundation
-import TerminalUI
 import KeepsakeJSON
+import TerminalUI
 
 /// `keepsake repair`: rebuilds lost or damaged manifests from the archives' own copies.
 struct RepairCommand: KeepsakeCommand {

@@ -1,9 +1,9 @@
 import BackupCore
 import Foundation
 import KeepsakeConfig
-import TerminalUI
 import KeepsakeJSON
 import KeepsakeSupport
+import TerminalUI
 
 /// `keepsake restore`: all or part of a backup, from the destination or a lone archive file.
 struct RestoreCommand: KeepsakeCommand {

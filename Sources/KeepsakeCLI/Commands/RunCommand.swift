@@ -1,8 +1,8 @@
 import BackupCore
 import Foundation
 import KeepsakeConfig
-import TerminalUI
 import KeepsakeJSON
+import TerminalUI
 
 /// `keepsake run PROFILE`: the one line a crontab needs. Runs the profile's before hook,
 /// the backup, the prune (when the profile has a retention policy), the verification of the

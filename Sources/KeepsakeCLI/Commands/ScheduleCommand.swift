@@ -1,8 +1,8 @@
 import BackupCore
 import Foundation
 import KeepsakeConfig
-import TerminalUI
 import KeepsakeJSON
+import TerminalUI
 
 /// `keepsake schedule PROFILE`: prints a crontab line and a systemd user service + timer pair
 /// that run `keepsake run PROFILE`, and with `--install` puts the line into the user's crontab.

@@ -1,8 +1,8 @@
 import BackupCore
 import Foundation
 import KeepsakeConfig
-import TerminalUI
 import KeepsakeJSON
+import TerminalUI
 
 /// `keepsake verify`: proves backups intact, or names what is damaged.
 struct VerifyCommand: KeepsakeCommand {

@@ -1,7 +1,7 @@
 import BackupCore
 import KeepsakeConfig
-import TerminalUI
 import KeepsakeJSON
+import TerminalUI
 
 /// A failure as the user is told it: one `Error:` line per problem, lines shown under them
 /// as they are (a usage line, an example to copy), the exit code, and the JSON object

@@ -1,7 +1,7 @@
 import BackupCore
 import Foundation
-import TerminalUI
 import KeepsakeJSON
+import TerminalUI
 
 /// Shows engine events: warnings as lines on stderr, progress as a bar on a terminal (or
 /// periodic plain lines on a `TERM=dumb` terminal and with `--progress`, JSON Lines with

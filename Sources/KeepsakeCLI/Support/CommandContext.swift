@@ -1,8 +1,8 @@
 import BackupCore
 import Foundation
-import TerminalUI
 import KeepsakeJSON
 import KeepsakeSupport
+import TerminalUI
 
 /// What every command needs from its surroundings: the terminal, the global options,
 /// the environment, and the ways to print (all of them through `console`).

@@ -1,9 +1,9 @@
 import BackupCore
 import Foundation
-import KeepsakeConfig
-import TerminalUI
-import KeepsakeSupport
 import KeepsakeAge
+import KeepsakeConfig
+import KeepsakeSupport
+import TerminalUI
 
 /// The encryption options (age v1) and where their keys come from: public keys to encrypt
 /// to, identity files and passphrases to read back with. Secrets are read from files or a

@@ -1,7 +1,7 @@
 import BackupCore
 import Foundation
-import TerminalUI
 import KeepsakeSupport
+import TerminalUI
 
 /// Turns SIGINT and SIGTERM into a cancellation the engine notices between blocks, so it
 /// can remove its temporary files and exit 130. A second signal ends the process at once.

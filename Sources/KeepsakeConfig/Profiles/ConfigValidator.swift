@@ -1,7 +1,7 @@
 import BackupCore
 import Foundation
-import KeepsakeSupport
 import KeepsakeAge
+import KeepsakeSupport
 
 /// Turns the parsed table of a configuration file into profiles, collecting every problem with
 /// its position (``ConfigFile`` describes the keys and the messages).

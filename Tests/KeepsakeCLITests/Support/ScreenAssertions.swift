@@ -1,8 +1,8 @@
 import BackupCore
 import Foundation
+import KeepsakeSupport
 import TerminalUI
 import XCTest
-import KeepsakeSupport
 
 /// Replaces what differs from run to run in a screen by fixed placeholders, keeping the
 /// layout: backup ids (numbered in the order the test made them), dates, durations and

@@ -1,5 +1,5 @@
-import Foundation
 import BackupCore
+import Foundation
 import KeepsakeSupport
 
 #if canImport(Glibc)

@@ -1,7 +1,7 @@
 import Foundation
-import Synchronization
 import KeepsakeJSON
 import KeepsakeSupport
+import Synchronization
 
 /// A destination on an rclone remote (`rclone:REMOTE:PATH`), reached by running the
 /// `rclone` program (one run per operation; see `RcloneRunner`). Whatever the remote is

@@ -1,7 +1,7 @@
 import Foundation
 import KeepsakeHashing
-import KeepsakeSupport
 import KeepsakeHTTP
+import KeepsakeSupport
 
 /// Signed requests to one bucket of an S3-compatible store, retried with backoff and
 /// jitter on network errors, 5xx and 429. Holds one `HTTPClient` (one kept-alive

@@ -1,7 +1,7 @@
 import Foundation
+import KeepsakeHTTP
 import KeepsakeJSON
 import KeepsakeSupport
-import KeepsakeHTTP
 
 /// The lock of an S3 destination: the object `PREFIX/keepsake.lock`, holding its holder
 /// (pid, host, start, operation), a random token and a time to live.

@@ -1,6 +1,6 @@
 import Foundation
-import KeepsakeSupport
 import KeepsakeHTTP
+import KeepsakeSupport
 
 /// Reads an S3 object without downloading it first: front to back in ranged GETs of
 /// `chunkSize`, the next ones fetched on worker threads while the current one is read, or
