@@ -46,20 +46,22 @@ let package = Package(
         .target(name: "KeepsakeAge", dependencies: ["CCrypto", "KeepsakeSupport", "KeepsakeHashing"]),
         // An HTTP/1.1 client over libcurl (requests, responses, bounded bodies): knows no S3.
         .target(name: "KeepsakeHTTP", dependencies: ["CCurl"]),
+        // tar as Keepsake writes and reads it, and seekable zstd: entries, not backups.
+        .target(name: "KeepsakeArchive", dependencies: ["CArchive", "CZstd", "KeepsakeSupport"]),
         .target(
             name: "BackupCore",
-            dependencies: ["CArchive", "CCrypto", "CPosix", "CZstd", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "KeepsakeHTTP",
-                           "KeepsakeAge"]
+            dependencies: ["CCrypto", "CPosix", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "KeepsakeHTTP",
+                           "KeepsakeAge", "KeepsakeArchive"]
         ),
         // Configuration files (TOML, profiles): turns a profile into BackupCore's plain requests.
         .target(
             name: "KeepsakeConfig",
-            dependencies: ["BackupCore", "KeepsakeSupport", "KeepsakeAge"]
+            dependencies: ["BackupCore", "KeepsakeSupport", "KeepsakeAge", "KeepsakeArchive"]
         ),
         .target(name: "TerminalUI"),
         .target(
             name: "KeepsakeCLI",
-            dependencies: ["BackupCore", "KeepsakeConfig", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeAge", "TerminalUI"]
+            dependencies: ["BackupCore", "KeepsakeConfig", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeAge", "KeepsakeArchive", "TerminalUI"]
         ),
         .executableTarget(
             name: "keepsake",
@@ -71,7 +73,7 @@ let package = Package(
         .target(name: "KeepsakeTestSupport", dependencies: ["BackupCore", "KeepsakeSupport", "TerminalUI"], path: "Tests/KeepsakeTestSupport",
                 exclude: ["Servers/fault_proxy.py"]),
         .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore", "CArchive", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "KeepsakeHTTP",
-                                                        "KeepsakeAge", "KeepsakeTestSupport"], exclude: ["Fixtures"]),
+                                                        "KeepsakeAge", "KeepsakeArchive", "KeepsakeTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "KeepsakeConfigTests", dependencies: ["KeepsakeConfig", "KeepsakeAge", "KeepsakeTestSupport"]),
         .testTarget(name: "TerminalUITests", dependencies: ["TerminalUI", "KeepsakeTestSupport"]),
         // Screens/: the help screens the tests compare with, recorded as files.

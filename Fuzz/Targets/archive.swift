@@ -2,6 +2,7 @@
 // compressed or not. Walks every entry: the header, then either the content blocks or a skip,
 // until the end or the first error. Errors are expected; crashes, hangs and leaks are not.
 import BackupCore
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// The fuzzer's bytes as a ByteSource, handed out in pieces of varying size so that

@@ -5,6 +5,7 @@
 // crashes, hangs and leaks are not, and neither is content outside the file it belongs to.
 import BackupCore
 import Glibc
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// The fuzzer's bytes as a ByteSource, in pieces of varying size, so that headers, records

@@ -1,4 +1,5 @@
 import BackupCore
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// The documented exit codes; scripts and cron rely on them.

@@ -1,7 +1,7 @@
 /// SIGINT or SIGTERM arrived and the work stopped at a safe point: thrown by
 /// `CancellationFlag.check()` and by every layer that waits on something cancellable (a
 /// transfer, a child process). Each layer removes what it left unfinished before it throws.
-public struct Interruption: Error, Sendable, Equatable, CustomStringConvertible {
+public struct Interruption: SourceFailure, Sendable, Equatable, CustomStringConvertible {
     /// The stop.
     public init() {}
 

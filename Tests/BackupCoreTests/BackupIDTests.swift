@@ -1,4 +1,5 @@
 import Foundation
+@testable import KeepsakeArchive
 import KeepsakeSupport
 import XCTest
 
@@ -129,8 +130,8 @@ final class BackupIDTests: KeepsakeTestCase {
         XCTAssertEqual(BackupNaming.archiveName(host: "box", id: backup, compression: .lz4), "box_\(sample).tar.lz4")
         XCTAssertEqual(BackupNaming.archiveName(host: "box", id: backup, compression: .none), "box_\(sample).tar")
         XCTAssertEqual(BackupNaming.manifestName(host: "box", id: backup), "box_\(sample).manifest.jsonl.zst")
-        XCTAssertEqual(BackupNaming.manifestEntryPath, Array(".keepsake/manifest.jsonl".utf8))
-        XCTAssertEqual(BackupNaming.checksumsEntryPath, Array(".keepsake/SHA256SUMS".utf8))
+        XCTAssertEqual(ArchiveLayout.manifestEntryPath, Array(".keepsake/manifest.jsonl".utf8))
+        XCTAssertEqual(ArchiveLayout.checksumsEntryPath, Array(".keepsake/SHA256SUMS".utf8))
     }
 
     func testIDFromManifestName() throws {

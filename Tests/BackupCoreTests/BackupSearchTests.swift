@@ -1,4 +1,5 @@
 import Foundation
+@testable import KeepsakeArchive
 import KeepsakeSupport
 import XCTest
 

@@ -1,5 +1,6 @@
 import CPosix
 import Foundation
+@testable import KeepsakeArchive
 import KeepsakeSupport
 import XCTest
 
@@ -141,11 +142,11 @@ final class EngineTests: KeepsakeTestCase {
         var lastContent: [UInt8] = []
         while let header = try reader.nextHeader() {
             paths.append(header.path)
-            lastContent = header.path == BackupNaming.manifestEntryPath ? try reader.readContent(limit: 1 << 24) : []
-            if header.path != BackupNaming.manifestEntryPath { try reader.skipContent() }
+            lastContent = header.path == ArchiveLayout.manifestEntryPath ? try reader.readContent(limit: 1 << 24) : []
+            if header.path != ArchiveLayout.manifestEntryPath { try reader.skipContent() }
         }
-        XCTAssertEqual(paths.last, BackupNaming.manifestEntryPath)
-        XCTAssertEqual(paths.dropLast().last, BackupNaming.checksumsEntryPath)
+        XCTAssertEqual(paths.last, ArchiveLayout.manifestEntryPath)
+        XCTAssertEqual(paths.dropLast().last, ArchiveLayout.checksumsEntryPath)
         let stored = try storage.readObject(name)
         XCTAssertEqual(Array(stored.prefix(4)), [0x28, 0xB5, 0x2F, 0xFD], "a zstd frame comes first")
         XCTAssertEqual(Array(stored.suffix(4)), [0xB1, 0xEA, 0x92, 0x8F], "the seek table comes last")

@@ -1,4 +1,5 @@
 import Foundation
+@testable import KeepsakeArchive
 import KeepsakeSupport
 import XCTest
 
@@ -103,7 +104,7 @@ final class KeepsakeTarReaderTests: KeepsakeTestCase {
         let source = try makeTemporaryDirectory("reader-choice")
         defer { removeTemporaryDirectory(source) }
         try writeFile(source + "/a.txt", bytes: Array("hello\n".utf8))
-        let ours = try write([(ArchiveEntryHeader(path: BackupNaming.markerEntryPath, type: .directory, permissions: 0o755), []),
+        let ours = try write([(ArchiveEntryHeader(path: ArchiveLayout.markerEntryPath, type: .directory, permissions: 0o755), []),
                               (ArchiveEntryHeader(path: Array("a.txt".utf8), type: .file, size: 6), Array("hello\n".utf8))])
         XCTAssertTrue(try ArchiveReader(source: InMemorySource(bytes: ours), name: "ours").readsItself)
         for format in ["pax", "gnu", "ustar"] {

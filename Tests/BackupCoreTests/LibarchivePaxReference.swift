@@ -1,5 +1,6 @@
 import CArchive
 import Foundation
+@testable import KeepsakeArchive
 import KeepsakeSupport
 
 @testable import BackupCore

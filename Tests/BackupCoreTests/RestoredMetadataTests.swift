@@ -1,6 +1,7 @@
-import Foundation
-import XCTest
 @testable import BackupCore
+import Foundation
+@testable import KeepsakeArchive
+import XCTest
 
 /// What a restore gives an entry, and that it is given through a descriptor of what the
 /// restore made: a name swapped for a symlink (or another file) is left alone.

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// Writes one backup's archive: every scanned item becomes a tar entry and a manifest line,
@@ -79,7 +80,7 @@ final class ArchiveSession {
 
     /// Writes the marker folder that opens every Keepsake archive.
     func writeMarker(now: Date) throws {
-        try writer.writeHeader(ArchiveEntryHeader(path: BackupNaming.markerEntryPath, type: .directory, permissions: 0o755,
+        try writer.writeHeader(ArchiveEntryHeader(path: ArchiveLayout.markerEntryPath, type: .directory, permissions: 0o755,
                                                   uid: geteuid(), gid: getegid(),
                                                   mtimeSeconds: Int64(now.timeIntervalSince1970.rounded(.down))))
     }
@@ -125,7 +126,7 @@ final class ArchiveSession {
         func later(_ file: PrefetchedFile? = nil, _ write: @escaping () throws -> Void) {
             queue.append((file, write))
         }
-        if BackupNaming.isMetadataEntry(item.archivePath) {
+        if ArchiveLayout.isMetadataEntry(item.archivePath) {
             let warning = PathWarning(kind: .skipped, path: PathBytes.display(item.absolutePath),
                                       reason: "the name is reserved for Keepsake's own manifest; left out")
             later { self.warn(warning) }
@@ -343,7 +344,7 @@ final class ArchiveSession {
     /// Appends SHA256SUMS and the manifest as the archive's last entries.
     func writeMetadataEntries(summary: BackupSummary) throws {
         try manifest.writeMetadataEntries(summary: summary, into: writer)
-        reportProgress(BackupNaming.manifestEntryPath, force: true)
+        reportProgress(ArchiveLayout.manifestEntryPath, force: true)
     }
 
     /// Copies the counts into the summary.

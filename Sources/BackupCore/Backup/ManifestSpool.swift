@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeArchive
 import KeepsakeJSON
 
 /// The two lists an archive ends with, gathered while its entries are written: the
@@ -63,14 +64,14 @@ final class ManifestSpool {
         let owner = (uid: geteuid(), gid: getegid())
         try entries.flush()
         try checksums.flush()
-        try writer.writeHeader(ArchiveEntryHeader(path: BackupNaming.checksumsEntryPath, type: .file, size: checksums.size,
+        try writer.writeHeader(ArchiveEntryHeader(path: ArchiveLayout.checksumsEntryPath, type: .file, size: checksums.size,
                                                   permissions: 0o644, uid: owner.uid, gid: owner.gid, mtimeSeconds: seconds))
-        try checksums.forEachChunk { try writer.writeData($0, path: BackupNaming.checksumsEntryPath) }
-        try writer.writeHeader(ArchiveEntryHeader(path: BackupNaming.manifestEntryPath, type: .file,
+        try checksums.forEachChunk { try writer.writeData($0, path: ArchiveLayout.checksumsEntryPath) }
+        try writer.writeHeader(ArchiveEntryHeader(path: ArchiveLayout.manifestEntryPath, type: .file,
                                                   size: Int64(summaryLine.count) + entries.size, permissions: 0o644,
                                                   uid: owner.uid, gid: owner.gid, mtimeSeconds: seconds))
-        try summaryLine.withUnsafeBytes { try writer.writeData($0, path: BackupNaming.manifestEntryPath) }
-        try entries.forEachChunk { try writer.writeData($0, path: BackupNaming.manifestEntryPath) }
+        try summaryLine.withUnsafeBytes { try writer.writeData($0, path: ArchiveLayout.manifestEntryPath) }
+        try entries.forEachChunk { try writer.writeData($0, path: ArchiveLayout.manifestEntryPath) }
     }
 
     /// Hands the manifest's entry lines to `body` in chunks: the sidecar manifest is made

@@ -1,5 +1,6 @@
 import CPosix
 import Foundation
+import KeepsakeArchive
 import KeepsakeHashing
 import KeepsakeSupport
 

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeArchive
 import KeepsakeHashing
 import KeepsakeSupport
 
@@ -14,7 +15,7 @@ struct StandardInputFile {
         let components = PathBytes.components(name)
         guard !components.isEmpty, !components.contains([46, 46]) else { return nil }
         let path = components.dropFirst().reduce(components[0]) { PathBytes.join($0, $1) }
-        return BackupNaming.isMetadataEntry(path) ? nil : path
+        return ArchiveLayout.isMetadataEntry(path) ? nil : path
     }
 
     // MARK: Content

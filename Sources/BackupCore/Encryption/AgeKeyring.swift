@@ -1,4 +1,5 @@
 import KeepsakeAge
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// The keys a command may open encrypted backups with: identities from key files, and a

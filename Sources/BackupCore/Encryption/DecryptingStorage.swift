@@ -1,4 +1,5 @@
 import KeepsakeAge
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// A destination seen through a keyring: encrypted objects (`….age` in a destination; any

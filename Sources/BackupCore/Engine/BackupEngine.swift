@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeAge
+import KeepsakeArchive
 import KeepsakeHashing
 import KeepsakeSupport
 

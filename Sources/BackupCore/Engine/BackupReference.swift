@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeArchive
 
 /// What a `BACKUP` argument of `restore`, `list`, `verify` and `diff` names: a backup in
 /// the destination, or an archive file. `BackupLocator` turns it into a `LocatedBackup`.

@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeAge
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// When a backup starts a new chain instead of being incremental, and how "unchanged"

@@ -1,3 +1,4 @@
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// Which backups hold paths matching a pattern: the core of `keepsake find`.

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeArchive
 
 /// One line of a dry run's listing (`backup --dry-run --list`): a path the backup would
 /// save, or one it leaves out and why.

@@ -1,5 +1,7 @@
+import KeepsakeSupport
+
 /// Failures that stop a command. Each names the thing and says what to do.
-public enum EngineError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum EngineError: SourceFailure, Sendable, Equatable, CustomStringConvertible {
     /// A source path does not exist or cannot be opened.
     case sourceUnusable(path: String, reason: String)
     /// An id, prefix or `latest` matched no backup.

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// One backup found by `BackupLocator`: the storage it is in (a destination, or the
@@ -114,12 +115,12 @@ public final class LocatedBackup {
         var entries = ManifestEntries()
         while let header = try reader.nextHeader() {
             try cancellation.check()
-            if header.path == BackupNaming.manifestEntryPath {
+            if header.path == ArchiveLayout.manifestEntryPath {
                 let manifest = try Manifest.parse(try reader.readManifest(name: "the manifest inside \(label)"))
                 return (manifest, manifest.entries)
             }
             try reader.skipContent()
-            if BackupNaming.isMetadataEntry(header.path) { continue }
+            if ArchiveLayout.isMetadataEntry(header.path) { continue }
             entries.append(ManifestEntry(path: header.path, type: header.type, size: header.size, mode: header.permissions,
                                          uid: header.uid, gid: header.gid, userName: header.userName,
                                          groupName: header.groupName, mtimeNanoseconds: header.mtimeTotalNanoseconds,

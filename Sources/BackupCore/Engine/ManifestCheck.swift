@@ -1,5 +1,6 @@
 import CPosix
 import Foundation
+import KeepsakeArchive
 import KeepsakeHashing
 import KeepsakeSupport
 
@@ -18,6 +19,17 @@ enum ManifestCheck {
             return "its link target differs from the manifest"
         }
         return nil
+    }
+
+    /// Whether `header`, taken out of salvaged bytes (`FrameSalvage`), says nothing the
+    /// manifest cannot vouch for: the entry's path, type, size and link, no extended
+    /// attributes (the manifest holds none to check them against), and for entries other
+    /// than files and folders (which a restore gives the manifest's metadata) the manifest's
+    /// mode, owners, time and device.
+    static func salvaged(_ header: ArchiveEntryHeader, agreesWith entry: ManifestEntry) -> Bool {
+        guard header.path == entry.path, header.xattrs.isEmpty, mismatch(header, entry) == nil else { return false }
+        if header.type == .file || header.type == .directory { return true }
+        return RecordedAttributes(header) == RecordedAttributes(entry) && header.rdev == entry.rdev
     }
 
     /// Zeros shared by every hash of a hole: a hole is hashed from this one buffer, never

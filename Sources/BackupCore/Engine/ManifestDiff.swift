@@ -1,3 +1,4 @@
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// What changed between two backups, path by path: the core of `keepsake diff`.

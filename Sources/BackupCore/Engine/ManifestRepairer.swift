@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// Rebuilds the manifest beside an archive from the archive's own copy (its last entry),
@@ -77,7 +78,7 @@ public final class ManifestRepairer {
             let reader = try ArchiveReader(source: hashing, name: archiveName, cancellation: cancellation)
             while let header = try reader.nextHeader() {
                 try cancellation.check()
-                if header.path == BackupNaming.manifestEntryPath {
+                if header.path == ArchiveLayout.manifestEntryPath {
                     inner = try reader.readManifest(name: "the manifest inside \(archiveName)")
                 } else {
                     try reader.skipContent()

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// The manifest copy beside an archive in a destination: the same JSON lines as the

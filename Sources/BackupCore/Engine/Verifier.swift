@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// What verifying one backup (or one archive file) found.
@@ -458,7 +459,7 @@ public final class Verifier {
             while let header = try opened.nextHeader() {
                 try cancellation.check()
                 current = PathBytes.display(header.path)
-                if header.path == BackupNaming.manifestEntryPath {
+                if header.path == ArchiveLayout.manifestEntryPath {
                     // With the manifest beside it known, the copy inside is compared with
                     // it below through fingerprints, read a block at a time: holding and
                     // parsing it too would only double the memory.
@@ -487,7 +488,7 @@ public final class Verifier {
                     }
                     continue
                 }
-                if header.path == BackupNaming.checksumsEntryPath {
+                if header.path == ArchiveLayout.checksumsEntryPath {
                     // One line per file seen before it: more is not a list Keepsake wrote.
                     let limit = ManifestSizeLimit.checksumsLimit(files: entriesSeen)
                     guard let expected else {
@@ -506,7 +507,7 @@ public final class Verifier {
                     checksumsMatch = length <= limit && list.finish()
                     continue
                 }
-                if header.path == BackupNaming.markerEntryPath {
+                if header.path == ArchiveLayout.markerEntryPath {
                     sawMarker = true
                     try opened.skipContent()
                     continue
@@ -643,7 +644,7 @@ public final class Verifier {
                 // Checked out of what the damaged frame still decodes, when it holds the entry.
                 if let location = entries.location(at: position),
                    let (reader, header) = salvage.entry(location, name: name, cancellation: cancellation),
-                   FrameSalvage.agrees(header, with: entries[position]) {
+                   ManifestCheck.salvaged(header, agreesWith: entries[position]) {
                     do {
                         let sha = try checkContent(header, reader: reader, report: &report)
                         compare(header, sha: sha, index: index, seen: &seen, report: &report)
@@ -666,7 +667,7 @@ public final class Verifier {
                 let reader = try ArchiveReader(source: around, name: name, keepsakeTar: true, cancellation: cancellation)
                 while let header = try reader.nextHeader() {
                     try cancellation.check()
-                    guard !BackupNaming.isMetadataEntry(header.path) else {
+                    guard !ArchiveLayout.isMetadataEntry(header.path) else {
                         try reader.skipContent()
                         continue
                     }

@@ -1,3 +1,4 @@
+import KeepsakeArchive
 import KeepsakeJSON
 import KeepsakeSupport
 

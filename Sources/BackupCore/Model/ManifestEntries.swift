@@ -1,4 +1,5 @@
 import Glibc
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// The entries of a manifest, in manifest order, stored compactly: one fixed-size record per

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeArchive
 import KeepsakeJSON
 import KeepsakeSupport
 

@@ -1,4 +1,5 @@
 import Glibc
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// Decodes the manifest lines Keepsake writes straight from their bytes, without building

@@ -1,3 +1,5 @@
+import KeepsakeArchive
+
 /// The attributes that both a tar header and a manifest line record for an entry: in a
 /// Keepsake archive the manifest line is made from the header, so the two always agree
 /// (restore and verify compare them).

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// Compares an entry already in the target, which the overwrite policy keeps, with what the

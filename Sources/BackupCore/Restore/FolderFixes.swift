@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// The modes and times of the folders a restore made (or, with `--overwrite always`, met),

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// Settles what a restore put into the target before the archive's own manifest was read

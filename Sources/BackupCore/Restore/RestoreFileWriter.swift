@@ -1,6 +1,7 @@
 import CPosix
 import Dispatch
 import Foundation
+import KeepsakeArchive
 import KeepsakeHashing
 import KeepsakeSupport
 import Synchronization

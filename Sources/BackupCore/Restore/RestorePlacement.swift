@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// Puts restored entries into the target, always relative to open folder descriptors, so

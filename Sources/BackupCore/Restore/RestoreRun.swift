@@ -1,5 +1,6 @@
 import CPosix
 import Foundation
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// One restore, from start to end: reads the restored backup's own archive, then each
@@ -261,8 +262,8 @@ final class RestoreRun {
             let opened = try ArchiveReader(decoded: input, name: name, keepsakeTar: ranged != nil, cancellation: cancellation)
             while let header = try opened.nextHeader() {
                 try cancellation.check()
-                if BackupNaming.isMetadataEntry(header.path) {
-                    if header.path == BackupNaming.manifestEntryPath {
+                if ArchiveLayout.isMetadataEntry(header.path) {
+                    if header.path == ArchiveLayout.manifestEntryPath {
                         sawManifest = true
                         if expected == nil {
                             pass.innerManifest = try readInnerManifest(opened, archiveName: name)
@@ -270,7 +271,7 @@ final class RestoreRun {
                             try opened.skipContent()
                         }
                     } else {
-                        if header.path == BackupNaming.markerEntryPath {
+                        if header.path == ArchiveLayout.markerEntryPath {
                             sawMarker = true
                             expectsOwnManifest = true
                         }
@@ -355,7 +356,7 @@ final class RestoreRun {
                                  holder: BackupID?, expected: ManifestIndex, seen: inout SeenEntries) throws -> Bool {
         guard let location = entries.location(at: position),
               let (reader, header) = salvage.entry(location, name: name, cancellation: cancellation),
-              FrameSalvage.agrees(header, with: entries[position]) else { return false }
+              ManifestCheck.salvaged(header, agreesWith: entries[position]) else { return false }
         do {
             try restoreEntry(header, reader: reader, holder: holder, expected: expected, seen: &seen)
         } catch is ArchiveError {

@@ -1,5 +1,6 @@
 import CPosix
 import Foundation
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// Applies an entry's recorded owner, mode, extended attributes and time to what a restore

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeArchive
 
 /// One path the scanner found, with its `lstat` facts and the open directory it lives in.
 public struct ScannedItem {

@@ -1,5 +1,7 @@
+import KeepsakeSupport
+
 /// Failures of a destination.
-public enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum StorageError: SourceFailure, Sendable, Equatable, CustomStringConvertible {
     /// The destination cannot be used (missing, not a directory, no permission).
     case unusable(destination: String, reason: String)
     /// An object is not in the destination.

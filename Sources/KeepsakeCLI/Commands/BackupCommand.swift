@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import KeepsakeArchive
 import KeepsakeSupport
 import TerminalUI
 

@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import KeepsakeArchive
 import KeepsakeJSON
 import KeepsakeSupport
 import TerminalUI

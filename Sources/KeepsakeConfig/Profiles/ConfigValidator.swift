@@ -1,6 +1,7 @@
 import BackupCore
 import Foundation
 import KeepsakeAge
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// Turns the parsed table of a configuration file into profiles, collecting every problem with

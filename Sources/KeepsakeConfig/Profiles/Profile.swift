@@ -1,6 +1,7 @@
 import BackupCore
 import Foundation
 import KeepsakeAge
+import KeepsakeArchive
 
 /// One named profile of the configuration file (`[profiles.home]`), validated: what to back
 /// up, where to, how, which backups to keep, and the commands to run around it.

@@ -52,8 +52,8 @@ final class LibarchiveTarReader {
         }, nil, nil)
         guard status == ARCHIVE_OK else {
             // deinit frees the handle: every stored property is set by now.
-            // A stop (Ctrl-C) or the engine's own failure passes as it is: it is not damage.
-            if let stop = box.error, stop is Interruption || stop is EngineError { throw stop }
+            // A failure of the source itself (a stop, the store) passes as it is: it is not damage.
+            if let stop = box.error as? SourceFailure { throw stop }
             // The source's own error already says the archive is damaged: not wrapped again.
             if let damaged = box.error as? ArchiveError { throw damaged }
             let reason = box.error.map { "\($0)" } ?? LibarchiveSetup.errorMessage(archive)

@@ -4,7 +4,7 @@ import KeepsakeSupport
 /// tar stream: only the frames that hold those byte ranges are read and decompressed
 /// (several at once), the ranges are cut out of them and handed out in order, and two
 /// zero blocks end the stream as tar expects.
-final class RangedZstdSource: ByteSource {
+package final class RangedZstdSource: ByteSource {
     // MARK: State
 
     private let source: RandomAccessSource
@@ -25,16 +25,16 @@ final class RangedZstdSource: ByteSource {
 
     /// The frame (its index in the table) that could not be read, once reading stopped at
     /// damage; nil before that.
-    private(set) var unreadableFrame: Int?
+    package private(set) var unreadableFrame: Int?
 
     /// Compressed bytes read from the archive so far.
-    var compressedBytesRead: Int64 { decoder.compressedBytes }
+    package var compressedBytesRead: Int64 { decoder.compressedBytes }
 
     // MARK: Life cycle
 
     /// Reads `ranges` (offsets in the decompressed stream; any order, may overlap) of the
     /// archive `source` described by `table`.
-    init(source: RandomAccessSource, table: SeekTable, ranges: [Range<Int64>], name: String, workers: Int) {
+    package init(source: RandomAccessSource, table: SeekTable, ranges: [Range<Int64>], name: String, workers: Int) {
         self.source = source
         self.table = table
         self.name = name
@@ -52,7 +52,7 @@ final class RangedZstdSource: ByteSource {
     /// The seek table of `source` when it can be read in parts: it has one, and no frame is
     /// bigger than Keepsake decompresses in one piece (the table comes from the archive;
     /// such an archive is read the ordinary way).
-    static func table(of source: RandomAccessSource) -> SeekTable? {
+    package static func table(of source: RandomAccessSource) -> SeekTable? {
         guard let size = try? source.size(),
               let table = try? SeekTable.read(streamSize: size, read: { try source.bytes(at: $0, count: $1) }),
               table.largestFrame <= ZstdContext.compressBound(ParallelZstdSource.largestParallelFrame) else { return nil }
@@ -77,15 +77,15 @@ final class RangedZstdSource: ByteSource {
         return result
     }
 
-    func close() {
+    package func close() {
         closed = true
         source.close()
     }
 
     // MARK: Reading
 
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        guard !closed else { throw StorageError.io(name: name, operation: "read", reason: "closed") }
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard !closed else { throw ByteStreamError.closed(name: name) }
         guard let destination = buffer.baseAddress, !buffer.isEmpty else { return 0 }
         while true {
             if let current, let piece = pieces.first, let start = current.bytes.baseAddress {

@@ -68,7 +68,7 @@ final class ParallelZstdSource: LendingSource {
     // MARK: Reading
 
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        guard !closed else { throw StorageError.io(name: name, operation: "read", reason: "closed") }
+        guard !closed else { throw ByteStreamError.closed(name: name) }
         guard !buffer.isEmpty else { return 0 }
         guard try advanceFrame(), let current, let destination = buffer.baseAddress, let start = current.bytes.baseAddress else {
             return streaming != nil ? try readStreaming(into: buffer) : 0
@@ -80,7 +80,7 @@ final class ParallelZstdSource: LendingSource {
     }
 
     func lend(scratch: UnsafeMutableRawBufferPointer) throws -> UnsafeRawBufferPointer {
-        guard !closed else { throw StorageError.io(name: name, operation: "read", reason: "closed") }
+        guard !closed else { throw ByteStreamError.closed(name: name) }
         guard try advanceFrame(), let current else {
             let count = streaming != nil ? try readStreaming(into: scratch) : 0
             return UnsafeRawBufferPointer(rebasing: scratch[0..<count])

@@ -4,10 +4,10 @@ import KeepsakeSupport
 /// rarely spoils a whole frame: zstd usually decodes it to its end with a few wrong bytes
 /// (only the frame's checksum notices), or stops inside one block. So a damaged frame is
 /// decoded as far as it goes, and each entry that lies in what it gave can be taken out
-/// alone and checked against the manifest (its header against the entry's line, a file's
+/// alone and checked against the manifest (`ManifestCheck.salvaged`, in the core) (its header against the entry's line, a file's
 /// content against its SHA-256) before anything of it is used. Nothing handed out here is
 /// trusted; an entry that does not check out is lost, as before.
-final class FrameSalvage {
+package final class FrameSalvage {
     // MARK: State
 
     private let source: RandomAccessSource
@@ -25,7 +25,7 @@ final class FrameSalvage {
 
     /// Salvages from `source`, whose frames `table` lists (`RangedZstdSource.table(of:)`
     /// has bounded their sizes).
-    init(source: RandomAccessSource, table: SeekTable) throws {
+    package init(source: RandomAccessSource, table: SeekTable) throws {
         self.source = source
         self.table = table
         context = try ZstdContext(.decompression)
@@ -35,7 +35,7 @@ final class FrameSalvage {
 
     /// The tar stream's bytes `range`, or nil when some of them lie past where a damaged
     /// frame stopped decoding (or cannot be read at all).
-    func bytes(_ range: Range<Int64>) -> [UInt8]? {
+    package func bytes(_ range: Range<Int64>) -> [UInt8]? {
         guard !range.isEmpty, range.upperBound - range.lowerBound <= FrameSalvage.largestEntry,
               let first = table.frameIndex(containing: range.lowerBound),
               let last = table.frameIndex(containing: range.upperBound - 1) else { return nil }
@@ -75,22 +75,12 @@ final class FrameSalvage {
     /// The one entry lying in `range` as a tar stream of its own, read by a reader whose
     /// first header is the entry's (nil when the bytes are not there or do not parse). The
     /// caller compares that header with the manifest before it reads the content.
-    func entry(_ range: Range<Int64>, name: String, cancellation: CancellationFlag) -> (reader: ArchiveReader, header: ArchiveEntryHeader)? {
+    package func entry(_ range: Range<Int64>, name: String, cancellation: CancellationFlag) -> (reader: ArchiveReader, header: ArchiveEntryHeader)? {
         guard var bytes = bytes(range) else { return nil }
         // Two zero blocks end the stream as tar expects.
         bytes.append(contentsOf: [UInt8](repeating: 0, count: 1024))
         guard let reader = try? ArchiveReader(decoded: MemorySource(bytes), name: name, keepsakeTar: true, cancellation: cancellation),
               let header = try? reader.nextHeader() else { return nil }
         return (reader, header)
-    }
-
-    /// Whether `header`, taken out of salvaged bytes, says nothing the manifest cannot vouch
-    /// for: the entry's path, type, size and link, no extended attributes (the manifest holds
-    /// none to check them against), and for entries other than files and folders (which a
-    /// restore gives the manifest's metadata) the manifest's mode, owners, time and device.
-    static func agrees(_ header: ArchiveEntryHeader, with entry: ManifestEntry) -> Bool {
-        guard header.path == entry.path, header.xattrs.isEmpty, ManifestCheck.mismatch(header, entry) == nil else { return false }
-        if header.type == .file || header.type == .directory { return true }
-        return RecordedAttributes(header) == RecordedAttributes(entry) && header.rdev == entry.rdev
     }
 }

@@ -4,11 +4,11 @@
 /// `PaxHeaderEncoder`: octal fields padded with zeros and ended by a space (and a NUL where
 /// the field has room), the `ustar\0` magic and `00` version, the checksum as six digits, a
 /// NUL and a space. Keeping it means the archives stay what they were, byte for byte.
-struct TarHeaderBlock {
+package struct TarHeaderBlock {
     // MARK: Layout
 
     /// The size of a tar block.
-    static let size = 512
+    package static let size = 512
 
     /// The zeros after `count` bytes of content or records that fill their last block.
     static func padding(after count: Int64) -> Int64 {

@@ -1,3 +1,4 @@
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// The frames of a seekable zstd archive found damaged, so that a reader can go on past

@@ -59,7 +59,7 @@ final class TarInput {
     }
 
     /// The marker folder's name as Keepsake writes it.
-    private static let markerName = BackupNaming.markerEntryPath + [UInt8(ascii: "/")]
+    private static let markerName = ArchiveLayout.markerEntryPath + [UInt8(ascii: "/")]
 
     // MARK: Reading
 

@@ -4,14 +4,14 @@ import KeepsakeSupport
 /// Chooses how an archive's bytes are decoded before libarchive sees them: a zstd stream
 /// goes through `ParallelZstdSource` (several frames at once); anything else is passed
 /// on unchanged, for libarchive to recognise.
-enum DecodedArchiveSource {
+package enum DecodedArchiveSource {
     // MARK: Choosing
 
     /// How many frames are decompressed at once.
-    static var workers: Int { max(1, ProcessInfo.processInfo.activeProcessorCount) }
+    package static var workers: Int { max(1, ProcessInfo.processInfo.activeProcessorCount) }
 
     /// `source` as libarchive should read it, decompressing up to `workers` frames at once.
-    static func wrap(_ source: ByteSource, name: String, workers: Int = DecodedArchiveSource.workers) throws -> ByteSource {
+    package static func wrap(_ source: ByteSource, name: String, workers: Int = DecodedArchiveSource.workers) throws -> ByteSource {
         var prefix = [UInt8](repeating: 0, count: 4)
         var count = 0
         while count < prefix.count {
@@ -33,16 +33,16 @@ enum DecodedArchiveSource {
 }
 
 /// A source whose first bytes were already read: hands those out first.
-final class PrefixedSource: ByteSource {
+package final class PrefixedSource: ByteSource {
     private var prefix: [UInt8]
     private let source: ByteSource
 
-    init(prefix: [UInt8], source: ByteSource) {
+    package init(prefix: [UInt8], source: ByteSource) {
         self.prefix = prefix
         self.source = source
     }
 
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         guard !prefix.isEmpty else { return try source.read(into: buffer) }
         let count = min(prefix.count, buffer.count)
         prefix.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
@@ -50,5 +50,5 @@ final class PrefixedSource: ByteSource {
         return count
     }
 
-    func close() { source.close() }
+    package func close() { source.close() }
 }

@@ -1,6 +1,6 @@
 /// The fields of one 512-byte ustar header block, read where the block lies. Nothing in it
 /// is trusted: numbers are parsed within their fields, text stops at the field's end.
-struct UstarHeaderView {
+package struct UstarHeaderView {
     // MARK: Layout
 
     /// A text field: where it starts and how long it is.
@@ -24,7 +24,7 @@ struct UstarHeaderView {
     private let block: UnsafeRawBufferPointer
 
     /// Views `block`, which must be 512 bytes.
-    init(_ block: UnsafeRawBufferPointer) {
+    package init(_ block: UnsafeRawBufferPointer) {
         precondition(block.count == TarHeaderBlock.size, "a tar header is one block")
         self.block = block
     }
@@ -39,7 +39,7 @@ struct UstarHeaderView {
 
     /// Whether the checksum field matches the block's sum (taken with the field as spaces;
     /// unsigned as POSIX says, or signed as some old writers did).
-    var checksumMatches: Bool {
+    package var checksumMatches: Bool {
         let field = TarHeaderBlock.NumberField.checksum
         guard let stored = number(field) else { return false }
         // Summed through typed memory, a loop the compiler vectorises (a byte at a time

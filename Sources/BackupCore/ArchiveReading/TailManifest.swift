@@ -1,3 +1,4 @@
+import KeepsakeArchive
 import KeepsakeSupport
 
 /// The manifest a Keepsake archive carries as its last entry, found from the archive's end:
@@ -59,7 +60,7 @@ enum TailManifest {
     /// Whether `block` is an intact ustar header of a regular file named
     /// `.keepsake/manifest.jsonl`.
     private static func isManifestHeader(_ block: ArraySlice<UInt8>) -> Bool {
-        let name = BackupNaming.manifestEntryPath
+        let name = ArchiveLayout.manifestEntryPath
         guard block.starts(with: name), block[block.startIndex + name.count] == 0 else { return false }
         let type = block[block.startIndex + 156]
         guard type == UInt8(ascii: "0") || type == 0 else { return false }
@@ -73,7 +74,7 @@ enum TailManifest {
         let ranged = RangedZstdSource(source: source, table: table, ranges: [offset..<end], name: name, workers: 1)
         do {
             let reader = try ArchiveReader(decoded: ranged, name: name, keepsakeTar: true, cancellation: cancellation)
-            guard let header = try reader.nextHeader(), header.path == BackupNaming.manifestEntryPath else { return nil }
+            guard let header = try reader.nextHeader(), header.path == ArchiveLayout.manifestEntryPath else { return nil }
             let manifest = try reader.readManifest(name: "the manifest inside \(name)")
             // The manifest is the archive's last entry: the end of the archive follows it.
             guard try reader.nextHeader() == nil else { return nil }

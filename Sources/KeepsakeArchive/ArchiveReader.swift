@@ -37,7 +37,7 @@ public final class ArchiveReader {
     public var unreadableFrame: Int? { ArchiveReader.unreadableFrame(of: decoded) }
 
     /// The frame where damage stopped reading `decoded` (a source `decoding` gave), if any.
-    static func unreadableFrame(of decoded: ByteSource?) -> Int? {
+    package static func unreadableFrame(of decoded: ByteSource?) -> Int? {
         (decoded as? ParallelZstdSource)?.unreadableFrame ?? (decoded as? RangedZstdSource)?.unreadableFrame
     }
 
@@ -62,7 +62,7 @@ public final class ArchiveReader {
     /// `source` decompressed as the reader reads it: a `ParallelZstdSource` for zstd made of
     /// frames (whose `unreadableFrame` says where damage stopped it, even when it stopped
     /// the reader from opening), anything else unchanged.
-    static func decoding(_ source: ByteSource, name: String) throws -> ByteSource {
+    package static func decoding(_ source: ByteSource, name: String) throws -> ByteSource {
         do {
             return try DecodedArchiveSource.wrap(source, name: name)
         } catch {
@@ -72,7 +72,7 @@ public final class ArchiveReader {
 
     /// Opens a reader of `decoded`, the bytes `decoding(_:name:)` gave (or, with
     /// `keepsakeTar`, the uncompressed tar of a Keepsake archive).
-    init(decoded: ByteSource, name: String, keepsakeTar: Bool, cancellation: CancellationFlag?) throws {
+    package init(decoded: ByteSource, name: String, keepsakeTar: Bool, cancellation: CancellationFlag?) throws {
         self.decoded = decoded
         self.name = name
         input = TarInput(source: decoded, cancellation: cancellation)
@@ -99,7 +99,7 @@ public final class ArchiveReader {
         case .libarchive(let reader):
             guard var header = try reader.nextHeader() else { return nil }
             let keepsakeArchive = libarchiveReadsKeepsakeArchive
-                ?? (header.path == BackupNaming.markerEntryPath && header.type == .directory)
+                ?? (header.path == ArchiveLayout.markerEntryPath && header.type == .directory)
             libarchiveReadsKeepsakeArchive = keepsakeArchive
             if keepsakeArchive && !header.xattrs.isEmpty {
                 // libarchive 3.6 leaves SCHILY.xattr names as they were written.
@@ -143,16 +143,6 @@ public final class ArchiveReader {
         return content
     }
 
-    /// Reads the current entry, a manifest, into memory within the limit its own summary
-    /// line sets (see `ManifestSizeLimit`); `name` says what it is in messages.
-    public func readManifest(name: String) throws -> [UInt8] {
-        var manifest = ManifestSizeLimit(name: name)
-        while let block = try nextBlock() {
-            try manifest.add(block.bytes, at: block.offset)
-        }
-        return manifest.bytes
-    }
-
     /// Reads whatever follows the end of the tar stream, to the end of the input: for a
     /// zstd archive that checks its last frames and its seek table. Call after `nextHeader`
     /// returned nil.
@@ -167,11 +157,12 @@ public final class ArchiveReader {
         }
     }
 
-    /// What a failure to read the bytes means: the storage's own error, an interruption, or
-    /// damage the source already named pass as they are; anything else is damage.
+    /// What a failure to read the bytes means: a failure of the source itself (a
+    /// `SourceFailure`: the store, an interruption) or damage the source already named pass
+    /// as they are; anything else is damage.
     private static func readingError(_ error: Error, archive name: String) -> Error {
         switch error {
-        case is StorageError, is ArchiveError, is EngineError, is Interruption: return error
+        case is SourceFailure, is ArchiveError: return error
         default: return ArchiveError.damaged(archive: name, reason: "\(error)")
         }
     }
