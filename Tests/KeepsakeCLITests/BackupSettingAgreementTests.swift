@@ -5,7 +5,7 @@ import KeepsakeConfig
 import XCTest
 
 /// `keepsake backup`'s and `prune`'s options and a profile's keys obey one set of rules
-/// (`BackupSettingRules`, `RetentionPolicy.count`): at each rule's edges, and for every kind
+/// (`BackupSettingRules`, `RetentionPolicy.count` and `.tagList`): at each rule's edges, and for every kind
 /// of bad tag, the command line accepts exactly what a profile accepts. (They had drifted:
 /// `--full-every` took any number while `full-every` stopped at 1,000,000, and `--keep-daily -1`
 /// meant every day while `keep-daily = -1` was refused.)
@@ -71,6 +71,25 @@ final class BackupSettingAgreementTests: InProcessTestCase {
             let expected = BackupSettingRules.tagProblem(tag) == nil
             XCTAssertEqual(try commandLineAccepts(["--tag", tag], naming: "--tag"), expected, "--tag \(tag.debugDescription)")
             XCTAssertEqual(profileAccepts("tags = [\(toml)]", naming: "tags"), expected, "tags = [\(toml)]")
+        }
+    }
+
+    func testKeepTagListsAreReadAlike() throws {
+        // (They had drifted: a profile took "db, nightly" and the command line refused the space.)
+        for (given, expected) in [("db", ["db"]), ("db,nightly", ["db", "nightly"]), ("db, nightly", ["db", "nightly"]),
+                                  ("", [""]), (" ", [""]), ("db,", nil), (",", nil), ("a,,b", nil)] as [(String, [String]?)] {
+            XCTAssertEqual(RetentionPolicy.tagList(given), expected, given.debugDescription)
+            let run = keepsake(["prune", "--dry-run", "--dest", path("dest"), "--keep-tag", given])
+            XCTAssertEqual(run.code == .success, expected != nil, "--keep-tag \(given.debugDescription): \(run)")
+            if expected == nil { XCTAssertTrue(run.stderr.contains("--keep-tag"), "\(run)") }
+            do {
+                let config = try ConfigFile(text: "[profiles.p]\nsources = [\"/a\"]\n[profiles.p.retention]\nkeep-tag = [\"\(given)\"]\n",
+                                            path: path("config.toml"), home: home)
+                XCTAssertEqual(try config.profile(named: "p").retention?.keepTags, expected.map { [$0] }, "keep-tag = [\(given.debugDescription)]")
+            } catch {
+                XCTAssertNil(expected, "keep-tag = [\(given.debugDescription)]: \(error)")
+                XCTAssertTrue(error.description.contains("'keep-tag'"), "the refusal names 'keep-tag': \(error)")
+            }
         }
     }
 

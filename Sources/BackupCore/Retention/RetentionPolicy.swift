@@ -1,3 +1,5 @@
+import Foundation
+
 /// Which backups `keepsake prune` keeps, with the rules of restic's `forget --keep-*`.
 ///
 /// A backup is kept when **any** rule keeps it (the rules are ORed), and one backup may satisfy
@@ -35,6 +37,18 @@ public struct RetentionPolicy: Sendable, Equatable, CustomStringConvertible {
     /// A `keep-*` count given as a word: `unlimited` is -1, every period.
     public static func count(word: String) -> Int? {
         word == "unlimited" ? unlimited : nil
+    }
+
+    /// A `keep-tag` value as given (`--keep-tag db,nightly`, `keep-tag = ["db, nightly"]`): the
+    /// tags a backup must all carry, split at commas, each without the spaces around it. An
+    /// empty value (or only spaces) means backups without tags (`[""]`); nil when a tag
+    /// between commas is empty (`db,`, `a,,b`). The command line and profiles both read
+    /// lists here.
+    public static func tagList(_ text: String) -> [String]? {
+        let tags = text.split(separator: ",", omittingEmptySubsequences: false)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        if tags == [""] { return [""] }
+        return tags.contains(where: \.isEmpty) ? nil : tags
     }
 
     // MARK: Rules

@@ -82,15 +82,10 @@ struct PruneCommand: KeepsakeCommand {
             }
         }
         for text in arguments.values(.keepTag) {
-            if text.isEmpty {
-                policy.keepTags.append([""])
-                continue
-            }
-            let tags = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-            if tags.contains(where: \.isEmpty) {
-                problems.add("The value '\(text)' is invalid for '--keep-tag <tags>'. Separate tags with single commas (e.g. db,nightly), or give '' for backups without tags.")
-            } else {
+            if let tags = RetentionPolicy.tagList(text) {
                 policy.keepTags.append(tags)
+            } else {
+                problems.add("The value '\(text)' is invalid for '--keep-tag <tags>'. Separate tags with single commas (e.g. db,nightly), or give '' for backups without tags.")
             }
         }
         // A key, when given, checks what encrypted backups rely on against their manifests

@@ -333,13 +333,11 @@ struct ConfigValidator {
             keepMonthly: count("keep-monthly", in: table), keepYearly: count("keep-yearly", in: table),
             keepWithin: duration("keep-within", in: table))
         for list in strings("keep-tag", in: table) ?? [] {
-            let tags = list.split(separator: ",", omittingEmptySubsequences: false)
-                .map { $0.trimmingCharacters(in: .whitespaces) }
-            if tags.contains(where: \.isEmpty) && tags.count > 1 {
+            if let tags = RetentionPolicy.tagList(list) {
+                policy.keepTags.append(tags)
+            } else {
                 add(.invalidValue, at: table.position(of: "keep-tag"),
                     "'keep-tag' holds '\(list)' with an empty tag; write \"a,b\" for backups with both tags a and b")
-            } else {
-                policy.keepTags.append(tags)
             }
         }
         if policy.isEmpty && problems.count == problemsBefore {
