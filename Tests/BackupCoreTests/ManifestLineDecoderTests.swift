@@ -117,6 +117,23 @@ final class ManifestLineDecoderTests: KeepsakeTestCase {
         }
     }
 
+    func testLinesWithSeveralFaultsGiveTheSameFirstMessage() {
+        // Each parser used to throw at the first fault it met, in its own order: these lines
+        // got different messages (the decoder named the key it read first).
+        let cases = [
+            (#"{"path":"a","type":"file","sha256":"ABCD","mode":"0999"}"#, "'mode' must be octal like \"0644\""),
+            (#"{"in":"yesterday","path":"","type":"file"}"#, "empty 'path'"),
+            (#"{"path":"a","type":"file","uid":-1,"at":5}"#, "missing 'len'"),
+            (#"{"path":"a","type":"fil","size":-1,"mode":"9"}"#, "missing or unknown 'type'"),
+            (#"{"path":"a","type":"symlink","gid":-1}"#, "'gid' is out of range"),
+        ]
+        for (line, reason) in cases {
+            let expected = "\(ManifestError.invalidLine(line: 7, reason: reason))"
+            XCTAssertEqual(message { try self.fast(line) }, expected, line)
+            XCTAssertEqual(message { try self.general(line) }, expected, line)
+        }
+    }
+
     func testWholeManifestParsesInPartsWithRightLineNumbers() throws {
         // Over the parallel threshold: 4 MiB of lines, one of them broken near the end.
         let id = try XCTUnwrap(BackupID("20261129T162535Z-73787fa1"))

@@ -126,7 +126,7 @@ public struct ManifestEntry: Sendable, Equatable {
             throw ManifestError.invalidLine(line: line, reason: "an entry must be a JSON object")
         }
         func field(_ key: String) -> JSONValue? { object[key] }
-        func bytes(_ key: String, required: Bool) throws -> [UInt8]? {
+        func bytes(_ key: String) throws -> [UInt8]? {
             var decoded: [UInt8]?
             if let text = field(key)?.stringValue {
                 decoded = PathBytes.from(text)
@@ -141,14 +141,10 @@ public struct ManifestEntry: Sendable, Equatable {
             if let decoded, !ArchivePath.isStorable(decoded) {
                 throw ManifestError.invalidLine(line: line, reason: "'\(key)' holds a NUL byte, which no archive can store")
             }
-            if decoded == nil && required { throw ManifestError.invalidLine(line: line, reason: "missing '\(key)'") }
             return decoded
         }
-        func integer(_ key: String, default value: Int64? = nil) throws -> Int64 {
-            guard let raw = field(key) else {
-                if let value { return value }
-                throw ManifestError.invalidLine(line: line, reason: "missing '\(key)'")
-            }
+        func integer(_ key: String) throws -> Int64? {
+            guard let raw = field(key) else { return nil }
             guard let number = raw.int64Value else {
                 throw ManifestError.invalidLine(line: line, reason: "'\(key)' must be a whole number")
             }
@@ -161,61 +157,41 @@ public struct ManifestEntry: Sendable, Equatable {
             }
             return number
         }
-        func id32(_ key: String) throws -> UInt32 {
-            let value = try integer(key, default: 0)
-            guard let narrowed = UInt32(exactly: value) else {
-                throw ManifestError.invalidLine(line: line, reason: "'\(key)' is out of range")
-            }
-            return narrowed
-        }
-
-        guard let path = try bytes("path", required: true), !path.isEmpty else {
-            throw ManifestError.invalidLine(line: line, reason: "empty 'path'")
-        }
-        guard let typeName = field("type")?.stringValue, let type = EntryType(rawValue: typeName) else {
-            throw ManifestError.invalidLine(line: line, reason: "missing or unknown 'type'")
-        }
-        let size = try integer("size", default: 0)
-        guard size >= 0 else { throw ManifestError.invalidLine(line: line, reason: "'size' is negative") }
+        // The fields, each as JSON gives it (a wrong kind of value is this parser's own fault
+        // to name); what they must say is judged by the rules both manifest parsers share.
+        var rules = ManifestEntryRules()
+        let path = try bytes("path")
+        rules.pathLength = path?.count
+        rules.type = field("type")?.stringValue.flatMap(EntryType.init(rawValue:))
+        rules.size = try integer("size") ?? 0
         var mode: UInt32 = 0o644
         if let modeField = field("mode") {
-            guard let modeText = modeField.stringValue, let parsed = UInt32(modeText, radix: 8), parsed <= 0o7777 else {
-                throw ManifestError.invalidLine(line: line, reason: "'mode' must be octal like \"0644\"")
-            }
-            mode = parsed
+            if let parsed = modeField.stringValue.flatMap(ManifestEntryRules.mode) { mode = parsed } else { rules.modeInvalid = true }
         }
         var sha: String?
         if let digest = field("sha256") {
-            guard let text = digest.stringValue, HexEncoding.isHex(text, length: 64) else {
-                throw ManifestError.invalidLine(line: line, reason: "'sha256' must be 64 lowercase hex digits")
-            }
-            sha = text
+            if let text = digest.stringValue, ManifestEntryRules.isSHA256(text) { sha = text } else { rules.sha256Invalid = true }
         }
         var storedIn: BackupID?
         if let holder = field("in") {
-            guard let text = holder.stringValue, let id = BackupID(text) else {
-                throw ManifestError.invalidLine(line: line, reason: "'in' must be a backup id")
-            }
-            storedIn = id
+            if let id = holder.stringValue.flatMap(BackupID.init) { storedIn = id } else { rules.storedInInvalid = true }
         }
-        // Both or neither; a partial restore trusts them only as far as the archive agrees.
-        var location: (offset: Int64, length: Int64)?
-        if field("at") != nil || field("len") != nil {
-            let offset = try integer("at")
-            let length = try integer("len")
-            guard offset >= 0, length > 0 else {
-                throw ManifestError.invalidLine(line: line, reason: "'at' and 'len' must be a position and a length")
-            }
-            location = (offset, length)
-        }
-        self.init(path: path, type: type, size: size, mode: mode, uid: try id32("uid"), gid: try id32("gid"),
+        rules.offset = try integer("at")
+        rules.length = try integer("len")
+        rules.uid = try integer("uid") ?? 0
+        rules.gid = try integer("gid") ?? 0
+        let mtime = try integer("mtime_ns") ?? 0, ctime = try integer("ctime_ns") ?? 0
+        let inode = try unsigned("inode"), device = try unsigned("dev"), rdev = try unsigned("rdev")
+        let link = try bytes("link")
+        rules.hasLink = link != nil
+        let owners = try rules.judged(line: line)
+        // `judged` refused a line without them.
+        guard let path, let type = rules.type else { throw ManifestError.invalidLine(line: line, reason: "missing 'path'") }
+        self.init(path: path, type: type, size: rules.size, mode: mode, uid: owners.uid, gid: owners.gid,
                   userName: field("user")?.stringValue, groupName: field("group")?.stringValue,
-                  mtimeNanoseconds: try integer("mtime_ns", default: 0),
-                  ctimeNanoseconds: try integer("ctime_ns", default: 0),
-                  inode: try unsigned("inode"), device: try unsigned("dev"), rdev: try unsigned("rdev"),
-                  linkTarget: try bytes("link", required: type == .symlink || type == .hardlink), sha256: sha,
-                  storedIn: storedIn)
-        archiveOffset = location?.offset
-        archiveLength = location?.length
+                  mtimeNanoseconds: mtime, ctimeNanoseconds: ctime, inode: inode, device: device, rdev: rdev,
+                  linkTarget: link, sha256: sha, storedIn: storedIn)
+        archiveOffset = rules.offset
+        archiveLength = rules.length
     }
 }

@@ -5,8 +5,8 @@ import KeepsakeSupport
 /// Decodes the manifest lines Keepsake writes straight from their bytes, without building
 /// a JSON tree: a no-change backup of 100,000 files reads its parent's manifest mostly in
 /// here. Anything it does not expect (an escape, an unknown key, a fraction, a `_b64`
-/// name) makes it give up, and the line goes through the general JSON parser instead, so
-/// the two always agree on what a line means.
+/// name) makes it give up, and the line goes through the general JSON parser instead; both
+/// judge what they read by `ManifestEntryRules`, so the two always agree on what a line means.
 struct ManifestLineDecoder {
     // MARK: Input
 
@@ -92,11 +92,8 @@ struct ManifestLineDecoder {
 
     private mutating func fields(lineNumber: Int) throws -> Fields? {
         var path: Range<Int>?
-        var type: EntryType?
-        var size: Int64 = 0
+        var rules = ManifestEntryRules()
         var mode: UInt32 = 0o644
-        var uid: Int64 = 0
-        var gid: Int64 = 0
         var userName: Range<Int>?
         var groupName: Range<Int>?
         var mtime: Int64 = 0
@@ -108,15 +105,13 @@ struct ManifestLineDecoder {
         var sha256: Range<Int>?
         var digest: HexEncoding.Digest?
         var storedIn: BackupID?
-        var offset: Int64?
-        var length: Int64?
         var seen: UInt32 = 0
         // Where in the order Keepsake writes keys in the next key is looked for first.
         var expected = 0
         let written = ManifestLineDecoder.writtenKeys
 
-        func invalid(_ reason: String) -> ManifestError { .invalidLine(line: lineNumber, reason: reason) }
-
+        // Values are only gathered here (a value of the wrong kind hands the line over); what
+        // they must say is judged once the line is read, by the rules the general parser uses.
         guard take(UInt8(ascii: "{")) else { return nil }
         if take(UInt8(ascii: "}")) { return nil }
         repeat {
@@ -128,36 +123,28 @@ struct ManifestLineDecoder {
             switch key {
             case .path: guard let value = string() else { return nil }; path = value
             case .link: guard let value = string() else { return nil }; link = value
-            case .type:
-                guard let value = string() else { return nil }
-                type = entryType(value)
-                if type == nil { throw invalid("missing or unknown 'type'") }
+            case .type: guard let value = string() else { return nil }; rules.type = entryType(value)
             case .user: guard let value = string() else { return nil }; userName = value
             case .group: guard let value = string() else { return nil }; groupName = value
             case .mode:
                 guard let value = string() else { return nil }
-                guard let parsed = octal(value), parsed <= 0o7777 else {
-                    throw invalid("'mode' must be octal like \"0644\"")
-                }
-                mode = parsed
+                if let parsed = ManifestEntryRules.mode(octalDigits: part(value)) { mode = parsed } else { rules.modeInvalid = true }
             case .sha256:
                 guard let value = string() else { return nil }
-                guard let decoded = HexEncoding.digest(fromHex: UnsafeBufferPointer(rebasing: bytes[value])) else {
-                    throw invalid("'sha256' must be 64 lowercase hex digits")
-                }
                 sha256 = value
-                digest = decoded
+                digest = HexEncoding.digest(fromHex: part(value))
+                rules.sha256Invalid = digest == nil
             case .storedIn:
                 guard let value = string() else { return nil }
-                guard let id = BackupID(text(value)) else { throw invalid("'in' must be a backup id") }
-                storedIn = id
-            case .size: guard let value = signed() else { return nil }; size = value
-            case .uid: guard let value = signed() else { return nil }; uid = value
-            case .gid: guard let value = signed() else { return nil }; gid = value
+                storedIn = BackupID(text(value))
+                rules.storedInInvalid = storedIn == nil
+            case .size: guard let value = signed() else { return nil }; rules.size = value
+            case .uid: guard let value = signed() else { return nil }; rules.uid = value
+            case .gid: guard let value = signed() else { return nil }; rules.gid = value
             case .mtime: guard let value = signed() else { return nil }; mtime = value
             case .ctime: guard let value = signed() else { return nil }; ctime = value
-            case .offset: guard let value = signed() else { return nil }; offset = value
-            case .length: guard let value = signed() else { return nil }; length = value
+            case .offset: guard let value = signed() else { return nil }; rules.offset = value
+            case .length: guard let value = signed() else { return nil }; rules.length = value
             case .inode: guard let value = unsigned() else { return nil }; inode = value
             case .device: guard let value = unsigned() else { return nil }; device = value
             case .rdev: guard let value = unsigned() else { return nil }; rdev = value
@@ -165,21 +152,20 @@ struct ManifestLineDecoder {
         } while take(UInt8(ascii: ","))
         guard take(UInt8(ascii: "}")), position == bytes.count else { return nil }
 
-        guard let path, !path.isEmpty else { throw invalid(path == nil ? "missing 'path'" : "empty 'path'") }
-        guard let type else { throw invalid("missing or unknown 'type'") }
-        guard size >= 0 else { throw invalid("'size' is negative") }
-        guard let uid32 = UInt32(exactly: uid) else { throw invalid("'uid' is out of range") }
-        guard let gid32 = UInt32(exactly: gid) else { throw invalid("'gid' is out of range") }
-        if link == nil, type == .symlink || type == .hardlink { throw invalid("missing 'link'") }
-        if (offset == nil) != (length == nil) { throw invalid(offset == nil ? "missing 'at'" : "missing 'len'") }
-        if let offset, let length, offset < 0 || length <= 0 {
-            throw invalid("'at' and 'len' must be a position and a length")
-        }
-        func part(_ range: Range<Int>) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: bytes[range]) }
-        return Fields(path: part(path), type: type, size: size, mode: mode, uid: uid32, gid: gid32,
+        rules.pathLength = path?.count
+        rules.hasLink = link != nil
+        let owners = try rules.judged(line: lineNumber)
+        // `judged` refused a line without them.
+        guard let path, let type = rules.type else { throw ManifestError.invalidLine(line: lineNumber, reason: "missing 'path'") }
+        return Fields(path: part(path), type: type, size: rules.size, mode: mode, uid: owners.uid, gid: owners.gid,
                       user: userName.map(part), group: groupName.map(part), mtime: mtime, ctime: ctime, inode: inode,
                       device: device, rdev: rdev, link: link.map(part), sha256: sha256.map(part), digest: digest, storedIn: storedIn,
-                      archiveOffset: offset, archiveLength: length)
+                      archiveOffset: rules.offset, archiveLength: rules.length)
+    }
+
+    /// The bytes of the line in `range`.
+    private func part(_ range: Range<Int>) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(rebasing: bytes[range])
     }
 
     /// The keys an entry line may have.
@@ -298,16 +284,6 @@ struct ManifestLineDecoder {
             if same { return type }
         }
         return nil
-    }
-
-    /// The octal number of a mode; what is not 1 to 10 octal digits is read as
-    /// `UInt32(_:radix:)` reads it, so both agree on every string.
-    private func octal(_ range: Range<Int>) -> UInt32? {
-        let digits = UnsafeBufferPointer(rebasing: bytes[range])
-        guard (1...10).contains(digits.count), digits.allSatisfy({ $0 >= 48 && $0 <= 55 }) else {
-            return UInt32(text(range), radix: 8)
-        }
-        return digits.reduce(UInt32(0)) { $0 << 3 | UInt32($1 - 48) }
     }
 
     private func key(_ range: Range<Int>) -> Key? {
