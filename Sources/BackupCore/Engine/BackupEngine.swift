@@ -12,9 +12,6 @@ public final class BackupEngine {
     private let storage: StorageBackend
     private weak var events: EngineEventSink?
     private let cancellation: CancellationFlag
-    /// The original size of the newest backup of the sources being backed up (set while the
-    /// parent is chosen): the progress total when there is no parent.
-    private var lastSizeOfSources: Int64?
 
     /// An engine storing into `storage`, reporting to `events`.
     public init(storage: StorageBackend, events: EngineEventSink?, cancellation: CancellationFlag) {
@@ -83,7 +80,9 @@ public final class BackupEngine {
             cache = nil
         }
         let cached = cache?.summaries() ?? [:]
-        let parent = try chooseParent(request, sources: summary.sources, catalog: catalog, cache: cache, cached: cached)
+        let choice = try ParentChoice(request: request, sources: summary.sources, catalog: catalog, storage: storage,
+                                      cache: cache, cached: cached, events: events)
+        let parent = choice.parent
         if let parent {
             summary.parent = parent.summary.id
             summary.chainLength = parent.summary.chainLength + 1
@@ -91,7 +90,7 @@ public final class BackupEngine {
         }
         let parentCursor = parent?.cursor
         // The size of the last backup of these sources on this host: the progress bar's total.
-        let expectedBytes = parent?.summary.originalBytes ?? lastSizeOfSources
+        let expectedBytes = parent?.summary.originalBytes ?? choice.lastSizeOfSources
 
         let host = HostIdentity.fileSafe(request.host)
         let encrypted = request.encryption != nil
@@ -226,14 +225,6 @@ public final class BackupEngine {
         }
     }
 
-    /// Whether `item` has a signature by `key` made for it (`SignatureCheck.vouchesFor`: a
-    /// signature copied from another backup does not count; the objects themselves are not
-    /// read again here, a restore checks them all).
-    private func isSigned(_ item: BackupCatalog.Item, by key: SigningPublicKey) -> Bool {
-        guard let sizes = try? SignatureCheck.sizes(in: storage) else { return false }
-        return SignatureCheck(key: key).vouchesFor(item, in: storage, sizes: sizes)
-    }
-
     /// The destination folder, when it lies inside one of `sources` (the default
     /// destination under ~/.local/share in a backup of ~): left out of the scan with its
     /// temporary and lock files, so that no backup holds the backups before it; said once.
@@ -266,136 +257,6 @@ public final class BackupEngine {
         }
         guard !request.sourcePaths.isEmpty else { throw EngineError.invalidRequest("Give at least one path to back up.") }
         return Scanner.withoutNestedSources(try request.sourcePaths.map { try Scanner.absoluteSourcePath($0) })
-    }
-
-    /// The backup to be incremental on: the newest of this host with the same sources, unless
-    /// the chain policy asks for a new chain or the parent's chain is not whole. Nil means
-    /// a full backup.
-    private func chooseParent(_ request: BackupRequest, sources: [String], catalog: BackupCatalog, cache: ChangeDetectionCache?,
-                              cached: [BackupID: (manifestName: String, summary: BackupSummary)])
-        throws -> (summary: BackupSummary, cursor: ParentCursor, item: BackupCatalog.Item?)? {
-        let items = try catalog.items()
-        try checkEncryptionContinues(request, items: items)
-        if request.signingKey == nil, let last = items.last(where: { $0.summary?.host == request.host }),
-           let stem = BackupNaming.stem(of: last.manifestName),
-           (try? storage.list())?.contains(where: { $0.name == BackupNaming.signatureName(forStem: stem) }) == true {
-            // A cron job whose key setting went missing: a restore that checks signatures
-            // would refuse this backup.
-            events?.handle(.caution("this backup is not signed, though the last backup of this host, \(last.id), is: "
-                + "give --signing-key (or the profile's signing-key) as before"))
-        }
-        guard request.stdinName == nil else { return nil }
-        let wanted = Set(sources)
-        // An encrypted backup's sources and manifest are hidden from this host: what it
-        // knows of its own encrypted backups is what it cached when it made them.
-        var unknown: BackupID?
-        var found: (item: BackupCatalog.Item, summary: BackupSummary, manifest: String, in: StorageBackend)?
-        for item in items.reversed() {
-            // Never a backup dated after this run (planted, or made by a clock gone wrong).
-            guard let summary = item.summary, summary.host == request.host,
-                  !BackupCatalog.isFutureDated(item, now: request.now) else { continue }
-            if !summary.sourcesHidden {
-                if Set(summary.sources) == wanted { found = (item, summary, item.manifestName, storage) }
-            } else if let cache, let copy = cached[item.id], copy.summary.id == item.id {
-                if Set(copy.summary.sources) == wanted { found = (item, copy.summary, copy.manifestName, cache.storage) }
-            } else if unknown == nil {
-                unknown = item.id
-            }
-            if found != nil { break }
-        }
-        lastSizeOfSources = found?.summary.originalBytes
-        guard !request.chain.forceFull else { return nil }
-        guard let found else {
-            if let unknown, request.encryption != nil {
-                events?.handle(.notice("making a full backup: this host keeps no change-detection state for its encrypted backup "
-                    + "\(unknown)\(cache.map { " in \($0.location)" } ?? "") (it cannot read its own encrypted backups)"))
-            }
-            return nil
-        }
-        let newest = found.item
-        let summary = found.summary
-        // A chain keeps its keys: whoever can open the new backup can open what it relies on.
-        let mine = request.encryptionRecord
-        let sameKeys: Bool
-        switch (mine, summary.encryption) {
-        case (nil, nil): sameKeys = true
-        case (let new?, let old?): sameKeys = new.canShareChain(with: old)
-        default: sameKeys = false
-        }
-        if !sameKeys {
-            events?.handle(.notice("starting a new chain: \(newest.id) is \(summary.encryption?.label ?? "not encrypted"), "
-                + "this backup \(mine.map { "is " + $0.label } ?? "is not encrypted")"))
-            return nil
-        }
-        // A signed chain is signed throughout: a restore that checks signatures reads
-        // every archive of it (see SignatureCheck).
-        if let key = request.signingKey, !isSigned(newest, by: key.publicKey) {
-            events?.handle(.notice("starting a new chain: \(newest.id) is not signed by this host's signing key "
-                + "(\(key.publicKey)), and a signed backup builds only on backups signed by the same key"))
-            return nil
-        }
-        if summary.chainLength >= request.chain.fullEvery {
-            events?.handle(.notice("starting a new chain: the last one holds \(summary.chainLength) backups (--full-every \(request.chain.fullEvery))"))
-            return nil
-        }
-        if let limit = request.chain.fullIfOlderThan {
-            var calendar = Calendar(identifier: .gregorian)
-            calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
-            if summary.chainStarted < limit.subtract(from: request.now, calendar: calendar) {
-                events?.handle(.notice("starting a new chain: the last one began \(Timestamp.iso8601(summary.chainStarted)) (--full-if-older-than \(limit))"))
-                return nil
-            }
-        }
-        // Every archive the parent relies on must still be there, whole and not found
-        // damaged (its summary names them).
-        guard let reliesOn = summary.reliesOn ?? (summary.parent == nil ? [] : nil) else {
-            events?.handle(.notice("starting a new chain: \(newest.id) does not say which backups it relies on"))
-            return nil
-        }
-        var needed = Set(reliesOn)
-        needed.insert(summary.id)
-        let objects = try storage.list()
-        let sizes = Dictionary(objects.map { ($0.name, $0.size) }, uniquingKeysWith: { first, _ in first })
-        let names = Set(sizes.keys)
-        for id in needed.sorted() {
-            let which = id == newest.id ? "backup \(id)" : "backup \(id), which \(newest.id) relies on,"
-            guard let item = items.first(where: { $0.id == id }), let facts = item.summary?.archive,
-                  let size = sizes[facts.name] else {
-                events?.handle(.caution("starting a new chain: \(which) is missing or damaged"))
-                return nil
-            }
-            if let record = DamageRecord.stored(for: item, names: names, in: storage) {
-                events?.handle(.caution("starting a new chain: \(which) was \(record.description)"))
-                return nil
-            }
-            // A cut archive is seen from its size alone, without reading it.
-            if size != facts.size {
-                try? DamageRecord(id: id, found: request.now, foundBy: "backup").store(for: item, in: storage)
-                events?.handle(.caution("starting a new chain: \(which) has an archive of \(size) bytes, stored as "
-                    + "\(facts.size): it is damaged (`keepsake verify \(id)` says more)"))
-                return nil
-            }
-        }
-        // The manifest itself is read in step with the scan, a line at a time.
-        do {
-            let cursor = try ParentCursor(id: summary.id, source: try SidecarManifest.open(found.manifest, in: found.in, workers: 1),
-                                          name: found.manifest)
-            return (summary, cursor, found.in === storage ? newest : nil)
-        } catch {
-            events?.handle(.caution("making a full backup: the manifest of \(newest.id) cannot be read (\(error))"))
-            return nil
-        }
-    }
-
-    /// Refuses to store in the clear what this host stored encrypted last time, unless asked
-    /// to: a cron job whose key setting went missing must not quietly send plain backups.
-    private func checkEncryptionContinues(_ request: BackupRequest, items: [BackupCatalog.Item]) throws {
-        guard request.encryption == nil, !request.allowUnencrypted,
-              let last = items.last(where: { $0.summary?.host == request.host }),
-              let encryption = last.summary?.encryption else { return }
-        throw EngineError.invalidRequest("The last backup of this host in \(storage.location), \(last.id), is encrypted "
-            + "(\(encryption.label)), and this one would not be. Give the same --recipient, --recipients-file or --passphrase-file "
-            + "(or the profile's setting) as before, or --no-encryption to store this one in the clear")
     }
 
     /// Cleans up after interrupted runs: removes temporary objects, finishes removals an
