@@ -438,166 +438,199 @@ public final class Verifier {
     private func check(_ source: ByteSource, inParts: RandomAccessSource?, name: String, expected: Manifest?,
                        beside: ManifestFingerprint?, report: inout VerifyReport) throws {
         let index = expected?.index()
-        var digests: [PathKey: (sha256: String?, header: ArchiveEntryHeader)] = [:]
-        // Which manifest positions the archive was seen to hold (a byte each, not a path).
-        var seen = [Bool](repeating: false, count: index?.entries.count ?? 0)
-        var innerManifest: Manifest?
-        var checksumsMatch: Bool?
-        var inside: ManifestFingerprint?
-        var checksums: [UInt8]?
-        var sawMarker = false
-        var entriesSeen = 0
-        var current = "the start of the archive"
-        // A damaged lone archive's manifest found at its end, and what of it was seen.
-        var recovered: (manifest: Manifest, index: ManifestIndex, seen: [Bool])?
+        var state = ArchiveReadState(positions: index?.entries.count ?? 0)
         // Kept outside the reader: damage may stop the reader from opening at all.
         var decoded: ByteSource?
         do {
             let input = try ArchiveReader.decoding(source, name: name)
             decoded = input
-            let opened = try ArchiveReader(decoded: input, name: name, keepsakeTar: false, cancellation: cancellation)
-            while let header = try opened.nextHeader() {
-                try cancellation.check()
-                current = PathBytes.display(header.path)
-                if header.path == ArchiveLayout.manifestEntryPath {
-                    // With the manifest beside it known, the copy inside is compared with
-                    // it below through fingerprints, read a block at a time: holding and
-                    // parsing it too would only double the memory.
-                    if expected != nil {
-                        let fingerprint = ManifestFingerprint()
-                        while let block = try opened.nextBlock() {
-                            try cancellation.check()
-                            fingerprint.update(block.bytes)
-                        }
-                        fingerprint.finish()
-                        inside = fingerprint
-                        continue
-                    }
-                    let bytes: [UInt8]
-                    do {
-                        bytes = try opened.readManifest(name: "the manifest inside \(name)")
-                    } catch let error as ManifestError {
-                        report.archiveProblems.append("\(error)")
-                        continue
-                    }
-                    inside = ManifestFingerprint(of: bytes)
-                    do {
-                        innerManifest = try Manifest.parse(bytes)
-                    } catch {
-                        report.archiveProblems.append("the manifest inside \(name) cannot be read: \(error)")
-                    }
-                    continue
-                }
-                if header.path == ArchiveLayout.checksumsEntryPath {
-                    // One line per file seen before it: more is not a list Keepsake wrote.
-                    let limit = ManifestSizeLimit.checksumsLimit(files: entriesSeen)
-                    guard let expected else {
-                        checksums = try opened.readContent(limit: limit)
-                        continue
-                    }
-                    // Checked against the manifest as it is read, a block at a time.
-                    let list = ChecksumListCheck(manifest: expected)
-                    var length = 0
-                    while let block = try opened.nextBlock() {
-                        try cancellation.check()
-                        length += block.bytes.count
-                        if length > limit { break }
-                        list.update(block.bytes)
-                    }
-                    checksumsMatch = length <= limit && list.finish()
-                    continue
-                }
-                if header.path == ArchiveLayout.markerEntryPath {
-                    sawMarker = true
-                    try opened.skipContent()
-                    continue
-                }
-                entriesSeen += 1
-                let sha = try checkContent(header, reader: opened, report: &report)
-                reportProgress(report, path: current)
-                if let index {
-                    compare(header, sha: sha, index: index, seen: &seen, report: &report)
-                } else {
-                    digests[PathKey(header.path)] = (sha, header)
-                }
-            }
-            current = "the end of the archive"
-            try opened.readToEnd()
+            let reader = try ArchiveReader(decoded: input, name: name, keepsakeTar: false, cancellation: cancellation)
+            try readEntries(of: reader, name: name, expected: expected, index: index, state: &state, report: &report)
         } catch let error as ArchiveError {
-            report.archiveProblems.append("\(error) (while reading \(current))")
+            report.archiveProblems.append("\(error) (while reading \(state.current))")
             let frame = ArchiveReader.unreadableFrame(of: decoded)
-            report.unreadableFrom = frame.map { "frame \($0)" } ?? current
-            if let inParts, let index {
-                try checkAround(frame, of: inParts, name: name, index: index, seen: &seen, report: &report)
-            } else if let inParts, innerManifest == nil,
-                      let found = try TailManifest.manifest(of: inParts, name: name, cancellation: cancellation) {
-                // A lone archive damaged before its manifest: the manifest found at its end
-                // checks what was read, and the rest is checked around the damage.
-                let foundIndex = found.index()
-                var foundSeen = [Bool](repeating: false, count: found.entries.count)
-                for (path, read) in digests {
-                    if let position = foundIndex.position(of: path.bytes[...]) { foundSeen[position] = true }
-                    compare(read.header, sha: read.sha256, with: foundIndex[path], insideOnly: true, report: &report)
-                }
-                digests = [:]
-                try checkAround(frame, of: inParts, name: name, index: foundIndex, seen: &foundSeen, report: &report)
-                recovered = (found, foundIndex, foundSeen)
+            report.unreadableFrom = frame.map { "frame \($0)" } ?? state.current
+            if let inParts {
+                try checkAfterDamage(at: frame, of: inParts, name: name, index: index, state: &state, report: &report)
             }
         } catch let error as StorageError {
-            report.archiveProblems.append("\(error) (while reading \(current))")
-            report.unreadableFrom = current
+            report.archiveProblems.append("\(error) (while reading \(state.current))")
+            report.unreadableFrom = state.current
         }
 
         if let expected, let index {
-            let entries = expected.entries
-            report.filesInEarlierArchives = Int64(entries.indices.count {
-                entries.storedIn(at: $0) != nil && entries.type(at: $0) == .file
-            })
-            // An earlier duplicate of a path counts as seen when its path was.
-            let absent = entries.indices.filter {
-                entries.storedIn(at: $0) == nil && !(index.position(of: entries.path(at: $0)).map { seen[$0] } ?? false)
-            }.map { entries[$0] }
-            reportAbsent(absent, of: entries.indices.count(where: { entries.storedIn(at: $0) == nil }), report: &report)
-            if let inside, let beside, !beside.matches(inside: inside) {
-                report.archiveProblems.append("the manifest inside \(name) differs from the one beside it")
-            } else if inside == nil && report.archiveProblems.isEmpty {
-                report.archiveProblems.append("\(name) has no manifest inside; it is truncated")
-            }
-        } else if let recovered {
+            judge(state, against: expected, index: index, beside: beside, name: name, report: &report)
+        } else if let recovered = state.recovered {
             let entries = recovered.manifest.entries
             report.id = recovered.manifest.summary.id
             report.filesInEarlierArchives = Int64(entries.indices.count { entries.storedIn(at: $0) != nil && entries.type(at: $0) == .file })
             let absent = recovered.index.distinctPositions.filter { entries.storedIn(at: $0) == nil && !recovered.seen[$0] }
                 .map { entries[$0] }
             reportAbsent(absent, of: entries.indices.count(where: { entries.storedIn(at: $0) == nil }), report: &report)
-        } else if let innerManifest {
-            report.id = innerManifest.summary.id
-            let inner = innerManifest.index()
-            for (path, found) in digests {
-                compare(found.header, sha: found.sha256, with: inner[path], insideOnly: true, report: &report)
+        } else if let innerManifest = state.innerManifest {
+            judge(state, againstItsOwn: innerManifest, report: &report)
+        } else {
+            judgeWithoutManifest(state, name: name, report: &report)
+        }
+        if let manifest = state.innerManifest, let checksums = state.checksums,
+           !ChecksumListCheck.matches(checksums, manifest: manifest) {
+            state.checksumsMatch = false
+        }
+        if state.checksumsMatch == false {
+            report.archiveProblems.append("the SHA256SUMS inside \(name) differs from its manifest")
+        }
+        report.problems.sort { $0.path < $1.path }
+    }
+
+    /// Reads every entry of `reader` to the end of the archive: the user's entries are
+    /// checked (against `index` when the manifest beside is known, else their digests are
+    /// kept), Keepsake's own are read into `state`.
+    private func readEntries(of reader: ArchiveReader, name: String, expected: Manifest?, index: ManifestIndex?,
+                             state: inout ArchiveReadState, report: inout VerifyReport) throws {
+        while let header = try reader.nextHeader() {
+            try cancellation.check()
+            state.current = PathBytes.display(header.path)
+            if ArchiveLayout.isMetadataEntry(header.path) {
+                try readOwnEntry(header, of: reader, name: name, expected: expected, state: &state, report: &report)
+                continue
             }
-            report.filesInEarlierArchives = Int64(innerManifest.entries.filter { $0.storedIn != nil && $0.type == .file }.count)
-            let absent = innerManifest.entries.filter { $0.storedIn == nil && digests[PathKey($0.path)] == nil }
-            reportAbsent(absent, of: innerManifest.entries.count(where: { $0.storedIn == nil }), report: &report)
-        } else if let from = report.unreadableFrom {
+            state.entriesSeen += 1
+            let sha = try checkContent(header, reader: reader, report: &report)
+            reportProgress(report, path: state.current)
+            if let index {
+                compare(header, sha: sha, index: index, seen: &state.seen, report: &report)
+            } else {
+                state.digests[PathKey(header.path)] = (sha, header)
+            }
+        }
+        state.current = "the end of the archive"
+        try reader.readToEnd()
+    }
+
+    /// Reads one of Keepsake's own entries: the marker folder, the checksum list, the manifest.
+    private func readOwnEntry(_ header: ArchiveEntryHeader, of reader: ArchiveReader, name: String, expected: Manifest?,
+                              state: inout ArchiveReadState, report: inout VerifyReport) throws {
+        switch header.path {
+        case ArchiveLayout.manifestEntryPath:
+            // With the manifest beside it known, the copy inside is compared with it through
+            // fingerprints, read a block at a time: holding and parsing it too would only
+            // double the memory.
+            if expected != nil {
+                let fingerprint = ManifestFingerprint()
+                while let block = try reader.nextBlock() {
+                    try cancellation.check()
+                    fingerprint.update(block.bytes)
+                }
+                fingerprint.finish()
+                state.inside = fingerprint
+                return
+            }
+            let bytes: [UInt8]
+            do {
+                bytes = try reader.readManifest(name: "the manifest inside \(name)")
+            } catch let error as ManifestError {
+                report.archiveProblems.append("\(error)")
+                return
+            }
+            state.inside = ManifestFingerprint(of: bytes)
+            do {
+                state.innerManifest = try Manifest.parse(bytes)
+            } catch {
+                report.archiveProblems.append("the manifest inside \(name) cannot be read: \(error)")
+            }
+        case ArchiveLayout.checksumsEntryPath:
+            // One line per file seen before it: more is not a list Keepsake wrote.
+            let limit = ManifestSizeLimit.checksumsLimit(files: state.entriesSeen)
+            guard let expected else {
+                state.checksums = try reader.readContent(limit: limit)
+                return
+            }
+            // Checked against the manifest as it is read, a block at a time.
+            let list = ChecksumListCheck(manifest: expected)
+            var length = 0
+            while let block = try reader.nextBlock() {
+                try cancellation.check()
+                length += block.bytes.count
+                if length > limit { break }
+                list.update(block.bytes)
+            }
+            state.checksumsMatch = length <= limit && list.finish()
+        default:
+            state.sawMarker = true
+            try reader.skipContent()
+        }
+    }
+
+    /// After damage stopped the reading at `frame` (nil when it gave none): with the manifest
+    /// beside known, the rest is checked around the damage. A lone archive damaged before its
+    /// manifest gets the manifest found at its end, which checks what was read, and the rest
+    /// is checked around the damage (`state.recovered`).
+    private func checkAfterDamage(at frame: Int?, of inParts: RandomAccessSource, name: String, index: ManifestIndex?,
+                                  state: inout ArchiveReadState, report: inout VerifyReport) throws {
+        if let index {
+            try checkAround(frame, of: inParts, name: name, index: index, seen: &state.seen, report: &report)
+            return
+        }
+        guard state.innerManifest == nil,
+              let found = try TailManifest.manifest(of: inParts, name: name, cancellation: cancellation) else { return }
+        let foundIndex = found.index()
+        var foundSeen = [Bool](repeating: false, count: found.entries.count)
+        for (path, read) in state.digests {
+            if let position = foundIndex.position(of: path.bytes[...]) { foundSeen[position] = true }
+            compare(read.header, sha: read.sha256, with: foundIndex[path], insideOnly: true, report: &report)
+        }
+        state.digests = [:]
+        try checkAround(frame, of: inParts, name: name, index: foundIndex, seen: &foundSeen, report: &report)
+        state.recovered = (found, foundIndex, foundSeen)
+    }
+
+    /// Judges what was read against the manifest beside the archive: every entry it stores
+    /// must have been seen, and the copy inside must be the same manifest.
+    private func judge(_ state: ArchiveReadState, against expected: Manifest, index: ManifestIndex,
+                       beside: ManifestFingerprint?, name: String, report: inout VerifyReport) {
+        let entries = expected.entries
+        report.filesInEarlierArchives = Int64(entries.indices.count {
+            entries.storedIn(at: $0) != nil && entries.type(at: $0) == .file
+        })
+        // An earlier duplicate of a path counts as seen when its path was.
+        let absent = entries.indices.filter {
+            entries.storedIn(at: $0) == nil && !(index.position(of: entries.path(at: $0)).map { state.seen[$0] } ?? false)
+        }.map { entries[$0] }
+        reportAbsent(absent, of: entries.indices.count(where: { entries.storedIn(at: $0) == nil }), report: &report)
+        if let inside = state.inside, let beside, !beside.matches(inside: inside) {
+            report.archiveProblems.append("the manifest inside \(name) differs from the one beside it")
+        } else if state.inside == nil && report.archiveProblems.isEmpty {
+            report.archiveProblems.append("\(name) has no manifest inside; it is truncated")
+        }
+    }
+
+    /// Judges a lone archive read to its own manifest: the digests kept are checked against it.
+    private func judge(_ state: ArchiveReadState, againstItsOwn manifest: Manifest, report: inout VerifyReport) {
+        report.id = manifest.summary.id
+        let inner = manifest.index()
+        for (path, found) in state.digests {
+            compare(found.header, sha: found.sha256, with: inner[path], insideOnly: true, report: &report)
+        }
+        report.filesInEarlierArchives = Int64(manifest.entries.filter { $0.storedIn != nil && $0.type == .file }.count)
+        let absent = manifest.entries.filter { $0.storedIn == nil && state.digests[PathKey($0.path)] == nil }
+        reportAbsent(absent, of: manifest.entries.count(where: { $0.storedIn == nil }), report: &report)
+    }
+
+    /// Judges an archive read without any manifest: damaged or truncated when it is a
+    /// Keepsake archive (or reading stopped), otherwise a plain tarball that cannot be verified.
+    private func judgeWithoutManifest(_ state: ArchiveReadState, name: String, report: inout VerifyReport) {
+        if let from = report.unreadableFrom {
             // No manifest was reached (Keepsake writes it last): what follows cannot be counted.
-            let manifest = sawMarker ? ", and the manifest at the end," : ""
-            report.archiveProblems.append(entriesSeen == 0 ? "unreadable from \(from): no entry could be checked"
+            let manifest = state.sawMarker ? ", and the manifest at the end," : ""
+            report.archiveProblems.append(state.entriesSeen == 0 ? "unreadable from \(from): no entry could be checked"
                 : "unreadable from \(from): the entries from there on\(manifest) could not be checked")
-        } else if sawMarker {
+        } else if state.sawMarker {
             if report.archiveProblems.isEmpty {
                 report.archiveProblems.append("\(name) is a Keepsake archive but ends before its manifest: it is truncated or damaged")
             }
         } else if report.archiveProblems.isEmpty {
             report.unverifiable = true
         }
-        if let manifest = innerManifest, let checksums, !ChecksumListCheck.matches(checksums, manifest: manifest) {
-            checksumsMatch = false
-        }
-        if checksumsMatch == false {
-            report.archiveProblems.append("the SHA256SUMS inside \(name) differs from its manifest")
-        }
-        report.problems.sort { $0.path < $1.path }
     }
 
     /// A file's content hashed (counted in `report`), or the content skipped; the SHA-256
