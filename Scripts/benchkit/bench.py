@@ -6,11 +6,16 @@ import shutil
 import statistics
 import subprocess
 import sys
-from .common import DROP_CACHES, Failed, MiB, ROOT, count_restored, describe_variant, drop_caches, have_command, human_bytes, install_packages, loadavg, log, run_measured, sync, why_no_cold
+
+from .common import (DROP_CACHES, Failed, MiB, ROOT, count_restored, describe_variant, drop_caches, have_command,
+    human_bytes, install_packages, loadavg, log, run_measured, sync, why_no_cold)
 from .datasets import Dataset, RealTree
-from .plan import COLD_PHASES, COLD_RUN_ORDER, ENCRYPTION_PHASES, ENCRYPTION_TARGETS, GOALS, PHASES, RUN_ORDER, S3_PHASES, S3_TARGETS, TREE_PHASES, is_keepsake
+from .plan import (COLD_PHASES, COLD_RUN_ORDER, ENCRYPTION_PHASES, ENCRYPTION_TARGETS, GOALS, PHASES, RUN_ORDER,
+    S3_PHASES, S3_TARGETS, TREE_PHASES, is_keepsake)
 from .seaweed import SeaweedFS, find_weed
-from .tools import Borg, Keepsake, KeepsakeAge, KeepsakePassphrase, KeepsakeS3, KeepsakeVariant, Restic, ResticPeer, ResticS3, TarGzip, TarPigz, TarZstd, ZstdRead
+from .tools import (Borg, Keepsake, KeepsakeAge, KeepsakePassphrase, KeepsakeS3, KeepsakeVariant, Restic, ResticPeer,
+    ResticS3, TarGzip, TarPigz, TarZstd, ZstdRead)
+
 
 class Bench:
     def __init__(self, args):

@@ -9,12 +9,11 @@ import shutil
 import stat
 import sys
 import time
+
 from .common import MiB, human_bytes, log
 
+
 GENERATOR_VERSION = 1  # bump when the dataset generator changes: cached datasets are then rebuilt
-# ----------------------------------------------------------------------------------------
-# Dataset
-# ----------------------------------------------------------------------------------------
 
 SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "ta", "vo", "shi", "dra", "pel", "quin", "zor", "tek",
              "bal", "cor", "fen", "gil", "hap", "jor", "lex", "mon", "nix", "orb", "pra", "sul",

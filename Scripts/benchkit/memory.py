@@ -7,13 +7,11 @@ import shutil
 import statistics
 import subprocess
 import sys
+
 from .bench import Bench
 from .common import Failed, GNU_TIME, ROOT, count_restored, human_bytes, loadavg, log, run_measured, sync
 from .datasets import MEMORY_FIND_PATTERN, MemorySet
 
-# ----------------------------------------------------------------------------------------
-# The memory section (--memory N): peak RSS of every command that reads a manifest
-# ----------------------------------------------------------------------------------------
 
 MEMORY_GOAL_KIB = 64 * 1024  # issue 16: every command under 64 MiB for 100,000 entries
 MEMORY_GOAL_ENTRIES = 100000

@@ -7,12 +7,10 @@ import json
 import os
 import re
 import sys
-from .report import markdown
-from .common import ROOT, human_bytes, log
 
-# ----------------------------------------------------------------------------------------
-# The performance page: docs/performance.md from the dated results
-# ----------------------------------------------------------------------------------------
+from .common import ROOT, human_bytes, log
+from .report import markdown
+
 
 DATED = re.compile(r"(\d{4}-\d{2}-\d{2})-([A-Za-z0-9._-]+)\.json")
 SECTION = re.compile(r"<!-- bench-results: (.+?) -->\n(.*?)<!-- bench-results: end -->\n", re.S)

@@ -3,8 +3,10 @@ beside the JSON, and what `--render-docs` puts into docs/performance.md."""
 
 import re
 import statistics
+
 from .common import DEBIAN_PACKAGES, human_bytes
 from .plan import PHASES, is_keepsake
+
 
 def markdown(doc, level=2):
     """The report as Markdown, from the JSON document alone (also for --render-docs, whose

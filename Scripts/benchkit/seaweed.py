@@ -17,11 +17,9 @@ import tempfile
 import time
 import urllib.parse
 import xml.etree.ElementTree as ElementTree
+
 from .common import Failed, ROOT
 
-# ----------------------------------------------------------------------------------------
-# SeaweedFS: one S3 server on loopback for the S3 rows
-# ----------------------------------------------------------------------------------------
 
 GRPC_OFFSET = 10000  # weed mini's admin worker dials the admin server at its HTTP port + 10000
 

@@ -6,11 +6,9 @@ import os
 import secrets
 import shutil
 import subprocess
+
 from .common import Failed, command_env, have_command, tree_size
 
-# ----------------------------------------------------------------------------------------
-# Tools
-# ----------------------------------------------------------------------------------------
 
 class Tool:
     """One row family: how a tool backs up, backs up again, restores and verifies."""
