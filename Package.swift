@@ -48,20 +48,23 @@ let package = Package(
         .target(name: "KeepsakeHTTP", dependencies: ["CCurl"]),
         // tar as Keepsake writes and reads it, and seekable zstd: entries, not backups.
         .target(name: "KeepsakeArchive", dependencies: ["CArchive", "CZstd", "KeepsakeSupport"]),
+        // What a backup is, as data: ids, names, summary, manifest, retention.
+        .target(name: "KeepsakeModel", dependencies: ["KeepsakeSupport", "KeepsakeJSON", "KeepsakeArchive"]),
         .target(
             name: "BackupCore",
             dependencies: ["CCrypto", "CPosix", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "KeepsakeHTTP",
-                           "KeepsakeAge", "KeepsakeArchive"]
+                           "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel"]
         ),
         // Configuration files (TOML, profiles): turns a profile into BackupCore's plain requests.
         .target(
             name: "KeepsakeConfig",
-            dependencies: ["BackupCore", "KeepsakeSupport", "KeepsakeAge", "KeepsakeArchive"]
+            dependencies: ["BackupCore", "KeepsakeSupport", "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel"]
         ),
         .target(name: "TerminalUI"),
         .target(
             name: "KeepsakeCLI",
-            dependencies: ["BackupCore", "KeepsakeConfig", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeAge", "KeepsakeArchive", "TerminalUI"]
+            dependencies: ["BackupCore", "KeepsakeConfig", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeAge", "KeepsakeArchive",
+                           "KeepsakeModel", "TerminalUI"]
         ),
         .executableTarget(
             name: "keepsake",
@@ -73,11 +76,12 @@ let package = Package(
         .target(name: "KeepsakeTestSupport", dependencies: ["BackupCore", "KeepsakeSupport", "TerminalUI"], path: "Tests/KeepsakeTestSupport",
                 exclude: ["Servers/fault_proxy.py"]),
         .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore", "CArchive", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "KeepsakeHTTP",
-                                                        "KeepsakeAge", "KeepsakeArchive", "KeepsakeTestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "KeepsakeConfigTests", dependencies: ["KeepsakeConfig", "KeepsakeAge", "KeepsakeTestSupport"]),
+                                                        "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel", "KeepsakeTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "KeepsakeConfigTests", dependencies: ["KeepsakeConfig", "KeepsakeAge", "KeepsakeModel", "KeepsakeTestSupport"]),
         .testTarget(name: "TerminalUITests", dependencies: ["TerminalUI", "KeepsakeTestSupport"]),
         // Screens/: the help screens the tests compare with, recorded as files.
-        .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "KeepsakeConfig", "KeepsakeSupport", "TerminalUI", "KeepsakeTestSupport"],
+        .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "KeepsakeConfig", "KeepsakeModel", "KeepsakeSupport", "TerminalUI",
+                                                         "KeepsakeTestSupport"],
                     exclude: ["Screens"]),
         .testTarget(name: "EndToEndTests", dependencies: ["keepsake", "KeepsakeSupport", "KeepsakeTestSupport"]),
     ],

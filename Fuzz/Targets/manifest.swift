@@ -1,6 +1,6 @@
 // libFuzzer target: the manifest parser (JSON Lines: a summary line, then one entry per line).
 // Any input must end in a Manifest or a thrown error; never a crash, hang or leak.
-import BackupCore
+import KeepsakeModel
 import KeepsakeSupport
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -15,6 +15,7 @@
 import Foundation
 import Glibc
 import KeepsakeJSON
+import KeepsakeModel
 import KeepsakeSupport
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -12,6 +12,7 @@
 //   - the index finds every entry by its path and counts each path once.
 @testable import BackupCore
 import Glibc
+import KeepsakeModel
 import KeepsakeSupport
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,5 +1,6 @@
 import Foundation
 @testable import KeepsakeArchive
+@testable import KeepsakeModel
 import KeepsakeSupport
 import XCTest
 

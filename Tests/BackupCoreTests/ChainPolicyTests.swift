@@ -1,4 +1,5 @@
 import Foundation
+@testable import KeepsakeModel
 import KeepsakeSupport
 import XCTest
 

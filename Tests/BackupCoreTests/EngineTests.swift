@@ -1,6 +1,7 @@
 import CPosix
 import Foundation
 @testable import KeepsakeArchive
+@testable import KeepsakeModel
 import KeepsakeSupport
 import XCTest
 

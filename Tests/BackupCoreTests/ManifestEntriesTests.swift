@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeJSON
+@testable import KeepsakeModel
 import KeepsakeSupport
 import XCTest
 

@@ -1,6 +1,7 @@
 import Foundation
 @testable import KeepsakeArchive
 import KeepsakeJSON
+@testable import KeepsakeModel
 import KeepsakeSupport
 import XCTest
 

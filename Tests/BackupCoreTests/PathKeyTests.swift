@@ -1,3 +1,4 @@
+@testable import KeepsakeModel
 import XCTest
 @testable import BackupCore
 

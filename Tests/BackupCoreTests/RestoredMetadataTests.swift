@@ -1,6 +1,7 @@
 @testable import BackupCore
 import Foundation
 @testable import KeepsakeArchive
+@testable import KeepsakeModel
 import XCTest
 
 /// What a restore gives an entry, and that it is given through a descriptor of what the

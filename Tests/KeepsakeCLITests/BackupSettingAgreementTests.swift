@@ -2,6 +2,7 @@ import BackupCore
 import Foundation
 @testable import KeepsakeCLI
 import KeepsakeConfig
+import KeepsakeModel
 import XCTest
 
 /// `keepsake backup`'s and `prune`'s options and a profile's keys obey one set of rules

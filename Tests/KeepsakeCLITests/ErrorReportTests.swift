@@ -3,6 +3,7 @@ import Foundation
 import KeepsakeConfig
 
 @testable import KeepsakeCLI
+import KeepsakeModel
 @testable import TerminalUI
 import XCTest
 import KeepsakeSupport

@@ -1,6 +1,7 @@
 import BackupCore
 @testable import KeepsakeCLI
 import Foundation
+import KeepsakeModel
 import XCTest
 
 /// The numbers `backup`, `list`, `verify` and `run` show: the compression ratio (one

@@ -2,6 +2,7 @@ import BackupCore
 import Foundation
 import KeepsakeAge
 import KeepsakeConfig
+import KeepsakeModel
 import KeepsakeTestSupport
 import XCTest
 

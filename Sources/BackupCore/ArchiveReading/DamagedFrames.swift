@@ -1,4 +1,5 @@
 import KeepsakeArchive
+import KeepsakeModel
 import KeepsakeSupport
 
 /// The frames of a seekable zstd archive found damaged, so that a reader can go on past

@@ -1,4 +1,5 @@
 import KeepsakeArchive
+import KeepsakeModel
 import KeepsakeSupport
 
 /// The manifest a Keepsake archive carries as its last entry, found from the archive's end:

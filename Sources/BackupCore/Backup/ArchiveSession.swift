@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeArchive
+import KeepsakeModel
 import KeepsakeSupport
 
 /// Writes one backup's archive: every scanned item becomes a tar entry and a manifest line,

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeModel
 
 /// What a backup holds, counted by kind of entry (further names of a hard-linked file
 /// apart), with the bytes of its files: what the summary and the progress report show.

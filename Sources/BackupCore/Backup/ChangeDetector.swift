@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeHashing
+import KeepsakeModel
 import KeepsakeSupport
 
 /// Tells whether a scanned file is the one the parent backup already holds, so that an

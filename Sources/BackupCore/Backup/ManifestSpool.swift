@@ -1,6 +1,7 @@
 import Foundation
 import KeepsakeArchive
 import KeepsakeJSON
+import KeepsakeModel
 
 /// The two lists an archive ends with, gathered while its entries are written: the
 /// manifest's entry lines and the `sha256sum -c` lines of SHA256SUMS. Both are spooled to

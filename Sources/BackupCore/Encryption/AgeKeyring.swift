@@ -1,5 +1,6 @@
 import KeepsakeAge
 import KeepsakeArchive
+import KeepsakeModel
 import KeepsakeSupport
 
 /// The keys a command may open encrypted backups with: identities from key files, and a

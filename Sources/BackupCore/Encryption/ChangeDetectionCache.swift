@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeHashing
+import KeepsakeModel
 
 /// What a backup host keeps of its own encrypted backups so the next one can be
 /// incremental: with public-key encryption it cannot read their manifests back from the

@@ -1,5 +1,6 @@
 import KeepsakeAge
 import KeepsakeArchive
+import KeepsakeModel
 import KeepsakeSupport
 
 /// A destination seen through a keyring: encrypted objects (`….age` in a destination; any

@@ -1,4 +1,5 @@
 import KeepsakeArchive
+import KeepsakeModel
 
 /// What `Verifier` gathered while reading one archive front to back: the entries it saw, the
 /// archive's own entries (marker, checksum list, manifest) and where reading was. It is then

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeModel
 import KeepsakeSupport
 
 /// The backups in a destination, read from the manifests beside the archives (never

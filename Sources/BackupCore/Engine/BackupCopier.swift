@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeModel
 import KeepsakeSupport
 
 /// Copies backups from one destination to another (a local folder to a bucket for a 3-2-1

@@ -2,6 +2,7 @@ import Foundation
 import KeepsakeAge
 import KeepsakeArchive
 import KeepsakeHashing
+import KeepsakeModel
 import KeepsakeSupport
 
 /// Makes backups: scans the sources, writes the compressed archive with its manifest

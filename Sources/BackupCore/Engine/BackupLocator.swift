@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeModel
 
 /// Turns a `BackupReference` into a `LocatedBackup`: an id, a unique prefix or `latest` is
 /// looked up in the destination; an archive file is read through the read-only folder that

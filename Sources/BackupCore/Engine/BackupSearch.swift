@@ -1,4 +1,5 @@
 import KeepsakeArchive
+import KeepsakeModel
 import KeepsakeSupport
 
 /// Which backups hold paths matching a pattern: the core of `keepsake find`.

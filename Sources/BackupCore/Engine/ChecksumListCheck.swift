@@ -1,3 +1,5 @@
+import KeepsakeModel
+
 /// Checks an archive's SHA256SUMS list against its manifest as the list is read, a line at
 /// a time: it must name, in manifest order, every file and hard link whose content the
 /// archive holds, with the manifest's SHA-256 for each, and nothing else. Keepsake writes

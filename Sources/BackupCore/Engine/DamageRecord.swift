@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeJSON
+import KeepsakeModel
 import KeepsakeSupport
 
 /// A note in the destination that a backup was found damaged, so that the next backup of

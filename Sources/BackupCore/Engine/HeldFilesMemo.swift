@@ -1,3 +1,5 @@
+import KeepsakeModel
+
 /// What the archives of backups verified in this run hold: for each backup, the SHA-256 of
 /// every file stored in its own archive (the last line of a path wins, as in a restore).
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeArchive
+import KeepsakeModel
 import KeepsakeSupport
 
 /// One backup found by `BackupLocator`: the storage it is in (a destination, or the

@@ -2,6 +2,7 @@ import CPosix
 import Foundation
 import KeepsakeArchive
 import KeepsakeHashing
+import KeepsakeModel
 import KeepsakeSupport
 
 /// The comparisons restore and verify share: an archive entry against its manifest line.

@@ -1,4 +1,5 @@
 import KeepsakeArchive
+import KeepsakeModel
 import KeepsakeSupport
 
 /// What changed between two backups, path by path: the core of `keepsake diff`.

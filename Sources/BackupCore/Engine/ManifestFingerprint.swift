@@ -1,4 +1,5 @@
 import KeepsakeHashing
+import KeepsakeModel
 
 /// What `verify` keeps of a manifest to compare another copy of it with, without holding
 /// either copy's bytes (25 MB each for 60,000 files): its summary line, and the length and

@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeArchive
+import KeepsakeModel
 import KeepsakeSupport
 
 /// Rebuilds the manifest beside an archive from the archive's own copy (its last entry),

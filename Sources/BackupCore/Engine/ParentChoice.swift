@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeModel
 import KeepsakeSupport
 
 /// Which backup a new one builds on: the newest backup of the same sources on this host, when

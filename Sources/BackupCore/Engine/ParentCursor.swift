@@ -1,3 +1,4 @@
+import KeepsakeModel
 import KeepsakeSupport
 
 /// What an incremental backup needs of its parent: each scanned file's entry in the

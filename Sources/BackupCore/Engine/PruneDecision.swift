@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeModel
 
 /// Whether prune keeps one backup, and why.
 public struct PruneDecision: Sendable, Equatable {

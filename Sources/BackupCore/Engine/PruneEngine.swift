@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeModel
 import KeepsakeSupport
 
 /// Removes the backups a ``RetentionPolicy`` does not keep, with the rules of restic's

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeModel
 import KeepsakeSupport
 
 /// What `keepsake prune` (or the prune step of `keepsake run`) is asked to do.

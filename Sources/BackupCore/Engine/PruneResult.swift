@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeModel
 
 /// What a prune run decided and did.
 public struct PruneResult: Sendable {

@@ -1,3 +1,5 @@
+import KeepsakeModel
+
 /// What repairing one backup's manifest did.
 public struct RepairOutcome: Sendable, Equatable {
     /// How it ended.

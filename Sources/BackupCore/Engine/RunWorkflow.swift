@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeModel
 import KeepsakeSupport
 
 /// The steps of `keepsake run` between its hooks: back up, prune with the retention policy

@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeArchive
+import KeepsakeModel
 import KeepsakeSupport
 
 /// What verifying one backup (or one archive file) found.

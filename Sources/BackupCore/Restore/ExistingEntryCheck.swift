@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeArchive
+import KeepsakeModel
 import KeepsakeSupport
 
 /// Compares an entry already in the target, which the overwrite policy keeps, with what the

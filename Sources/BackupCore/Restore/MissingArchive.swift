@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeModel
 
 /// An earlier archive an incremental backup relies on that a restore could not find: the
 /// files whose content it holds were not restored.

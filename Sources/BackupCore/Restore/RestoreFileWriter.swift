@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import KeepsakeArchive
 import KeepsakeHashing
+import KeepsakeModel
 import KeepsakeSupport
 import Synchronization
 

@@ -1,6 +1,7 @@
 import CPosix
 import Foundation
 import KeepsakeArchive
+import KeepsakeModel
 import KeepsakeSupport
 
 /// Applies an entry's recorded owner, mode, extended attributes and time to what a restore

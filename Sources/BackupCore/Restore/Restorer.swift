@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeModel
 import KeepsakeSupport
 
 /// Restores all or part of an archive into a target folder. Every file gets its name only

@@ -1,3 +1,5 @@
+import KeepsakeModel
+
 /// Which entries of a backup's manifest an archive was seen to hold, so that what it lacks
 /// can be named afterwards. With the manifest known before reading, a byte per manifest
 /// position (no path is kept). A lone archive's manifest is its last entry: until it is

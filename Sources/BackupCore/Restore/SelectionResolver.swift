@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeModel
 import KeepsakeSupport
 
 /// Turns the paths given to `restore` into the archive paths they mean. A path may be given

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeModel
 
 /// Paths given to restore that name nothing in the backup, not even read as a name, a
 /// relative path or the original path (`SelectionResolver`): the error says which, with the

@@ -1,3 +1,4 @@
+import KeepsakeModel
 import KeepsakeSupport
 
 /// Checks that a backup comes from the host holding a signing key, before anything of it is

@@ -1,3 +1,5 @@
+import KeepsakeModel
+
 /// What a backup's signature vouches for, as the exact text that is signed: the backup's
 /// name, then each of its objects with its size and the SHA-256 of its stored bytes
 /// (ciphertext for an encrypted backup, so anyone can check it without a key):

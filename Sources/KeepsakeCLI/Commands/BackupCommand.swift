@@ -1,6 +1,7 @@
 import BackupCore
 import Foundation
 import KeepsakeArchive
+import KeepsakeModel
 import KeepsakeSupport
 import TerminalUI
 

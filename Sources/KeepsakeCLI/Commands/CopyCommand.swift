@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import KeepsakeModel
 import KeepsakeSupport
 import TerminalUI
 

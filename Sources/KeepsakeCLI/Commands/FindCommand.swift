@@ -1,6 +1,7 @@
 import BackupCore
 import Foundation
 import KeepsakeJSON
+import KeepsakeModel
 import KeepsakeSupport
 import TerminalUI
 

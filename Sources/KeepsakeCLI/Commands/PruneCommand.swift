@@ -2,6 +2,7 @@ import BackupCore
 import Foundation
 import KeepsakeConfig
 import KeepsakeJSON
+import KeepsakeModel
 import KeepsakeSupport
 import TerminalUI
 

@@ -1,6 +1,7 @@
 import BackupCore
 import Foundation
 import KeepsakeJSON
+import KeepsakeModel
 import TerminalUI
 
 /// `keepsake repair`: rebuilds lost or damaged manifests from the archives' own copies.

@@ -1,4 +1,5 @@
 import BackupCore
+import KeepsakeModel
 
 /// The compression ratio `backup` and `list` show: the content a backup's own archive
 /// holds (every file for a full backup; only the new or changed files for an incremental)

@@ -2,6 +2,7 @@ import BackupCore
 import Foundation
 import KeepsakeAge
 import KeepsakeArchive
+import KeepsakeModel
 import KeepsakeSupport
 
 /// Turns the parsed table of a configuration file into profiles, collecting every problem with

@@ -2,6 +2,7 @@ import BackupCore
 import Foundation
 import KeepsakeAge
 import KeepsakeArchive
+import KeepsakeModel
 
 /// One named profile of the configuration file (`[profiles.home]`), validated: what to back
 /// up, where to, how, which backups to keep, and the commands to run around it.

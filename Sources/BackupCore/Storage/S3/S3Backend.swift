@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeModel
 import KeepsakeSupport
 
 /// A destination under a prefix of an S3-compatible bucket (`s3://BUCKET/PREFIX`): each

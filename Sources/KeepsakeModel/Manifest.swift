@@ -65,7 +65,7 @@ public struct Manifest: Sendable {
 
     /// One entry line: the fast decoder for the lines Keepsake writes, the general JSON
     /// parser for anything else.
-    static func parseEntryLine(_ line: UnsafeBufferPointer<UInt8>, lineNumber: Int) throws -> ManifestEntry {
+    package static func parseEntryLine(_ line: UnsafeBufferPointer<UInt8>, lineNumber: Int) throws -> ManifestEntry {
         if let entry = try ManifestLineDecoder.decode(line, lineNumber: lineNumber) { return entry }
         let value: JSONValue
         do {

@@ -5,11 +5,11 @@ import KeepsakeSupport
 /// each entry to a visitor and keeps none): the manifest's text is never held whole
 /// (100,000 entries are about 33 MB of JSON lines). Throws `ManifestError` naming the line
 /// and the problem.
-struct ManifestParser {
+package struct ManifestParser {
     // MARK: Settings
 
     /// What to do with each entry kept: nil stores it.
-    typealias Visitor = (ManifestEntry) throws -> Void
+    package typealias Visitor = (ManifestEntry) throws -> Void
 
     private let keeping: Manifest.EntryFilter?
     private let visit: Visitor?
@@ -108,8 +108,8 @@ struct ManifestParser {
 
     /// Reads `source` to its end, parsing as it goes; `name` says in messages what is read.
     /// `observing` sees every byte, in order.
-    static func read(_ source: ByteSource, name: String, keeping: Manifest.EntryFilter?,
-                     observing: ((UnsafeRawBufferPointer) -> Void)? = nil, visit: Visitor? = nil) throws -> Manifest {
+    package static func read(_ source: ByteSource, name: String, keeping: Manifest.EntryFilter?,
+                             observing: ((UnsafeRawBufferPointer) -> Void)? = nil, visit: Visitor? = nil) throws -> Manifest {
         var parser = ManifestParser(keeping: keeping, limitedName: name, visit: visit)
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
         while true {

@@ -8,10 +8,10 @@ import KeepsakeArchive
 /// reader never compares the trailer's CRC), so a flipped bit can change a mode or a time
 /// in one of the two copies and still parse. When they disagree, nothing tells which one is
 /// right: the entry is damaged.
-struct RecordedAttributes: Sendable, Equatable {
+package struct RecordedAttributes: Sendable, Equatable {
     // MARK: Fields
 
-    let type: EntryType
+    package let type: EntryType
     let permissions: UInt32
     let uid: UInt32
     let gid: UInt32
@@ -23,7 +23,7 @@ struct RecordedAttributes: Sendable, Equatable {
 
     // MARK: Making
 
-    init(_ header: ArchiveEntryHeader) {
+    package init(_ header: ArchiveEntryHeader) {
         type = header.type
         permissions = header.permissions
         uid = header.uid
@@ -35,7 +35,7 @@ struct RecordedAttributes: Sendable, Equatable {
         linkTarget = header.type == .symlink ? header.linkTarget : nil
     }
 
-    init(_ entry: ManifestEntry) {
+    package init(_ entry: ManifestEntry) {
         type = entry.type
         permissions = entry.mode
         uid = entry.uid
@@ -50,7 +50,7 @@ struct RecordedAttributes: Sendable, Equatable {
 
     /// What differs from `other`, in words ("mode, modified time"); nil when they agree.
     /// A name missing on one side is not a difference (the ids still are compared).
-    func differences(from other: RecordedAttributes) -> String? {
+    package func differences(from other: RecordedAttributes) -> String? {
         var names: [String] = []
         if type != other.type { names.append("type") }
         if permissions != other.permissions { names.append("mode") }
@@ -63,7 +63,7 @@ struct RecordedAttributes: Sendable, Equatable {
     }
 
     /// The reason given for an entry whose header and manifest line disagree.
-    static func disagreement(_ differences: String) -> String {
+    package static func disagreement(_ differences: String) -> String {
         "its tar header and the archive's manifest disagree (\(differences)): one of them is damaged"
     }
 }
