@@ -50,21 +50,25 @@ let package = Package(
         .target(name: "KeepsakeArchive", dependencies: ["CArchive", "CZstd", "KeepsakeSupport"]),
         // What a backup is, as data: ids, names, summary, manifest, retention.
         .target(name: "KeepsakeModel", dependencies: ["KeepsakeSupport", "KeepsakeJSON", "KeepsakeArchive"]),
+        // Where backups live: the store protocol, the lock, a local folder, a lone archive's
+        // folder, S3 and rclone.
+        .target(name: "KeepsakeStorage", dependencies: ["CPosix", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing",
+                                                        "KeepsakeHTTP", "KeepsakeModel"]),
         .target(
             name: "BackupCore",
             dependencies: ["CCrypto", "CPosix", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "KeepsakeHTTP",
-                           "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel"]
+                           "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel", "KeepsakeStorage"]
         ),
         // Configuration files (TOML, profiles): turns a profile into BackupCore's plain requests.
         .target(
             name: "KeepsakeConfig",
-            dependencies: ["BackupCore", "KeepsakeSupport", "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel"]
+            dependencies: ["BackupCore", "KeepsakeSupport", "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel", "KeepsakeStorage"]
         ),
         .target(name: "TerminalUI"),
         .target(
             name: "KeepsakeCLI",
             dependencies: ["BackupCore", "KeepsakeConfig", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeAge", "KeepsakeArchive",
-                           "KeepsakeModel", "TerminalUI"]
+                           "KeepsakeModel", "KeepsakeStorage", "TerminalUI"]
         ),
         .executableTarget(
             name: "keepsake",
@@ -76,8 +80,10 @@ let package = Package(
         .target(name: "KeepsakeTestSupport", dependencies: ["BackupCore", "KeepsakeSupport", "TerminalUI"], path: "Tests/KeepsakeTestSupport",
                 exclude: ["Servers/fault_proxy.py"]),
         .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore", "CArchive", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "KeepsakeHTTP",
-                                                        "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel", "KeepsakeTestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "KeepsakeConfigTests", dependencies: ["KeepsakeConfig", "KeepsakeAge", "KeepsakeModel", "KeepsakeTestSupport"]),
+                                                        "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel", "KeepsakeStorage", "KeepsakeTestSupport"],
+                    exclude: ["Fixtures"]),
+        .testTarget(name: "KeepsakeConfigTests", dependencies: ["KeepsakeConfig", "KeepsakeAge", "KeepsakeModel", "KeepsakeStorage",
+                                                            "KeepsakeTestSupport"]),
         .testTarget(name: "TerminalUITests", dependencies: ["TerminalUI", "KeepsakeTestSupport"]),
         // Screens/: the help screens the tests compare with, recorded as files.
         .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "KeepsakeConfig", "KeepsakeModel", "KeepsakeSupport", "TerminalUI",

@@ -16,6 +16,7 @@ import Foundation
 import Glibc
 import KeepsakeJSON
 import KeepsakeModel
+@testable import KeepsakeStorage
 import KeepsakeSupport
 
 @_cdecl("LLVMFuzzerTestOneInput")

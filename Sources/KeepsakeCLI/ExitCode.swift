@@ -1,5 +1,6 @@
 import BackupCore
 import KeepsakeArchive
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// The documented exit codes; scripts and cron rely on them.

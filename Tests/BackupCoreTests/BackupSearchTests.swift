@@ -1,6 +1,7 @@
 import Foundation
 @testable import KeepsakeArchive
 @testable import KeepsakeModel
+@testable import KeepsakeStorage
 import KeepsakeSupport
 import XCTest
 

@@ -1,4 +1,5 @@
 @testable import BackupCore
+@testable import KeepsakeStorage
 import XCTest
 
 /// What `--dest` may say, and that nothing URL-like is ever taken for a local folder.

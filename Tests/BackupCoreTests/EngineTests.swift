@@ -2,6 +2,7 @@ import CPosix
 import Foundation
 @testable import KeepsakeArchive
 @testable import KeepsakeModel
+@testable import KeepsakeStorage
 import KeepsakeSupport
 import XCTest
 

@@ -1,5 +1,6 @@
 import Foundation
 @testable import KeepsakeArchive
+@testable import KeepsakeStorage
 import KeepsakeSupport
 import XCTest
 

@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeJSON
+@testable import KeepsakeStorage
 import KeepsakeSupport
 import XCTest
 

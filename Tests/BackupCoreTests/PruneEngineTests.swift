@@ -1,6 +1,7 @@
 import Foundation
 import KeepsakeJSON
 @testable import KeepsakeModel
+@testable import KeepsakeStorage
 import KeepsakeSupport
 import XCTest
 

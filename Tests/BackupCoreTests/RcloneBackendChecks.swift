@@ -1,6 +1,7 @@
 import Foundation
 import KeepsakeHashing
 import KeepsakeJSON
+@testable import KeepsakeStorage
 import KeepsakeSupport
 import XCTest
 

@@ -1,4 +1,5 @@
 import Foundation
+@testable import KeepsakeStorage
 import KeepsakeSupport
 import XCTest
 

@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeHashing
+@testable import KeepsakeStorage
 import KeepsakeSupport
 import XCTest
 

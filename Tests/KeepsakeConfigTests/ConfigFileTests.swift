@@ -3,6 +3,7 @@ import Foundation
 import KeepsakeAge
 import KeepsakeConfig
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeTestSupport
 import XCTest
 

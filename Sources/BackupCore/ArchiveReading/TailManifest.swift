@@ -1,5 +1,6 @@
 import KeepsakeArchive
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// The manifest a Keepsake archive carries as its last entry, found from the archive's end:

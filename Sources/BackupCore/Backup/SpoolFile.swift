@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// An anonymous temporary file (unlinked as soon as it is opened, so a crash leaves

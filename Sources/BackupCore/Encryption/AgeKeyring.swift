@@ -1,6 +1,7 @@
 import KeepsakeAge
 import KeepsakeArchive
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// The keys a command may open encrypted backups with: identities from key files, and a

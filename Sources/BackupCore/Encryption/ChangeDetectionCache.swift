@@ -1,6 +1,7 @@
 import Foundation
 import KeepsakeHashing
 import KeepsakeModel
+import KeepsakeStorage
 
 /// What a backup host keeps of its own encrypted backups so the next one can be
 /// incremental: with public-key encryption it cannot read their manifests back from the

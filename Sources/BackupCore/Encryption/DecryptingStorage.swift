@@ -1,6 +1,7 @@
 import KeepsakeAge
 import KeepsakeArchive
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// A destination seen through a keyring: encrypted objects (`….age` in a destination; any

@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// The backups in a destination, read from the manifests beside the archives (never

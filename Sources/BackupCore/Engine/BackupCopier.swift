@@ -1,5 +1,7 @@
 import Foundation
+import KeepsakeHashing
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// Copies backups from one destination to another (a local folder to a bucket for a 3-2-1
@@ -176,7 +178,7 @@ public final class BackupCopier {
             throw EngineError.manifestUnreadable(name: item.manifestName, reason: item.problem ?? "it does not name its archive")
         }
         if let size = present[facts.name] {
-            guard size == facts.size, try HashingSource.digest(of: facts.name, in: destination, cancellation: cancellation) == facts.sha256 else {
+            guard size == facts.size, try destination.sha256(of: facts.name, cancellation: cancellation) == facts.sha256 else {
                 throw CopyError.occupied(backup: item.id, name: facts.name, destination: destination.location)
             }
         } else {

@@ -3,6 +3,7 @@ import KeepsakeAge
 import KeepsakeArchive
 import KeepsakeHashing
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// Makes backups: scans the sources, writes the compressed archive with its manifest

@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeModel
+import KeepsakeStorage
 
 /// Turns a `BackupReference` into a `LocatedBackup`: an id, a unique prefix or `latest` is
 /// looked up in the destination; an archive file is read through the read-only folder that

@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeArchive
+import KeepsakeStorage
 
 /// What a `BACKUP` argument of `restore`, `list`, `verify` and `diff` names: a backup in
 /// the destination, or an archive file. `BackupLocator` turns it into a `LocatedBackup`.

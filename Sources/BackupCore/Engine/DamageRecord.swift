@@ -1,6 +1,7 @@
 import Foundation
 import KeepsakeJSON
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// A note in the destination that a backup was found damaged, so that the next backup of

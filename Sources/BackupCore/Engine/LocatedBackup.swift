@@ -1,6 +1,7 @@
 import Foundation
 import KeepsakeArchive
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// One backup found by `BackupLocator`: the storage it is in (a destination, or the

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// How the engine takes a destination's lock and tells about it: storage only holds the lock

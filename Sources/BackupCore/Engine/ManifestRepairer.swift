@@ -1,6 +1,8 @@
 import Foundation
 import KeepsakeArchive
+import KeepsakeHashing
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// Rebuilds the manifest beside an archive from the archive's own copy (its last entry),

@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// Which backup a new one builds on: the newest backup of the same sources on this host, when

@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// Removes the backups a ``RetentionPolicy`` does not keep, with the rules of restic's

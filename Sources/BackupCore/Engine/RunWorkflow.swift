@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// The steps of `keepsake run` between its hooks: back up, prune with the retention policy

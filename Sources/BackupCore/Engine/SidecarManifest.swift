@@ -1,6 +1,7 @@
 import Foundation
 import KeepsakeArchive
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// The manifest copy beside an archive in a destination: the same JSON lines as the

@@ -1,6 +1,8 @@
 import Foundation
 import KeepsakeArchive
+import KeepsakeHashing
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// What verifying one backup (or one archive file) found.

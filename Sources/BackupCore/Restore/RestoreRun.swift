@@ -2,6 +2,7 @@ import CPosix
 import Foundation
 import KeepsakeArchive
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// One restore, from start to end: reads the restored backup's own archive, then each

@@ -1,4 +1,5 @@
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// Checks that a backup comes from the host holding a signing key, before anything of it is
@@ -80,7 +81,7 @@ public struct SignatureCheck: Sendable {
                                            reason: "it is \(size) bytes; the signature says \(object.size)")
             }
             guard hashing else { continue }
-            guard try HashingSource.digest(of: object.name, in: stored, cancellation: cancellation) == object.sha256 else {
+            guard try stored.sha256(of: object.name, cancellation: cancellation) == object.sha256 else {
                 throw SigningError.altered(backup: label, object: object.name, reason: "its SHA-256 is not the one signed")
             }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeStorage
 
 /// An Ed25519 public key that checks backups' signatures. Written `ed25519:` and the
 /// standard base64 of its 32 bytes (what `keepsake keygen --signing` prints), or as a PEM

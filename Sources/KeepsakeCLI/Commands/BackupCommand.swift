@@ -2,6 +2,7 @@ import BackupCore
 import Foundation
 import KeepsakeArchive
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeSupport
 import TerminalUI
 

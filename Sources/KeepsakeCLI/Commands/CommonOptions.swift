@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import KeepsakeStorage
 import TerminalUI
 
 /// Options every command accepts, and the ones several share.

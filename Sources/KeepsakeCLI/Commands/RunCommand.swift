@@ -2,6 +2,7 @@ import BackupCore
 import Foundation
 import KeepsakeConfig
 import KeepsakeJSON
+import KeepsakeStorage
 import TerminalUI
 
 /// `keepsake run PROFILE`: the one line a crontab needs. Runs the profile's before hook,

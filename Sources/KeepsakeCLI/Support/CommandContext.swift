@@ -2,6 +2,7 @@ import BackupCore
 import Foundation
 import KeepsakeJSON
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeSupport
 import TerminalUI
 

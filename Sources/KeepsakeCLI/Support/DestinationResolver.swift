@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// Where backups go: `--dest`, else `KEEPSAKE_DEST`, else

@@ -3,6 +3,7 @@ import Foundation
 import KeepsakeAge
 import KeepsakeArchive
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// Turns the parsed table of a configuration file into profiles, collecting every problem with

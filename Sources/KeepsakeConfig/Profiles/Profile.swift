@@ -3,6 +3,7 @@ import Foundation
 import KeepsakeAge
 import KeepsakeArchive
 import KeepsakeModel
+import KeepsakeStorage
 
 /// One named profile of the configuration file (`[profiles.home]`), validated: what to back
 /// up, where to, how, which backups to keep, and the commands to run around it.

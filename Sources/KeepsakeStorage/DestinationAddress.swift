@@ -51,7 +51,7 @@ public enum DestinationAddress: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The scheme of a text that starts like a URL or an rclone remote (`word:`), lowercased.
-    static func scheme(of text: String) -> String? {
+    package static func scheme(of text: String) -> String? {
         guard let colon = text.firstIndex(of: ":") else { return nil }
         let word = text[..<colon]
         // A letter, then letters, digits, '+', '.' or '-' (RFC 3986); `2026:…` is no scheme.

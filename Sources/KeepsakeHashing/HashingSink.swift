@@ -1,41 +1,40 @@
-import KeepsakeHashing
 import KeepsakeSupport
 
 /// Passes bytes on to another sink while hashing and counting them, so an archive's own
 /// SHA-256 comes free with writing it.
-final class HashingSink: ByteSink {
+package final class HashingSink: ByteSink {
     private let target: ByteSink
     private let hasher = SHA256Hasher()
     /// Bytes passed on so far.
-    private(set) var count: Int64 = 0
+    package private(set) var count: Int64 = 0
 
-    init(target: ByteSink) {
+    package init(target: ByteSink) {
         self.target = target
     }
 
-    func write(_ buffer: UnsafeRawBufferPointer) throws {
+    package func write(_ buffer: UnsafeRawBufferPointer) throws {
         hasher.update(buffer)
         count += Int64(buffer.count)
         try target.write(buffer)
     }
 
     /// The hex digest of everything written.
-    func finalizeHex() -> String { hasher.finalizeHex() }
+    package func finalizeHex() -> String { hasher.finalizeHex() }
 }
 
 /// Passes bytes read from another source through a hash, so verifying an archive's own
 /// SHA-256 costs no second read.
-final class HashingSource: ByteSource {
+package final class HashingSource: ByteSource {
     private let source: ByteSource
     private let hasher = SHA256Hasher()
     /// Bytes read so far.
-    private(set) var count: Int64 = 0
+    package private(set) var count: Int64 = 0
 
-    init(source: ByteSource) {
+    package init(source: ByteSource) {
         self.source = source
     }
 
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         let read = try source.read(into: buffer)
         if read > 0 {
             hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<read]))
@@ -46,21 +45,13 @@ final class HashingSource: ByteSource {
 
     /// Reads whatever the archive reader left unread, so the hash covers the whole object
     /// (checking `cancellation` between chunks when given).
-    func drain(cancellation: CancellationFlag? = nil) throws {
+    package func drain(cancellation: CancellationFlag? = nil) throws {
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
         while try chunk.withUnsafeMutableBytes({ try read(into: $0) }) > 0 { try cancellation?.check() }
     }
 
-    /// The SHA-256 (hex) of the object `name` in `storage` as stored, read front to back.
-    static func digest(of name: String, in storage: StorageBackend, cancellation: CancellationFlag) throws -> String {
-        let hashing = HashingSource(source: try storage.open(name))
-        defer { hashing.close() }
-        try hashing.drain(cancellation: cancellation)
-        return hashing.finalizeHex()
-    }
-
-    func close() { source.close() }
+    package func close() { source.close() }
 
     /// The hex digest of everything read.
-    func finalizeHex() -> String { hasher.finalizeHex() }
+    package func finalizeHex() -> String { hasher.finalizeHex() }
 }

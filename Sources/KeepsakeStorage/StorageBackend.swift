@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeHashing
 import KeepsakeSupport
 
 /// One stored object as a listing shows it.
@@ -97,5 +98,14 @@ extension StorageBackend {
         let source = try open(name)
         defer { source.close() }
         return try source.readAll(limit: limit)
+    }
+
+    /// The SHA-256 (hex) of the object `name` as stored, read front to back, checking
+    /// `cancellation` between chunks.
+    package func sha256(of name: String, cancellation: CancellationFlag) throws -> String {
+        let hashing = HashingSource(source: try open(name))
+        defer { hashing.close() }
+        try hashing.drain(cancellation: cancellation)
+        return hashing.finalizeHex()
     }
 }

@@ -1,3 +1,4 @@
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// Writes to a sink and, as far as it goes, to a second one: a failure of the mirror (a
