@@ -7,8 +7,8 @@ import statistics
 import subprocess
 import sys
 
-from .common import (DROP_CACHES, Failed, MiB, ROOT, count_restored, describe_variant, drop_caches, have_command,
-    human_bytes, install_packages, loadavg, log, run_measured, sync, why_no_cold)
+from .common import (DROP_CACHES, Failed, MiB, ROOT, count_restored, describe_variant, drop_caches, first_line,
+    have_command, human_bytes, install_packages, loadavg, log, run_measured, sync, why_no_cold)
 from .datasets import Dataset, RealTree
 from .plan import (COLD_PHASES, COLD_RUN_ORDER, ENCRYPTION_PHASES, ENCRYPTION_TARGETS, GOALS, PHASES, RUN_ORDER,
     S3_PHASES, S3_TARGETS, TREE_PHASES, is_keepsake)
@@ -414,12 +414,6 @@ class Bench:
         return platform.system()
 
     def versions(self):
-        def first_line(cmd):
-            try:
-                r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=20)
-                return r.stdout.strip().splitlines()[0] if r.stdout.strip() else None
-            except (OSError, subprocess.TimeoutExpired):
-                return None
         v = {"keepsake": first_line([self.keepsake, "--version"]), "tar": first_line(["tar", "--version"]),
              "zstd": first_line(["zstd", "--version"]), "gzip": first_line(["gzip", "--version"])}
         if self.tool("tar-pigz"):
@@ -553,6 +547,14 @@ class Bench:
                                   "numerator": name, "denominator": "tar-zstd", "key": "wall", "unit": "×"})
         return self.ratio_report(specs)
 
+    @staticmethod
+    def cpu_row(phase, tool, runs):
+        """A row of a section's CPU table: the medians of `runs` of `tool` in `phase`."""
+        return {"phase": phase, "tool": tool.name, "label": tool.label[phase],
+                "wall_seconds": statistics.median(r["wall"] for r in runs),
+                "cpu_seconds": statistics.median(r["cpu"] for r in runs),
+                "cpu_per_wall": statistics.median(r["cpu"] / r["wall"] for r in runs if r["wall"])}
+
     def s3_report(self):
         """The S3 rows against their targets, and CPU ÷ wall of each."""
         st = self.s3_state
@@ -602,11 +604,7 @@ class Bench:
                 if not rs:
                     continue
                 server = [r["server_cpu"] for r in rs if r.get("server_cpu") is not None]
-                cpu_rows.append({"phase": phase, "tool": name, "label": t.label[phase],
-                                 "wall_seconds": statistics.median(r["wall"] for r in rs),
-                                 "cpu_seconds": statistics.median(r["cpu"] for r in rs),
-                                 "cpu_per_wall": statistics.median(r["cpu"] / r["wall"] for r in rs if r["wall"]),
-                                 "server_cpu_seconds": statistics.median(server) if server else None})
+                cpu_rows.append(self.cpu_row(phase, t, rs) | {"server_cpu_seconds": statistics.median(server) if server else None})
         out["cpu_per_wall"] = cpu_rows
         return out
 
@@ -669,11 +667,7 @@ class Bench:
                 if not rs:
                     continue
                 stored = [r["stored"] for r in rs if r.get("stored") is not None]
-                cpu_rows.append({"phase": phase, "tool": name, "label": t.label[phase],
-                                 "wall_seconds": statistics.median(r["wall"] for r in rs),
-                                 "cpu_seconds": statistics.median(r["cpu"] for r in rs),
-                                 "cpu_per_wall": statistics.median(r["cpu"] / r["wall"] for r in rs if r["wall"]),
-                                 "peak_rss_kib": statistics.median(r["rss_kib"] for r in rs),
-                                 "stored_bytes": statistics.median(stored) if stored else None})
+                cpu_rows.append(self.cpu_row(phase, t, rs) | {"peak_rss_kib": statistics.median(r["rss_kib"] for r in rs),
+                                                              "stored_bytes": statistics.median(stored) if stored else None})
         out["cpu_per_wall"] = cpu_rows
         return out

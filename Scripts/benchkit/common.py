@@ -243,6 +243,16 @@ def run_measured(cmd, work, env=None, cwd=None, label="run"):
     return {"wall": wall, "user": user, "sys": sys_, "cpu": user + sys_, "rss_kib": rss}, stdout
 
 
+def first_line(cmd):
+    """The first line a command prints (stdout and stderr), for version strings; None when it
+    cannot run, prints nothing or takes longer than 20 s."""
+    try:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=20)
+        return r.stdout.strip().splitlines()[0] if r.stdout.strip() else None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
 def tree_size(path):
     if os.path.isfile(path):
         return os.path.getsize(path)

@@ -5,11 +5,10 @@ import os
 import shlex
 import shutil
 import statistics
-import subprocess
 import sys
 
 from .bench import Bench
-from .common import Failed, GNU_TIME, ROOT, count_restored, human_bytes, loadavg, log, run_measured, sync
+from .common import Failed, GNU_TIME, ROOT, count_restored, first_line, human_bytes, loadavg, log, run_measured, sync
 from .datasets import MEMORY_FIND_PATTERN, MemorySet
 
 
@@ -67,12 +66,6 @@ class MemoryBench(Bench):
         return {"time"}
 
     def versions(self):
-        def first_line(cmd):
-            try:
-                r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=20)
-                return r.stdout.strip().splitlines()[0] if r.stdout.strip() else None
-            except (OSError, subprocess.TimeoutExpired):
-                return None
         # Debian's GNU time calls itself "time (GNU Time) UNKNOWN": its package has the version.
         package = first_line(["dpkg-query", "-W", "-f", "${Version}", "time"]) if shutil.which("dpkg-query") else None
         gnu_time = (f"GNU time {package}" if package else first_line([GNU_TIME, "--version"])) if GNU_TIME else None
