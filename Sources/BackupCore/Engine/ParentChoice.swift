@@ -30,6 +30,22 @@ struct ParentChoice {
     private let request: BackupRequest
     private let storage: StorageBackend
     private weak var events: EngineEventSink?
+    /// The destination's objects, listed once for every step that asks (a bucket's listing
+    /// is a request per thousand objects), not at all when none does.
+    private let listing = ObjectListing()
+
+    /// The sizes of a destination's objects by name, listed on the first question (and
+    /// again after a listing that failed).
+    private final class ObjectListing {
+        private var sizes: [String: Int64]?
+
+        func sizes(of storage: StorageBackend) throws -> [String: Int64] {
+            if let sizes { return sizes }
+            let listed = Dictionary(try storage.list().map { ($0.name, $0.size) }, uniquingKeysWith: { first, _ in first })
+            sizes = listed
+            return listed
+        }
+    }
 
     /// The newest backup of the same sources on this host, and where its manifest is read
     /// from (the destination, or for encrypted backups this host's cache).
@@ -106,7 +122,7 @@ struct ParentChoice {
     private func cautionIfSigningWentMissing(_ items: [BackupCatalog.Item]) {
         guard request.signingKey == nil, let last = items.last(where: { $0.summary?.host == request.host }),
               let stem = BackupNaming.stem(of: last.manifestName),
-              (try? storage.list())?.contains(where: { $0.name == BackupNaming.signatureName(forStem: stem) }) == true else { return }
+              (try? listing.sizes(of: storage))?[BackupNaming.signatureName(forStem: stem)] != nil else { return }
         events?.handle(.caution("this backup is not signed, though the last backup of this host, \(last.id), is: "
             + "give --signing-key (or the profile's signing-key) as before"))
     }
@@ -182,7 +198,7 @@ struct ParentChoice {
     /// signature copied from another backup does not count; the objects themselves are not
     /// read again here, a restore checks them all).
     private func isSigned(_ item: BackupCatalog.Item, by key: SigningPublicKey) -> Bool {
-        guard let sizes = try? SignatureCheck.sizes(in: storage) else { return false }
+        guard let sizes = try? listing.sizes(of: storage) else { return false }
         return SignatureCheck(key: key).vouchesFor(item, in: storage, sizes: sizes)
     }
 
@@ -194,8 +210,7 @@ struct ParentChoice {
         let newest = candidate.item.id
         var needed = Set(candidate.summary.reliesOn ?? [])
         needed.insert(candidate.summary.id)
-        let objects = try storage.list()
-        let sizes = Dictionary(objects.map { ($0.name, $0.size) }, uniquingKeysWith: { first, _ in first })
+        let sizes = try listing.sizes(of: storage)
         let names = Set(sizes.keys)
         for id in needed.sorted() {
             let which = id == newest ? "backup \(id)" : "backup \(id), which \(newest) relies on,"
