@@ -1,4 +1,4 @@
-// KeepsakeStorage: where backups live. The store protocol (`StorageBackend`) and its objects,
+// KeepsakeStorage: where backups live. The store protocol (`WritableStorage`) and its objects,
 // errors and addresses; the destination lock and its owner record; the backends: a local
 // folder, the folder of a lone archive file (read only), S3-compatible object storage (its own
 // SigV4 signing and XML over KeepsakeHTTP) and rclone remotes (a child process per call). It

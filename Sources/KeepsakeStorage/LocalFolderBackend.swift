@@ -4,12 +4,13 @@ import KeepsakeJSON
 import KeepsakeSupport
 
 /// A destination that is a folder on a local (or mounted) file system.
-public final class LocalFolderBackend: StorageBackend {
+public final class LocalFolderBackend: WritableStorage {
     // MARK: State
 
     /// The folder's path.
     public let path: String
     public var location: String { path }
+    public var localFolder: String? { path }
     public let memo: ObjectMemo? = ObjectMemo()
 
     /// A backend for the folder at `path` (not created until `prepare()`).
@@ -17,7 +18,7 @@ public final class LocalFolderBackend: StorageBackend {
         self.path = path
     }
 
-    // MARK: StorageBackend
+    // MARK: WritableStorage
 
     public func prepare() throws {
         var info = stat()

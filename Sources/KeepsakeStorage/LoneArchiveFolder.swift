@@ -2,20 +2,21 @@ import Foundation
 import KeepsakeSupport
 
 /// The folder holding an archive file that was copied out of a destination (to a USB disk,
-/// a download folder): a read-only backend, so a lone archive is read through the same
-/// protocol as a destination. The manifest beside it, and the earlier archives an
+/// a download folder): a store that is only read, so a lone archive is read through the
+/// same protocol as a destination (and nothing can write beside it). The manifest beside it, and the earlier archives an
 /// incremental one relies on, are found by name in the same folder.
 ///
 /// Unlike a destination, the folder is the user's own: a name here is opened even through
 /// a symbolic link (`restore ~/latest.tar.zst` may well be one), and names are not held to
 /// Keepsake's naming.
-public final class LoneArchiveFolder: StorageBackend {
+public final class LoneArchiveFolder: ReadableStorage {
     // MARK: State
 
     /// The folder's path.
     public let path: String
     public var location: String { path }
-    public var isReadOnly: Bool { true }
+    /// Names here are the user's: an object's first bytes say what it is.
+    public var naming: ObjectNaming { .foreign }
 
     /// The folder at `path`.
     public init(path: String) {
@@ -29,8 +30,6 @@ public final class LoneArchiveFolder: StorageBackend {
     }
 
     // MARK: Reading
-
-    public func prepare() throws {}
 
     public func list() throws -> [StoredObject] {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else {
@@ -69,24 +68,4 @@ public final class LoneArchiveFolder: StorageBackend {
     private static func isUsableName(_ name: String) -> Bool {
         !name.isEmpty && name != "." && name != ".." && !name.contains("/") && !name.contains("\0")
     }
-
-    // MARK: Writing (refused)
-
-    public func create(_ name: String) throws -> PendingObject {
-        throw StorageError.readOnly(destination: path, operation: "store \(name)")
-    }
-
-    public func delete(_ name: String) throws {
-        throw StorageError.readOnly(destination: path, operation: "delete \(name)")
-    }
-
-    public func move(_ name: String, to newName: String) throws {
-        throw StorageError.readOnly(destination: path, operation: "rename \(name)")
-    }
-
-    public func acquireLock(_ owner: LockOwner) throws -> DestinationLock {
-        throw StorageError.readOnly(destination: path, operation: "take the lock")
-    }
-
-    public func removeLeftovers() throws -> [String] { [] }
 }

@@ -10,8 +10,6 @@ public enum StorageError: SourceFailure, Sendable, Equatable, CustomStringConver
     case io(name: String, operation: String, reason: String)
     /// The destination has no room left.
     case full(destination: String)
-    /// The destination only reads (a folder holding a lone archive): `operation` is not possible.
-    case readOnly(destination: String, operation: String)
 
     public var description: String {
         switch self {
@@ -19,8 +17,6 @@ public enum StorageError: SourceFailure, Sendable, Equatable, CustomStringConver
         case .notFound(let name, let destination): return "\(name) is not in \(destination)"
         case .io(let name, let operation, let reason): return "Cannot \(operation) \(name): \(reason)"
         case .full(let destination): return "No space left in \(destination); free some space or prune old backups"
-        case .readOnly(let destination, let operation):
-            return "Cannot \(operation) in \(destination): it holds an archive file to read, not a destination; give --dest"
         }
     }
 }

@@ -1,10 +1,11 @@
 import Foundation
+import KeepsakeAge
 @testable import KeepsakeModel
 @testable import KeepsakeStorage
 import XCTest
 @testable import BackupCore
 
-/// The folder holding a lone archive reads like any destination and refuses every write.
+/// The folder holding a lone archive reads like any destination and cannot be written.
 final class LoneArchiveFolderTests: KeepsakeTestCase {
     // MARK: Setup
 
@@ -33,7 +34,6 @@ final class LoneArchiveFolderTests: KeepsakeTestCase {
         try FileManager.default.createDirectory(atPath: root + "/folder", withIntermediateDirectories: false)
         XCTAssertEqual(symlink(root + "/host_20261129T023000Z-3f9a1c2e.tar.zst", root + "/latest.tar.zst"), 0)
         let folder = LoneArchiveFolder(path: root)
-        XCTAssertTrue(folder.isReadOnly)
         XCTAssertEqual(try folder.list().map(\.name),
                        [".hidden-copy.tar.zst", "host_20261129T023000Z-3f9a1c2e.tar.zst", "latest.tar.zst"],
                        "regular files, hidden ones and links to files included; no folders")
@@ -50,24 +50,46 @@ final class LoneArchiveFolderTests: KeepsakeTestCase {
         }
     }
 
-    func testEveryWriteIsRefusedAndNothingChanges() throws {
+    func testIsOnlyReadableAndItsNamesArePeoples() throws {
         try write("a.tar.zst", [1])
         let folder = LoneArchiveFolder(path: root)
-        let refusals: [(String, () throws -> Void)] = [
-            ("create", { _ = try folder.create("b.tar.zst") }),
-            ("delete", { try folder.delete("a.tar.zst") }),
-            ("move", { try folder.move("a.tar.zst", to: "c.tar.zst") }),
-            ("lock", { _ = try folder.acquireLock(.current(operation: "backup")) }),
-        ]
-        for (name, attempt) in refusals {
-            XCTAssertThrowsError(try attempt(), name) { error in
-                guard case .readOnly(let destination, _)? = error as? StorageError else { return XCTFail("\(name): \(error)") }
-                XCTAssertEqual(destination, root)
-                XCTAssertTrue("\(error)".contains("--dest"), "says what to do: \(error)")
-            }
-        }
-        XCTAssertEqual(try folder.removeLeftovers(), [])
+        // Nothing can store, delete or lock beside a lone archive: it has no such calls
+        // (`ReadableStorage` only), which the compiler holds every caller to.
+        XCTAssertFalse((folder as AnyObject) is any WritableStorage)
+        XCTAssertEqual(folder.naming, .foreign, "an object's first bytes say what it is, not its name")
+        XCTAssertNil(folder.localFolder, "never taken for a destination folder to leave out of a scan")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: root), ["a.tar.zst"])
+    }
+
+    func testAKeyringOpensAgeFilesByContentBesideALoneArchiveAndByNameInADestination() throws {
+        let identity = try AgeIdentity.generate()
+        let plaintext = AgeTestBytes.pattern(200_000)
+        let encrypted = try AgeTestBytes.encrypt(plaintext, .recipients([identity.recipient]))
+        // A person renamed the file: beside a lone archive its first bytes say it is age.
+        try write("renamed.tar.zst", encrypted)
+        try write("plain.tar.zst", plaintext)
+        let keyring = AgeKeyring(identities: [identity])
+        let lone = KeyedStorage(LoneArchiveFolder(path: root), keyring: keyring)
+        XCTAssertEqual(try lone.readObject("renamed.tar.zst"), plaintext)
+        XCTAssertEqual(try lone.readObject("plain.tar.zst"), plaintext)
+        XCTAssertEqual(try lone.stored.readObject("renamed.tar.zst"), encrypted, "`stored` is the bytes as stored")
+        let ranged = try lone.open("renamed.tar.zst")
+        defer { ranged.close() }
+        XCTAssertEqual(try ranged.bytes(at: 150_000, count: 10), Array(plaintext[150_000..<150_010]))
+
+        // In a destination, names are Keepsake's: only `.age` objects are decrypted (no read
+        // of every object's first bytes), so the same bytes under another name are as stored.
+        let destination = LocalFolderBackend(path: root + "/dest")
+        try destination.prepare()
+        try destination.writeObject("h_20261206T000000Z-00000001.tar.zst", bytes: encrypted)
+        try destination.writeObject("h_20261206T000000Z-00000001.tar.zst.age", bytes: encrypted)
+        let keyed = KeyedStorage(destination, keyring: keyring)
+        XCTAssertEqual(try keyed.readObject("h_20261206T000000Z-00000001.tar.zst"), encrypted)
+        XCTAssertEqual(try keyed.readObject("h_20261206T000000Z-00000001.tar.zst.age"), plaintext)
+        XCTAssertThrowsError(try KeyedStorage(destination, keyring: .empty).readObject("h_20261206T000000Z-00000001.tar.zst.age"),
+                             "without a key an encrypted object does not open") { error in
+            XCTAssertTrue(error is EncryptionError, "\(error)")
+        }
     }
 
     func testLocatorFindsTheManifestBesideTheArchiveAndEarlierArchivesByName() throws {

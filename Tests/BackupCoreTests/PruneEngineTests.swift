@@ -95,7 +95,7 @@ final class PruneEngineTests: KeepsakeTestCase {
     @discardableResult
     private func prune(_ policy: RetentionPolicy, dryRun: Bool = false, now: Date, events: EngineEventSink? = nil,
                        cancellation: CancellationFlag = CancellationFlag(),
-                       storage backend: StorageBackend? = nil, hosts: HostSelection = .all) throws -> PruneResult {
+                       storage backend: WritableStorage? = nil, hosts: HostSelection = .all) throws -> PruneResult {
         let engine = PruneEngine(storage: backend ?? storage, events: events, cancellation: cancellation)
         var request = PruneRequest(policy: policy, dryRun: dryRun, now: now, calendar: utc)
         // The backups here are made up, by hosts that are not this one.
@@ -565,13 +565,13 @@ final class PruneEngineTests: KeepsakeTestCase {
 
 /// A storage that records deletions and locks, and can fail every archive deletion (a crash
 /// between un-committing a backup and deleting its archive).
-private final class RecordingStorage: StorageBackend {
-    private let inner: StorageBackend
+private final class RecordingStorage: WritableStorage {
+    private let inner: WritableStorage
     private let failingArchiveDeletes: Bool
     private(set) var deleted: [String] = []
     private(set) var locks: [String] = []
 
-    init(_ inner: StorageBackend, failingArchiveDeletes: Bool = false) {
+    init(_ inner: WritableStorage, failingArchiveDeletes: Bool = false) {
         self.inner = inner
         self.failingArchiveDeletes = failingArchiveDeletes
     }

@@ -20,7 +20,7 @@ struct RcloneBackendChecks {
         return backend
     }
 
-    private func store(_ bytes: [UInt8], as name: String, in backend: StorageBackend) throws {
+    private func store(_ bytes: [UInt8], as name: String, in backend: WritableStorage) throws {
         let pending = try backend.create(name)
         try bytes.withUnsafeBytes { try pending.write($0) }
         try pending.commit()

@@ -108,13 +108,13 @@ struct RcloneTestRemote {
     }
 
     /// The remote path of `name` in `backend`'s destination.
-    func remotePath(_ name: String, in backend: StorageBackend) throws -> String {
+    func remotePath(_ name: String, in backend: WritableStorage) throws -> String {
         try XCTUnwrap(backend as? RcloneBackend).objectPath(name)
     }
 
     /// Every name in the destination's folder (files and folders), sorted; none when it does
     /// not exist.
-    func rawNames(of backend: StorageBackend) throws -> [String] {
+    func rawNames(of backend: WritableStorage) throws -> [String] {
         let rclone = try XCTUnwrap(backend as? RcloneBackend)
         let run = try self.rclone(["lsf", "--", try rclone.objectPath(nil)])
         if run.status == 3 { return [] }
@@ -125,17 +125,17 @@ struct RcloneTestRemote {
 
     /// Stores `bytes` as `name` straight through rclone, as another run (or a crash) would
     /// have left it.
-    func put(_ bytes: [UInt8], as name: String, in backend: StorageBackend) throws {
+    func put(_ bytes: [UInt8], as name: String, in backend: WritableStorage) throws {
         try rcloneSucceeding(["rcat", "--", try remotePath(name, in: backend)], input: bytes)
     }
 
     /// The bytes of `name`, read straight through rclone.
-    func contents(of name: String, in backend: StorageBackend) throws -> [UInt8] {
+    func contents(of name: String, in backend: WritableStorage) throws -> [UInt8] {
         try rcloneSucceeding(["cat", "--", try remotePath(name, in: backend)])
     }
 
     /// Sets the modification time of `name` (UTC, `2006-01-02T15:04:05`).
-    func touch(_ name: String, in backend: StorageBackend, at timestamp: String) throws {
+    func touch(_ name: String, in backend: WritableStorage, at timestamp: String) throws {
         try rcloneSucceeding(["touch", "--no-create", "--timestamp", timestamp, "--", try remotePath(name, in: backend)])
     }
 }

@@ -66,7 +66,7 @@ final class S3ConformanceTests: KeepsakeTestCase {
     }
 
     /// Every name under the prefix (the lock included) and each unfinished upload.
-    private func rawNames(_ storage: StorageBackend) throws -> [String] {
+    private func rawNames(_ storage: WritableStorage) throws -> [String] {
         guard let backend = storage as? S3Backend else { return [] }
         let objects = try backend.listKeys().map(\.name)
         return (objects + (try unfinishedUploads(backend))).sorted()

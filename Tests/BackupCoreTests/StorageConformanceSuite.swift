@@ -7,7 +7,7 @@ import XCTest
 
 // MARK: - The suite
 
-/// Checks any `StorageBackend` against the protocol's promises. A backend's test class
+/// Checks any `WritableStorage` against the protocol's promises. A backend's test class
 /// builds one with a factory for fresh, empty (not yet prepared) destinations and a few
 /// hooks for what only the backend itself can do (plant a lock or a leftover the way a
 /// crashed run would, and list what is physically stored, temporaries included). Then it
@@ -17,13 +17,13 @@ struct StorageConformanceSuite {
     // MARK: Configuration
 
     /// A fresh, empty destination (not yet prepared).
-    let makeBackend: () throws -> StorageBackend
+    let makeBackend: () throws -> WritableStorage
     /// Every name physically present, including temporaries and the lock.
-    let rawNames: (StorageBackend) throws -> [String]
+    let rawNames: (WritableStorage) throws -> [String]
     /// Places a lock record for `owner` as another run would have left it.
-    let plantLock: (StorageBackend, LockOwner) throws -> Void
+    let plantLock: (WritableStorage, LockOwner) throws -> Void
     /// Places what an interrupted store leaves behind; returns its raw name.
-    let plantLeftover: (StorageBackend) throws -> String
+    let plantLeftover: (WritableStorage) throws -> String
     /// Whether a raw name is a temporary object of a store in progress.
     let isTemporaryName: (String) -> Bool
     /// The name of the lock record among the raw names.
@@ -38,14 +38,14 @@ struct StorageConformanceSuite {
 
     // MARK: Helpers
 
-    private func prepared() throws -> StorageBackend {
+    private func prepared() throws -> WritableStorage {
         let backend = try makeBackend()
         try backend.prepare()
         return backend
     }
 
     @discardableResult
-    private func store(_ bytes: [UInt8], as name: String, in backend: StorageBackend) throws -> PendingObject {
+    private func store(_ bytes: [UInt8], as name: String, in backend: WritableStorage) throws -> PendingObject {
         let pending = try backend.create(name)
         try bytes.withUnsafeBytes { try pending.write($0) }
         try pending.commit()

@@ -67,7 +67,7 @@ public final class ChangeDetectionCache {
     /// The cached summaries (with their sources), by backup id.
     func summaries() -> [BackupID: (manifestName: String, summary: BackupSummary)] {
         var found: [BackupID: (manifestName: String, summary: BackupSummary)] = [:]
-        guard let items = try? BackupCatalog(storage: storage).items() else { return found }
+        guard let items = try? BackupCatalog(storage: storage, keyring: .empty).items() else { return found }
         for item in items {
             if let summary = item.summary { found[item.id] = (item.manifestName, summary) }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeAge
 import KeepsakeModel
 import KeepsakeStorage
 import KeepsakeSupport
@@ -25,11 +26,16 @@ public final class BackupCatalog {
 
     // MARK: State
 
-    private let storage: StorageBackend
+    private let storage: KeyedStorage
 
-    /// A catalog of `storage`.
-    public init(storage: StorageBackend) {
+    /// A catalog of `storage`, opening encrypted manifests with its keyring.
+    public init(storage: KeyedStorage) {
         self.storage = storage
+    }
+
+    /// A catalog of `storage`, opening encrypted manifests with `keyring`.
+    public convenience init(storage: any ReadableStorage, keyring: AgeKeyring) {
+        self.init(storage: KeyedStorage(storage, keyring: keyring))
     }
 
     // MARK: Constants
@@ -122,7 +128,7 @@ public final class BackupCatalog {
 
     /// The summary of the backup whose manifest is `manifestName`: its first line, or for an
     /// encrypted backup the summary kept in the clear beside it (no key is needed to list).
-    static func summary(ofManifest manifestName: String, in storage: StorageBackend) throws -> BackupSummary {
+    static func summary(ofManifest manifestName: String, in storage: KeyedStorage) throws -> BackupSummary {
         if let publicName = BackupNaming.publicSummaryName(forManifest: manifestName) {
             let bytes: [UInt8]
             do {

@@ -29,18 +29,18 @@ public final class BackupCopier {
 
     // MARK: Dependencies
 
-    private let source: StorageBackend
-    private let destination: StorageBackend
+    private let source: any ReadableStorage
+    private let destination: any WritableStorage
     private weak var events: EngineEventSink?
     private let cancellation: CancellationFlag
     private var lastProgress = Date.distantPast
 
-    /// A copier from `source` to `destination`, reporting to `events`.
-    public init(from source: StorageBackend, to destination: StorageBackend, events: EngineEventSink?,
+    /// A copier from `source` to `destination`, reporting to `events`. Objects are copied
+    /// as stored: an encrypted backup stays encrypted and needs no key.
+    public init(from source: any ReadableStorage, to destination: any WritableStorage, events: EngineEventSink?,
                 cancellation: CancellationFlag) {
-        // Objects are copied as stored: an encrypted backup stays encrypted and needs no key.
-        self.source = DecryptingStorage.stored(source)
-        self.destination = DecryptingStorage.stored(destination)
+        self.source = source
+        self.destination = destination
         self.events = events
         self.cancellation = cancellation
     }
@@ -54,7 +54,7 @@ public final class BackupCopier {
     /// - Throws: `LockError` when the destination is locked, storage errors.
     public func copy(_ ids: [BackupID]? = nil, lockWait: TimeInterval = 0) throws -> Result {
         let started = Date()
-        let catalog = BackupCatalog(storage: source)
+        let catalog = BackupCatalog(storage: source, keyring: .empty)
         let items = try catalog.items()
         let byID = Dictionary(items.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
         if let missing = ids?.first(where: { byID[$0] == nil }) {

@@ -11,13 +11,18 @@ import KeepsakeSupport
 public final class BackupEngine {
     // MARK: Dependencies
 
-    private let storage: StorageBackend
+    private let storage: any WritableStorage
+    /// Opens this host's encrypted backups there (the parent's manifest), when given.
+    private let keyring: AgeKeyring
     private weak var events: EngineEventSink?
     private let cancellation: CancellationFlag
 
-    /// An engine storing into `storage`, reporting to `events`.
-    public init(storage: StorageBackend, events: EngineEventSink?, cancellation: CancellationFlag) {
+    /// An engine storing into `storage`, reading its encrypted backups with `keyring`,
+    /// reporting to `events`.
+    public init(storage: any WritableStorage, keyring: AgeKeyring, events: EngineEventSink?,
+                cancellation: CancellationFlag) {
         self.storage = storage
+        self.keyring = keyring
         self.events = events
         self.cancellation = cancellation
     }
@@ -69,7 +74,7 @@ public final class BackupEngine {
         defer { lock.release() }
         lock.report(to: events)
         try cleanUpLeftovers()
-        let catalog = BackupCatalog(storage: storage)
+        let catalog = BackupCatalog(storage: storage, keyring: keyring)
         let newest = try catalog.newestID(notAfter: request.now)
         let id = BackupID(date: request.now, after: newest)
         summary.id = id
@@ -82,8 +87,8 @@ public final class BackupEngine {
             cache = nil
         }
         let cached = cache?.summaries() ?? [:]
-        let choice = try ParentChoice(request: request, sources: summary.sources, catalog: catalog, storage: storage,
-                                      cache: cache, cached: cached, events: events)
+        let choice = try ParentChoice(request: request, sources: summary.sources, catalog: catalog, destination: storage,
+                                      keyring: keyring, cache: cache, cached: cached, events: events)
         let parent = choice.parent
         if let parent {
             summary.parent = parent.summary.id
@@ -231,8 +236,7 @@ public final class BackupEngine {
     /// destination under ~/.local/share in a backup of ~): left out of the scan with its
     /// temporary and lock files, so that no backup holds the backups before it; said once.
     private func destinationInside(_ sources: [[UInt8]]) -> Set<FileIdentity> {
-        guard let folder = DecryptingStorage.stored(storage) as? LocalFolderBackend,
-              let destination = realpath(folder.path, nil) else { return [] }
+        guard let folder = storage.localFolder, let destination = realpath(folder, nil) else { return [] }
         defer { free(destination) }
         var info = stat()
         guard stat(destination, &info) == 0 else { return [] }
@@ -294,7 +298,7 @@ public final class BackupEngine {
             let files = removed.count == 1 ? "1 leftover file" : "\(removed.count) leftover files"
             events?.handle(.notice("removed \(files) of an interrupted run from \(storage.location)"))
         }
-        let repairer = ManifestRepairer(storage: storage, cancellation: cancellation)
+        let repairer = ManifestRepairer(storage: storage, keyring: keyring, cancellation: cancellation)
         // Only missing manifests: reading every manifest whole on each run would make a
         // destination of many backups slower to back up to every time.
         for damaged in try repairer.damagedManifests(readingContents: false) where damaged.reason == "its manifest is missing" {

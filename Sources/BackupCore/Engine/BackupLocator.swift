@@ -9,37 +9,38 @@ import KeepsakeStorage
 public struct BackupLocator {
     // MARK: State
 
-    private let destination: () throws -> StorageBackend
+    private let destination: () throws -> any ReadableStorage
     /// Opens the destination an archive on another machine lies in.
-    private let remote: (DestinationAddress) throws -> StorageBackend
+    private let remote: (DestinationAddress) throws -> any ReadableStorage
 
     /// Whose backup `latest` means (ids and prefixes name backups of any host).
     public var hosts: HostSelection
     /// With it, `latest` means the newest backup that holds this path (`--source`).
     public var source: String?
-    /// The keys encrypted backups are opened with (every storage found is read through it).
+    /// The keys encrypted backups are opened with (every store found is read with them).
     public var keyring: AgeKeyring = .empty
     /// The command's clock: `latest` passes over backups dated more than a day after it.
     public var now = Date()
 
     /// A locator that opens the destination with `destination` when it first needs it.
     /// `remote` opens the destination of an archive named by an `s3://` or `rclone:` address.
-    public init(hosts: HostSelection = .all, remote: @escaping (DestinationAddress) throws -> StorageBackend = BackupLocator.noRemote,
-                destination: @escaping () throws -> StorageBackend) {
+    public init(hosts: HostSelection = .all,
+                remote: @escaping (DestinationAddress) throws -> any ReadableStorage = BackupLocator.noRemote,
+                destination: @escaping () throws -> any ReadableStorage) {
         self.hosts = hosts
         self.remote = remote
         self.destination = destination
     }
 
     /// A locator for an already open destination.
-    public init(storage: StorageBackend, hosts: HostSelection = .all) {
+    public init(storage: any ReadableStorage, hosts: HostSelection = .all) {
         self.hosts = hosts
         self.remote = BackupLocator.noRemote
         self.destination = { storage }
     }
 
     /// For callers that reach no other machine.
-    public static func noRemote(_ address: DestinationAddress) throws -> StorageBackend {
+    public static func noRemote(_ address: DestinationAddress) throws -> any ReadableStorage {
         throw EngineError.invalidRequest("The archive at \(address) is on another machine; give it as --dest")
     }
 
@@ -99,14 +100,14 @@ public struct BackupLocator {
         }
     }
 
-    /// `storage` read through the keyring.
-    private func decrypting(_ storage: StorageBackend) -> StorageBackend {
-        DecryptingStorage(DecryptingStorage.stored(storage), keyring: keyring)
+    /// `storage` read with the keyring.
+    private func decrypting(_ storage: any ReadableStorage) -> KeyedStorage {
+        KeyedStorage(storage, keyring: keyring)
     }
 
     /// The manifest beside the archive `name` in `folder`, when there is one whose summary
     /// line reads (a damaged one is ignored: the archive's own manifest decides).
-    private func sidecar(of name: String, in folder: StorageBackend) -> BackupCatalog.Item? {
+    private func sidecar(of name: String, in folder: KeyedStorage) -> BackupCatalog.Item? {
         for candidate in BackupNaming.sidecarNames(forArchive: name) {
             guard let summary = try? BackupCatalog.summary(ofManifest: candidate, in: folder) else { continue }
             return BackupCatalog.Item(id: summary.id, manifestName: candidate, summary: summary, problem: nil)

@@ -41,10 +41,9 @@ public struct DamageRecord: Sendable, Equatable {
 
     /// The record stored for `item`, when there is one (`names`: the destination's object
     /// names, listed by the caller); a record that cannot be read still counts, found now.
-    public static func stored(for item: BackupCatalog.Item, names: Set<String>, in storage: StorageBackend) -> DamageRecord? {
+    public static func stored(for item: BackupCatalog.Item, names: Set<String>, in storage: any ReadableStorage) -> DamageRecord? {
         guard let name = name(forManifest: item.manifestName), names.contains(name) else { return nil }
-        let base = DecryptingStorage.stored(storage)
-        guard let bytes = try? base.readObject(name, limit: 1 << 16), let json = try? JSONParser.parse(bytes),
+        guard let bytes = try? storage.readObject(name, limit: 1 << 16), let json = try? JSONParser.parse(bytes),
               let found = json["found"]?.stringValue.flatMap(Timestamp.parseISO8601) else {
             return DamageRecord(id: item.id, found: Date(), foundBy: "verify")
         }
@@ -52,7 +51,7 @@ public struct DamageRecord: Sendable, Equatable {
     }
 
     /// Stores the record beside `item`. Call while holding the destination's lock.
-    public func store(for item: BackupCatalog.Item, in storage: StorageBackend) throws {
+    public func store(for item: BackupCatalog.Item, in storage: any WritableStorage) throws {
         guard let name = DamageRecord.name(forManifest: item.manifestName) else { return }
         let line = JSONValue.object(JSONObject([
             ("keepsake", .string("damage")),
@@ -60,14 +59,14 @@ public struct DamageRecord: Sendable, Equatable {
             ("found", .string(Timestamp.iso8601(found))),
             ("by", .string(foundBy)),
         ])).serialized() + "\n"
-        try DecryptingStorage.stored(storage).writeObject(name, bytes: Array(line.utf8))
+        try storage.writeObject(name, bytes: Array(line.utf8))
     }
 
     /// Removes the record of `item`, if there is one. Call while holding the destination's lock.
-    public static func remove(for item: BackupCatalog.Item, in storage: StorageBackend) throws {
+    public static func remove(for item: BackupCatalog.Item, in storage: any WritableStorage) throws {
         guard let name = name(forManifest: item.manifestName) else { return }
         do {
-            try DecryptingStorage.stored(storage).delete(name)
+            try storage.delete(name)
         } catch StorageError.notFound {
             // Gone already: what removing it was for.
         }

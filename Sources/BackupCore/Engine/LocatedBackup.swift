@@ -22,8 +22,9 @@ public final class LocatedBackup {
 
     // MARK: State
 
-    /// Where the archive and its manifest are stored.
-    public let storage: StorageBackend
+    /// Where the archive and its manifest are stored, with the keys to open them: only
+    /// read (restore, diff, verify), never written.
+    public let storage: KeyedStorage
     public let origin: Origin
     /// The manifest beside the archive, as the catalog lists it; nil for a lone archive
     /// without one (its own manifest is then read at its end).
@@ -46,7 +47,7 @@ public final class LocatedBackup {
     /// The destination's backups, listed once for all the earlier archives one restore needs.
     private var catalogItems: [BackupCatalog.Item]?
 
-    init(storage: StorageBackend, origin: Origin, item: BackupCatalog.Item?, archiveName: String?) {
+    init(storage: KeyedStorage, origin: Origin, item: BackupCatalog.Item?, archiveName: String?) {
         self.storage = storage
         self.origin = origin
         self.item = item
@@ -158,8 +159,8 @@ public final class LocatedBackup {
             throw SigningError.unsigned(backup: label, destination: storage.location, signature: "signature")
         }
         let reading = [archiveName] + (item.map { [$0.manifestName] } ?? [])
-        let sizes = try SignatureCheck.sizes(in: storage)
-        try check.check(stem: stem, label: label, in: storage, sizes: sizes, reading: reading, lone: isArchiveFile,
+        let sizes = try SignatureCheck.sizes(in: storage.stored)
+        try check.check(stem: stem, label: label, in: storage.stored, sizes: sizes, reading: reading, lone: isArchiveFile,
                         cancellation: cancellation)
         signatureSizes = sizes
         signatureCheck = check
@@ -193,7 +194,7 @@ public final class LocatedBackup {
                   let earlier = try? catalog.resolve(holder.rawValue, among: items, hosts: .all, source: nil), earlier.id == holder,
                   let name = earlier.summary?.archive?.name else { return nil }
             if let signatureCheck, let stem = BackupNaming.stem(of: name) {
-                try signatureCheck.check(stem: stem, label: holder.rawValue, in: storage, sizes: signatureSizes,
+                try signatureCheck.check(stem: stem, label: holder.rawValue, in: storage.stored, sizes: signatureSizes,
                                          reading: [name, earlier.manifestName], cancellation: signatureCancellation)
             }
             return (try storage.open(name), name)
@@ -205,7 +206,7 @@ public final class LocatedBackup {
             }
             guard let match else { return nil }
             if let signatureCheck, let stem = BackupNaming.stem(of: match) {
-                try signatureCheck.check(stem: stem, label: storage.location + "/" + match, in: storage, sizes: signatureSizes,
+                try signatureCheck.check(stem: stem, label: storage.location + "/" + match, in: storage.stored, sizes: signatureSizes,
                                          reading: [match], lone: true, cancellation: signatureCancellation)
             }
             return (try storage.open(match), storage.location + "/" + match)

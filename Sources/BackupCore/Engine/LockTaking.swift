@@ -5,7 +5,7 @@ import KeepsakeSupport
 /// How the engine takes a destination's lock and tells about it: storage only holds the lock
 /// and its facts (who held it before, what is wrong with the destination); the words for the
 /// person, as the engine's events, are said here, so storage never takes an engine type.
-extension StorageBackend {
+extension WritableStorage {
     /// Takes the lock as `acquireLock` does, but when another run holds it, waits for it up
     /// to `wait` seconds, looking again every few seconds: hosts sharing a destination take
     /// turns instead of failing. Throws `LockError.held` once the wait is over, and

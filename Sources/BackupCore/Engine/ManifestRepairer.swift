@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeAge
 import KeepsakeArchive
 import KeepsakeHashing
 import KeepsakeModel
@@ -12,12 +13,15 @@ import KeepsakeSupport
 public final class ManifestRepairer {
     // MARK: Dependencies
 
-    private let storage: StorageBackend
+    private let storage: any WritableStorage
+    /// `storage` read through the keyring: encrypted manifests are judged when it opens them.
+    private let reading: KeyedStorage
     private let cancellation: CancellationFlag
 
-    /// A repairer for `storage`.
-    public init(storage: StorageBackend, cancellation: CancellationFlag) {
+    /// A repairer for `storage`, reading encrypted manifests with `keyring`.
+    public init(storage: any WritableStorage, keyring: AgeKeyring, cancellation: CancellationFlag) {
         self.storage = storage
+        reading = KeyedStorage(storage, keyring: keyring)
         self.cancellation = cancellation
     }
 
@@ -42,7 +46,7 @@ public final class ManifestRepairer {
             }
             guard readingContents else { continue }
             do {
-                let manifest = try SidecarManifest.load(manifestName, from: storage)
+                let manifest = try SidecarManifest.load(manifestName, from: reading)
                 if manifest.summary.id != id || manifest.summary.archive?.name != object.name {
                     found.append((id, object.name, "its manifest names another backup or archive"))
                 }

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeAge
 import KeepsakeModel
 import KeepsakeStorage
 import KeepsakeSupport
@@ -28,7 +29,10 @@ struct ParentChoice {
     // MARK: Inputs
 
     private let request: BackupRequest
-    private let storage: StorageBackend
+    /// The destination, written only to note a damaged parent (see `DamageRecord`).
+    private let destination: any WritableStorage
+    /// The destination read through the backup's keyring.
+    private let storage: KeyedStorage
     private weak var events: EngineEventSink?
     /// The destination's objects, listed once for every step that asks (a bucket's listing
     /// is a request per thousand objects), not at all when none does.
@@ -39,7 +43,7 @@ struct ParentChoice {
     private final class ObjectListing {
         private var sizes: [String: Int64]?
 
-        func sizes(of storage: StorageBackend) throws -> [String: Int64] {
+        func sizes(of storage: any ReadableStorage) throws -> [String: Int64] {
             if let sizes { return sizes }
             let listed = Dictionary(try storage.list().map { ($0.name, $0.size) }, uniquingKeysWith: { first, _ in first })
             sizes = listed
@@ -53,19 +57,20 @@ struct ParentChoice {
         let item: BackupCatalog.Item
         let summary: BackupSummary
         let manifest: String
-        let storage: StorageBackend
+        let storage: KeyedStorage
     }
 
     // MARK: Choosing
 
-    /// Chooses the parent of a backup of `sources` (its scan roots) into `storage`. Throws
-    /// when this backup would store in the clear what this host stored encrypted, or when
-    /// the destination cannot be listed.
-    init(request: BackupRequest, sources: [String], catalog: BackupCatalog, storage: StorageBackend,
-         cache: ChangeDetectionCache?, cached: [BackupID: (manifestName: String, summary: BackupSummary)],
+    /// Chooses the parent of a backup of `sources` (its scan roots) into `destination`,
+    /// whose encrypted manifests `keyring` opens. Throws when this backup would store in the
+    /// clear what this host stored encrypted, or when the destination cannot be listed.
+    init(request: BackupRequest, sources: [String], catalog: BackupCatalog, destination: any WritableStorage,
+         keyring: AgeKeyring, cache: ChangeDetectionCache?, cached: [BackupID: (manifestName: String, summary: BackupSummary)],
          events: EngineEventSink?) throws {
         self.request = request
-        self.storage = storage
+        self.destination = destination
+        storage = KeyedStorage(destination, keyring: keyring)
         self.events = events
         let items = try catalog.items()
         try Self.checkEncryptionContinues(request, items: items, in: storage)
@@ -95,7 +100,7 @@ struct ParentChoice {
             let cursor = try ParentCursor(id: candidate.summary.id,
                                           source: try SidecarManifest.open(candidate.manifest, in: candidate.storage, workers: 1),
                                           name: candidate.manifest)
-            parent = Parent(summary: candidate.summary, cursor: cursor, item: candidate.storage === storage ? candidate.item : nil)
+            parent = Parent(summary: candidate.summary, cursor: cursor, item: candidate.storage.stored === destination ? candidate.item : nil)
         } catch let error as Interruption {
             throw error
         } catch {
@@ -108,7 +113,7 @@ struct ParentChoice {
     /// Refuses to store in the clear what this host stored encrypted last time, unless asked
     /// to: a cron job whose key setting went missing must not quietly send plain backups.
     private static func checkEncryptionContinues(_ request: BackupRequest, items: [BackupCatalog.Item],
-                                                 in storage: StorageBackend) throws {
+                                                 in storage: KeyedStorage) throws {
         guard request.encryption == nil, !request.allowUnencrypted,
               let last = items.last(where: { $0.summary?.host == request.host }),
               let encryption = last.summary?.encryption else { return }
@@ -122,7 +127,7 @@ struct ParentChoice {
     private func cautionIfSigningWentMissing(_ items: [BackupCatalog.Item]) {
         guard request.signingKey == nil, let last = items.last(where: { $0.summary?.host == request.host }),
               let stem = BackupNaming.stem(of: last.manifestName),
-              (try? listing.sizes(of: storage))?[BackupNaming.signatureName(forStem: stem)] != nil else { return }
+              (try? listing.sizes(of: destination))?[BackupNaming.signatureName(forStem: stem)] != nil else { return }
         events?.handle(.caution("this backup is not signed, though the last backup of this host, \(last.id), is: "
             + "give --signing-key (or the profile's signing-key) as before"))
     }
@@ -132,7 +137,7 @@ struct ParentChoice {
     /// are hidden from this host: what it knows of its own encrypted backups is what it
     /// cached when it made them; `unknown` is the newest it could not see into.
     private static func newest(of sources: Set<String>, items: [BackupCatalog.Item], request: BackupRequest,
-                               storage: StorageBackend, cache: ChangeDetectionCache?,
+                               storage: KeyedStorage, cache: ChangeDetectionCache?,
                                cached: [BackupID: (manifestName: String, summary: BackupSummary)])
         -> (candidate: Candidate?, unknown: BackupID?) {
         var unknown: BackupID?
@@ -145,7 +150,7 @@ struct ParentChoice {
                 }
             } else if let cache, let copy = cached[item.id], copy.summary.id == item.id {
                 if Set(copy.summary.sources) == sources {
-                    return (Candidate(item: item, summary: copy.summary, manifest: copy.manifestName, storage: cache.storage), unknown)
+                    return (Candidate(item: item, summary: copy.summary, manifest: copy.manifestName, storage: KeyedStorage(cache.storage, keyring: .empty)), unknown)
                 }
             } else if unknown == nil {
                 unknown = item.id
@@ -198,8 +203,8 @@ struct ParentChoice {
     /// signature copied from another backup does not count; the objects themselves are not
     /// read again here, a restore checks them all).
     private func isSigned(_ item: BackupCatalog.Item, by key: SigningPublicKey) -> Bool {
-        guard let sizes = try? listing.sizes(of: storage) else { return false }
-        return SignatureCheck(key: key).vouchesFor(item, in: storage, sizes: sizes)
+        guard let sizes = try? listing.sizes(of: destination) else { return false }
+        return SignatureCheck(key: key).vouchesFor(item, in: destination, sizes: sizes)
     }
 
     /// What of the chain `candidate` ends is missing or damaged (worded after "starting a new
@@ -210,7 +215,7 @@ struct ParentChoice {
         let newest = candidate.item.id
         var needed = Set(candidate.summary.reliesOn ?? [])
         needed.insert(candidate.summary.id)
-        let sizes = try listing.sizes(of: storage)
+        let sizes = try listing.sizes(of: destination)
         let names = Set(sizes.keys)
         for id in needed.sorted() {
             let which = id == newest ? "backup \(id)" : "backup \(id), which \(newest) relies on,"
@@ -218,11 +223,11 @@ struct ParentChoice {
                   let size = sizes[facts.name] else {
                 return "\(which) is missing or damaged"
             }
-            if let record = DamageRecord.stored(for: item, names: names, in: storage) {
+            if let record = DamageRecord.stored(for: item, names: names, in: destination) {
                 return "\(which) was \(record.description)"
             }
             if size != facts.size {
-                try? DamageRecord(id: id, found: request.now, foundBy: "backup").store(for: item, in: storage)
+                try? DamageRecord(id: id, found: request.now, foundBy: "backup").store(for: item, in: destination)
                 return "\(which) has an archive of \(size) bytes, stored as "
                     + "\(facts.size): it is damaged (`keepsake verify \(id)` says more)"
             }

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeAge
 import KeepsakeModel
 import KeepsakeStorage
 import KeepsakeSupport
@@ -26,13 +27,19 @@ import KeepsakeSupport
 public final class PruneEngine {
     // MARK: Dependencies
 
-    private let storage: StorageBackend
+    private let storage: any WritableStorage
+    /// Opens encrypted manifests, when it holds their key: then what an encrypted backup
+    /// relies on is read from its manifest, not only from the summary in the clear.
+    private let keyring: AgeKeyring
     private weak var events: EngineEventSink?
     private let cancellation: CancellationFlag
 
-    /// An engine pruning `storage`, reporting each removal (and anything odd) to `events`.
-    public init(storage: StorageBackend, events: EngineEventSink?, cancellation: CancellationFlag) {
+    /// An engine pruning `storage`, opening encrypted manifests with `keyring`, reporting
+    /// each removal (and anything odd) to `events`.
+    public init(storage: any WritableStorage, keyring: AgeKeyring, events: EngineEventSink?,
+                cancellation: CancellationFlag) {
         self.storage = storage
+        self.keyring = keyring
         self.events = events
         self.cancellation = cancellation
     }
@@ -70,7 +77,7 @@ public final class PruneEngine {
                                freedBytes: plan.removals.reduce(0) { $0 + $1.bytes })
         }
         // Nothing listed: no lock to take (and a mistyped destination is not created).
-        guard try BackupCatalog(storage: storage).newestID() != nil else {
+        guard try BackupCatalog(storage: storage, keyring: keyring).newestID() != nil else {
             return PruneResult(decisions: [], removed: [], dryRun: false, freedBytes: 0)
         }
         let lock = try storage.acquireLock(.current(operation: "prune"), waitingUpTo: request.lockWait,
@@ -119,7 +126,7 @@ public final class PruneEngine {
 
     /// Decides for every backup in the destination and lists what removing the others deletes.
     private func makePlan(_ request: PruneRequest) throws -> Plan {
-        let catalog = BackupCatalog(storage: storage)
+        let catalog = BackupCatalog(storage: storage, keyring: keyring)
         let items = try catalog.items()
         let objects = try storage.list()
         var sizes: [String: Int64] = [:]
@@ -266,7 +273,7 @@ public final class PruneEngine {
     /// the summary in the clear (`relies_on: []` would let prune remove a parent still
     /// needed): prune keeps what either names, and says when they differ.
     private func encryptedNeeds(of item: BackupCatalog.Item, clear: BackupSummary, catalog: BackupCatalog) -> Set<BackupID>? {
-        guard let keyring = (storage as? DecryptingStorage)?.keyring, keyring.opensWithoutAsking(clear.encryption) else { return nil }
+        guard keyring.opensWithoutAsking(clear.encryption) else { return nil }
         do {
             let full = try catalog.encryptedSummary(of: item)
             if full.publicSummary != clear {
@@ -292,7 +299,7 @@ public final class PruneEngine {
             return (try catalog.reliedOn(item), true)
         } catch {
             var ids = Set<BackupID>()
-            if let bytes = try? SidecarManifest.readUndamagedPart(item.manifestName, from: storage) {
+            if let bytes = try? SidecarManifest.readUndamagedPart(item.manifestName, from: KeyedStorage(storage, keyring: keyring)) {
                 ids.formUnion(PruneEngine.backupIDs(in: bytes))
             }
             var parent = item.summary?.parent

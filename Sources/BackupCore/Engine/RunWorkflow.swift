@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeAge
 import KeepsakeModel
 import KeepsakeStorage
 import KeepsakeSupport
@@ -47,7 +48,9 @@ public final class RunWorkflow {
 
     // MARK: Dependencies
 
-    private let storage: StorageBackend
+    private let storage: any WritableStorage
+    /// Opens this host's encrypted backups in `storage` (for backup, prune and verify).
+    private let keyring: AgeKeyring
     private weak var events: EngineEventSink?
     private let cancellation: CancellationFlag
     /// When set, the verify step also checks that the new backup is signed by this key
@@ -55,9 +58,12 @@ public final class RunWorkflow {
     /// the prune step counts only backups this key signed.
     public var signatureCheck: SignatureCheck?
 
-    /// A run against `storage`, reporting to `events` (a `.stepFinished` after each step).
-    public init(storage: StorageBackend, events: EngineEventSink?, cancellation: CancellationFlag) {
+    /// A run against `storage`, opening its encrypted backups with `keyring`, reporting to
+    /// `events` (a `.stepFinished` after each step).
+    public init(storage: any WritableStorage, keyring: AgeKeyring, events: EngineEventSink?,
+                cancellation: CancellationFlag) {
         self.storage = storage
+        self.keyring = keyring
         self.events = events
         self.cancellation = cancellation
     }
@@ -67,12 +73,12 @@ public final class RunWorkflow {
     /// Backs up with `request`, prunes with `retention` (evaluated at `now`, the backup's own
     /// time unless given, in `calendar`), then verifies the new backup. Stops after a failed
     /// backup or once interrupted.
-    public func run(_ request: BackupRequest, retention: RetentionPolicy?, copyTo: [StorageBackend] = [], now: Date? = nil,
+    public func run(_ request: BackupRequest, retention: RetentionPolicy?, copyTo: [any WritableStorage] = [], now: Date? = nil,
                     calendar: Calendar = .current) -> Outcome {
         let now = now ?? request.now
         var outcome = Outcome()
         do {
-            outcome.backup = try BackupEngine(storage: storage, events: events, cancellation: cancellation).run(request)
+            outcome.backup = try BackupEngine(storage: storage, keyring: keyring, events: events, cancellation: cancellation).run(request)
         } catch {
             outcome.failures.append(Failure(step: .backup, error: error))
         }
@@ -81,7 +87,7 @@ public final class RunWorkflow {
 
         if let retention, !cancellation.isCancelled {
             do {
-                let engine = PruneEngine(storage: storage, events: events, cancellation: cancellation)
+                let engine = PruneEngine(storage: storage, keyring: keyring, events: events, cancellation: cancellation)
                 var prune = PruneRequest(policy: retention, dryRun: false, now: now, calendar: calendar)
                 prune.lockWait = request.lockWait
                 prune.hosts = .only(request.host)
@@ -101,14 +107,16 @@ public final class RunWorkflow {
         }
         var items: [BackupCatalog.Item] = []
         do {
-            items = try BackupCatalog(storage: storage).items()
+            let reading = KeyedStorage(storage, keyring: keyring)
+            items = try BackupCatalog(storage: reading).items()
             guard let item = items.first(where: { $0.id == id }) else {
                 outcome.newBackupVanished = true
                 return outcome
             }
             let verifier = Verifier(events: events, cancellation: cancellation)
             verifier.signatureCheck = signatureCheck
-            outcome.verify = try verifier.verify(item, in: storage)
+            verifier.damageRecords = storage
+            outcome.verify = try verifier.verify(item, in: reading)
         } catch {
             outcome.failures.append(Failure(step: .verify, error: error))
         }
@@ -139,8 +147,8 @@ public final class RunWorkflow {
     /// backup off the copy for good. Backups already found damaged are left out (verify
     /// said so; the copy would only say it again every night).
     static func earlierToCopy(_ items: [BackupCatalog.Item], like summary: BackupSummary,
-                              in storage: StorageBackend) -> [BackupID] {
-        let names = Set(((try? DecryptingStorage.stored(storage).list()) ?? []).map(\.name))
+                              in storage: any ReadableStorage) -> [BackupID] {
+        let names = Set(((try? storage.list()) ?? []).map(\.name))
         return items.compactMap { item in
             guard item.id != summary.id, let other = item.summary, other.host == summary.host,
                   other.sourceGroup == summary.sourceGroup,

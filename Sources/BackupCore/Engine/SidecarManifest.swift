@@ -43,7 +43,7 @@ public enum SidecarManifest {
     // MARK: Reading
 
     /// The manifest object `name` decompressed as it is read (plain ones as they are).
-    static func open(_ name: String, in storage: StorageBackend, workers: Int = DecodedArchiveSource.workers) throws -> ByteSource {
+    static func open(_ name: String, in storage: KeyedStorage, workers: Int = DecodedArchiveSource.workers) throws -> ByteSource {
         try decompressing(try storage.open(name), name: name, workers: workers)
     }
 
@@ -58,7 +58,7 @@ public enum SidecarManifest {
     }
 
     /// The whole manifest object `name`, decompressed.
-    public static func read(_ name: String, from storage: StorageBackend) throws -> [UInt8] {
+    public static func read(_ name: String, from storage: KeyedStorage) throws -> [UInt8] {
         let source = try open(name, in: storage)
         defer { source.close() }
         return try decoding { try ManifestSizeLimit.read(source, name: "the manifest \(name)") }
@@ -67,7 +67,7 @@ public enum SidecarManifest {
     /// The manifest object `name`, parsed as it is decompressed (its text is never held
     /// whole), keeping the entries `keeping` accepts (all without it).
     /// `observing` sees every decompressed byte, in order (verify fingerprints them).
-    public static func load(_ name: String, from storage: StorageBackend, keeping: Manifest.EntryFilter? = nil,
+    public static func load(_ name: String, from storage: KeyedStorage, keeping: Manifest.EntryFilter? = nil,
                             observing: ((UnsafeRawBufferPointer) -> Void)? = nil) throws -> Manifest {
         let source = try open(name, in: storage)
         defer { source.close() }
@@ -79,7 +79,7 @@ public enum SidecarManifest {
     /// Reads the manifest object `name` front to back, handing each entry `keeping` accepts
     /// to `visit` and keeping none; returns the summary. An error can come after some
     /// entries were visited.
-    public static func forEachEntry(_ name: String, in storage: StorageBackend, keeping: Manifest.EntryFilter? = nil,
+    public static func forEachEntry(_ name: String, in storage: KeyedStorage, keeping: Manifest.EntryFilter? = nil,
                                     _ visit: (ManifestEntry) throws -> Void) throws -> BackupSummary {
         let source = try open(name, in: storage)
         defer { source.close() }
@@ -91,7 +91,7 @@ public enum SidecarManifest {
     }
 
     /// As much of the manifest object `name` as decompresses, up to the first damage.
-    static func readUndamagedPart(_ name: String, from storage: StorageBackend) throws -> [UInt8] {
+    static func readUndamagedPart(_ name: String, from storage: KeyedStorage) throws -> [UInt8] {
         let source = try open(name, in: storage)
         defer { source.close() }
         var bytes: [UInt8] = []
@@ -105,7 +105,7 @@ public enum SidecarManifest {
 
     /// The first line of the manifest object `name` (its summary), decoding no more than
     /// the frame that holds it.
-    static func firstLine(_ name: String, in storage: StorageBackend) throws -> [UInt8] {
+    static func firstLine(_ name: String, in storage: KeyedStorage) throws -> [UInt8] {
         // One worker: the next frames (the entries) are not decompressed ahead.
         let source = try open(name, in: storage, workers: 1)
         defer { source.close() }

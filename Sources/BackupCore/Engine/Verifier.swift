@@ -66,7 +66,7 @@ public final class Verifier {
     private var verified: [BackupID: VerifyReport] = [:]
     /// The destination's backups by id, listed once per run.
     private var catalogItems: [BackupID: BackupCatalog.Item]?
-    /// The destination's object names, listed once per run (for its damage records).
+    /// `damageRecords`' object names, listed once per run.
     private var objectNames: Set<String>?
     /// Backups being verified further up the stack: one relied on again is a cycle (a
     /// manifest whose name and summary disagree can slip past the parser's check).
@@ -78,6 +78,10 @@ public final class Verifier {
     public var signatureCheck: SignatureCheck?
     /// The destination's objects as stored, listed once per run for the signature checks.
     private var signatureSizes: [String: Int64]?
+    /// The destination the backups verified with `verify(_:in:)` are in, to note there which
+    /// are damaged (see `DamageRecord`), under its lock; nil writes nothing. Reading never
+    /// needs it: verify reads through a `KeyedStorage`, which cannot write.
+    public var damageRecords: (any WritableStorage)?
 
     /// A verifier reporting progress to `events`.
     public convenience init(events: EngineEventSink?, cancellation: CancellationFlag) {
@@ -120,7 +124,7 @@ public final class Verifier {
     /// Why `item` is not signed by `signatureCheck`'s key (nil when it is, unchanged). Its
     /// archive is not read here: its line must name the archive its summary records, which
     /// verify compares with the archive's bytes.
-    private func signatureProblem(of item: BackupCatalog.Item, in storage: StorageBackend) -> String? {
+    private func signatureProblem(of item: BackupCatalog.Item, in storage: any ReadableStorage) -> String? {
         guard let signatureCheck else { return nil }
         guard let stem = BackupNaming.stem(of: item.manifestName), let facts = item.summary?.archive else {
             return SigningError.unsigned(backup: item.id.rawValue, destination: storage.location, signature: "signature").description
@@ -141,22 +145,18 @@ public final class Verifier {
     /// encrypted archive is decrypted above that, so one read checks both. `inParts` is the
     /// stored archive for reading in parts when its content is those bytes themselves (not
     /// encrypted): what reading around damage needs.
-    private static func openForCheck(_ name: String, in storage: StorageBackend) throws
+    private static func openForCheck(_ name: String, in storage: KeyedStorage) throws
         -> (stored: HashingSource, content: ByteSource, inParts: RandomAccessSource?) {
         let raw: RandomAccessSource
-        let stored = DecryptingStorage.stored(storage)
         do {
-            raw = try stored.open(name)
+            raw = try storage.stored.open(name)
         } catch StorageError.notFound {
             throw EngineError.archiveMissing(name: name, backup: BackupNaming.stem(of: name) ?? name, destination: storage.location)
         }
         let hashing = HashingSource(source: raw)
         do {
-            guard try DecryptingStorage.isEncrypted(name, raw, in: stored) else { return (hashing, hashing, raw) }
-            guard let decrypting = storage as? DecryptingStorage else {
-                return (hashing, try AgeKeyring.empty.openStream(hashing, name: name), nil)
-            }
-            return (hashing, try decrypting.openStream(hashing, name: name), nil)
+            guard try storage.isEncrypted(name, raw) else { return (hashing, hashing, raw) }
+            return (hashing, try storage.openStream(hashing, name: name), nil)
         } catch {
             raw.close()
             throw error
@@ -165,9 +165,9 @@ public final class Verifier {
 
     /// For an encrypted backup: what is wrong with its summary in the clear, which list,
     /// prune and copy believe, against the encrypted manifest's own summary.
-    private static func publicSummaryProblem(_ item: BackupCatalog.Item, manifest: Manifest, in storage: StorageBackend) -> String? {
+    private static func publicSummaryProblem(_ item: BackupCatalog.Item, manifest: Manifest, in storage: KeyedStorage) -> String? {
         guard let name = BackupNaming.publicSummaryName(forManifest: item.manifestName) else { return nil }
-        guard let bytes = try? DecryptingStorage.stored(storage).readObject(name, limit: 1 << 20) else {
+        guard let bytes = try? storage.stored.readObject(name, limit: 1 << 20) else {
             return "\(name), the summary in the clear, is missing"
         }
         // Byte for byte as written (from the same summary): a flip in a key that parsing
@@ -176,35 +176,35 @@ public final class Verifier {
         return bytes == expected ? nil : "\(name), the summary in the clear, is damaged: it differs from the encrypted manifest's"
     }
 
-    /// True when `storage` can open the encrypted backup `item` (a key was given).
-    private static func canDecrypt(_ item: BackupCatalog.Item, in storage: StorageBackend) -> Bool {
+    /// True when `storage`'s keyring can open the encrypted backup `item` (a key was given).
+    private static func canDecrypt(_ item: BackupCatalog.Item, in storage: KeyedStorage) -> Bool {
         guard BackupNaming.isEncrypted(item.manifestName) else { return true }
-        return (storage as? DecryptingStorage)?.keyring.mayOpen(item.summary?.encryption) ?? false
+        return storage.keyring.mayOpen(item.summary?.encryption)
     }
 
     /// Verifies a backup in a destination against the manifest beside its archive.
-    public func verify(_ item: BackupCatalog.Item, in storage: StorageBackend) throws -> VerifyReport {
+    public func verify(_ item: BackupCatalog.Item, in storage: KeyedStorage) throws -> VerifyReport {
         if let known = verified[item.id] { return known }
         inProgress.insert(item.id)
         defer { inProgress.remove(item.id) }
         var report = try verifyUncached(item, in: storage)
-        if !item.isMisnamed { report.signatureProblem = signatureProblem(of: item, in: storage) }
+        if !item.isMisnamed { report.signatureProblem = signatureProblem(of: item, in: storage.stored) }
         verified[item.id] = report
-        noteDamage(of: item, itself: report.intactItself ?? report.isIntact, checkedWhole: !report.contentsUnchecked, in: storage)
+        noteDamage(of: item, itself: report.intactItself ?? report.isIntact, checkedWhole: !report.contentsUnchecked)
         return report
     }
 
-    /// Records in the destination whether `item` itself is damaged (see `DamageRecord`),
-    /// so that the next backup of its chain starts a new one; an intact one loses its record.
+    /// Records in `damageRecords` whether `item` itself is damaged (see `DamageRecord`), so
+    /// that the next backup of its chain starts a new one; an intact one loses its record.
     /// Only a whole check takes a record back: without a key only the stored bytes of the
     /// archive are checked, not its manifest, which a record may be about. The write is made
     /// under the destination's lock (so never beside a prune removing the backup); when the
     /// lock is held elsewhere or the write fails, a caution says so, and the next verify
-    /// tries again. A folder holding a lone archive file is only read.
-    private func noteDamage(of item: BackupCatalog.Item, itself intact: Bool, checkedWhole: Bool, in storage: StorageBackend) {
-        guard !storage.isReadOnly else { return }
-        if objectNames == nil { objectNames = (try? DecryptingStorage.stored(storage).list()).map { Set($0.map(\.name)) } ?? [] }
-        let recorded = DamageRecord.stored(for: item, names: objectNames ?? [], in: storage) != nil
+    /// tries again. Without `damageRecords` (a lone archive's folder) nothing is written.
+    private func noteDamage(of item: BackupCatalog.Item, itself intact: Bool, checkedWhole: Bool) {
+        guard let destination = damageRecords else { return }
+        if objectNames == nil { objectNames = (try? destination.list()).map { Set($0.map(\.name)) } ?? [] }
+        let recorded = DamageRecord.stored(for: item, names: objectNames ?? [], in: destination) != nil
         let marking: Bool
         if intact {
             guard recorded && checkedWhole else { return }
@@ -214,23 +214,23 @@ public final class Verifier {
             marking = true
         }
         do {
-            let lock = try storage.acquireLock(.current(operation: "verify"))
+            let lock = try destination.acquireLock(.current(operation: "verify"))
             defer { lock.release() }
             if marking {
-                try DamageRecord(id: item.id, found: Date(), foundBy: "verify").store(for: item, in: storage)
+                try DamageRecord(id: item.id, found: Date(), foundBy: "verify").store(for: item, in: destination)
             } else {
-                try DamageRecord.remove(for: item, in: storage)
+                try DamageRecord.remove(for: item, in: destination)
             }
         } catch {
             events?.handle(.caution(marking
-                ? "backup \(item.id) was found damaged, but that could not be noted in \(storage.location) (\(error)); "
+                ? "backup \(item.id) was found damaged, but that could not be noted in \(destination.location) (\(error)); "
                     + "until a verify notes it, the next backup of its chain may build on it"
                 : "backup \(item.id) verified intact, but the note that it was damaged could not be removed from "
-                    + "\(storage.location) (\(error)); the next backup of its chain starts a new chain all the same"))
+                    + "\(destination.location) (\(error)); the next backup of its chain starts a new chain all the same"))
         }
     }
 
-    private func verifyUncached(_ item: BackupCatalog.Item, in storage: StorageBackend) throws -> VerifyReport {
+    private func verifyUncached(_ item: BackupCatalog.Item, in storage: KeyedStorage) throws -> VerifyReport {
         var report = VerifyReport(id: item.id, name: item.manifestName)
         if item.isMisnamed {
             // Its objects are not what their names say: nothing of it is read as its own.
@@ -284,7 +284,7 @@ public final class Verifier {
 
     /// An encrypted backup without a key: its archive's stored bytes against the size and
     /// SHA-256 its summary in the clear records, and the same for every backup it relies on.
-    private func verifyStored(_ item: BackupCatalog.Item, in storage: StorageBackend, report: VerifyReport) throws -> VerifyReport {
+    private func verifyStored(_ item: BackupCatalog.Item, in storage: KeyedStorage, report: VerifyReport) throws -> VerifyReport {
         var report = report
         report.contentsUnchecked = true
         guard let summary = item.summary, let facts = summary.archive else {
@@ -294,7 +294,7 @@ public final class Verifier {
         }
         report.name = facts.name
         do {
-            let source = try DecryptingStorage.stored(storage).open(facts.name)
+            let source = try storage.stored.open(facts.name)
             defer { source.close() }
             let hashing = HashingSource(source: source)
             compareWhole(hashing, facts: facts, name: facts.name, report: &report)
@@ -342,7 +342,7 @@ public final class Verifier {
 
     /// For an incremental backup: every backup it takes unchanged files from must be
     /// present and intact, and must hold each of those files with the same SHA-256.
-    private func checkEarlierArchives(_ manifest: Manifest, in storage: StorageBackend, report: inout VerifyReport) throws {
+    private func checkEarlierArchives(_ manifest: Manifest, in storage: KeyedStorage, report: inout VerifyReport) throws {
         // Positions in the manifest, not copies of entries.
         var byHolder: [BackupID: [Int]] = [:]
         let entries = manifest.entries

@@ -20,9 +20,9 @@ public struct SignatureCheck: Sendable {
 
     /// The sizes of `storage`'s objects as stored, by name: what a check compares with.
     /// Listed once per command and handed to every check it makes.
-    public static func sizes(in storage: StorageBackend) throws -> [String: Int64] {
+    public static func sizes(in storage: any ReadableStorage) throws -> [String: Int64] {
         var sizes: [String: Int64] = [:]
-        for object in try DecryptingStorage.stored(storage).list() { sizes[object.name] = object.size }
+        for object in try storage.list() { sizes[object.name] = object.size }
         return sizes
     }
 
@@ -38,11 +38,12 @@ public struct SignatureCheck: Sendable {
     /// listed sizes must be the signed ones.
     /// - Throws: `SigningError` for a missing, foreign, forged or outdated signature.
     @discardableResult
-    public func check(stem: String, label: String, in storage: StorageBackend, sizes: [String: Int64], reading: [String],
+    public func check(stem: String, label: String, in storage: any ReadableStorage, sizes: [String: Int64], reading: [String],
                       lone: Bool = false, archiveFacts: BackupSummary.ArchiveFacts? = nil, hashing: Bool = true,
                       cancellation: CancellationFlag = CancellationFlag()) throws -> SignedStatement {
-        // The bytes as stored: a signature is checked before anything is decrypted.
-        let stored = DecryptingStorage.stored(storage)
+        // The bytes as stored (`storage` never decrypts): a signature is checked before
+        // anything is decrypted.
+        let stored = storage
         let name = BackupNaming.signatureName(forStem: stem)
         guard let size = sizes[name] else { throw SigningError.unsigned(backup: label, destination: stored.location, signature: name) }
         guard size <= BackupSignature.sizeLimit,
@@ -92,7 +93,7 @@ public struct SignatureCheck: Sendable {
     /// the archive its summary records, whose objects have the signed sizes in `sizes`. Only
     /// the signature is read: what prune needs to tell a backup this key signed from one
     /// planted beside it, at the cost of one small read per backup.
-    public func vouchesFor(_ item: BackupCatalog.Item, in storage: StorageBackend, sizes: [String: Int64]) -> Bool {
+    public func vouchesFor(_ item: BackupCatalog.Item, in storage: any ReadableStorage, sizes: [String: Int64]) -> Bool {
         guard let stem = BackupNaming.stem(of: item.manifestName), let facts = item.summary?.archive else { return false }
         return (try? check(stem: stem, label: item.id.rawValue, in: storage, sizes: sizes, reading: [item.manifestName],
                            archiveFacts: facts, hashing: false)) != nil

@@ -237,7 +237,7 @@ struct BackupCommand: KeepsakeCommand {
     func run(context: CommandContext) throws -> ExitCode {
         let storage = try context.destination(destinationOption)
         let presenter = EventPresenter(context: context, progress: progress)
-        let engine = BackupEngine(storage: storage, events: presenter, cancellation: context.cancellation)
+        let engine = BackupEngine(storage: storage, keyring: context.keyring, events: presenter, cancellation: context.cancellation)
         let result: BackupResult
         var listing = DryRunListing(json: context.json)
         do {

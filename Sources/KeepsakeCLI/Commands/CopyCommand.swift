@@ -72,7 +72,8 @@ struct CopyCommand: KeepsakeCommand {
         guard source.location != target.location else {
             throw UsageError.custom("'--from' and '--to' are both \(source.location); copy to another destination.", command: Self.spec)
         }
-        let catalog = BackupCatalog(storage: source)
+        // Copied as stored: no key is needed, nor read.
+        let catalog = BackupCatalog(storage: source, keyring: .empty)
         var ids: [BackupID]?
         if !references.isEmpty {
             let now = try CommandClock.now(environment: context.environment, command: Self.spec)

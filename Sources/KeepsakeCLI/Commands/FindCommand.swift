@@ -46,7 +46,7 @@ struct FindCommand: KeepsakeCommand {
 
     func run(context: CommandContext) throws -> ExitCode {
         let storage = try context.destination(destinationOption)
-        let result = try search.search(BackupCatalog(storage: storage), cancellation: context.cancellation) { item in
+        let result = try search.search(BackupCatalog(storage: context.reading(storage)), cancellation: context.cancellation) { item in
             (host.map { item.summary?.host == $0 } ?? true) && (source.map { BackupCatalog.item(item, holds: $0) } ?? true)
         }
         for skipped in result.skipped {

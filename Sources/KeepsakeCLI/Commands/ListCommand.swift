@@ -73,8 +73,8 @@ struct ListCommand: KeepsakeCommand {
         return .success
     }
 
-    private func listBackups(_ storage: StorageBackend, context: CommandContext) throws -> ExitCode {
-        let catalog = BackupCatalog(storage: storage)
+    private func listBackups(_ storage: any ReadableStorage, context: CommandContext) throws -> ExitCode {
+        let catalog = BackupCatalog(storage: context.reading(storage))
         let listed = try catalog.items().filter { item in
             host.map { item.summary?.host == $0 } ?? true
         }

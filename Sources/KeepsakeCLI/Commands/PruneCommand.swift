@@ -130,7 +130,7 @@ struct PruneCommand: KeepsakeCommand {
     func run(context: CommandContext) throws -> ExitCode {
         let storage = try context.destination(destinationOption)
         let presenter = EventPresenter(context: context, progress: false)
-        let engine = PruneEngine(storage: storage, events: presenter, cancellation: context.cancellation)
+        let engine = PruneEngine(storage: storage, keyring: context.keyring, events: presenter, cancellation: context.cancellation)
         var request = PruneRequest(policy: policy, dryRun: dryRun, now: now)
         request.hosts = hosts
         request.lockWait = lockWait

@@ -35,7 +35,7 @@ struct RepairCommand: KeepsakeCommand {
         let lock = try storage.acquireLock(.current(operation: "repair"))
         defer { lock.release() }
         lock.report(to: EventPresenter(context: context, progress: false))
-        let repairer = ManifestRepairer(storage: storage, cancellation: context.cancellation)
+        let repairer = ManifestRepairer(storage: storage, keyring: context.keyring, cancellation: context.cancellation)
         var damaged = try repairer.damagedManifests()
         if !references.isEmpty {
             var chosen: [(id: BackupID, archive: String, reason: String)] = []
@@ -44,7 +44,7 @@ struct RepairCommand: KeepsakeCommand {
                 if matches.isEmpty {
                     // A backup whose manifest is fine is not an error: there is nothing to do.
                     // One that is not there at all (or a prefix of several) is.
-                    _ = try BackupCatalog(storage: storage).resolve(reference)
+                    _ = try BackupCatalog(storage: storage, keyring: context.keyring).resolve(reference)
                 }
                 chosen.append(contentsOf: matches.filter { match in !chosen.contains { $0.id == match.id } })
             }

@@ -245,7 +245,7 @@ struct RestoreCommand: KeepsakeCommand {
     /// Lets the user choose a backup on the terminal, newest first.
     private func pickBackup(context: CommandContext) throws -> String {
         let storage = try context.destination(destinationOption)
-        let items = try BackupCatalog(storage: storage).items().reversed().filter { item in
+        let items = try BackupCatalog(storage: context.reading(storage)).items().reversed().filter { item in
             item.summary.map { hosts.includes($0.host) } ?? false
         }
         guard !items.isEmpty else {

@@ -114,7 +114,7 @@ struct RunCommand: KeepsakeCommand {
 
     /// Backup, prune and verify (`RunWorkflow`), each failure told on stderr as it is
     /// recorded with its exit code.
-    private func steps(_ state: inout RunState, storage: StorageBackend, copyTo: [StorageBackend], presenter: EventPresenter,
+    private func steps(_ state: inout RunState, storage: any WritableStorage, copyTo: [any WritableStorage], presenter: EventPresenter,
                        context: CommandContext) {
         var request: BackupRequest
         do {
@@ -133,7 +133,7 @@ struct RunCommand: KeepsakeCommand {
         }
         request.changeCacheRoot = context.cacheRoot
         request.readPause = BackupCommand.testReadPause(context.environment)
-        let workflow = RunWorkflow(storage: storage, events: presenter, cancellation: context.cancellation)
+        let workflow = RunWorkflow(storage: storage, keyring: context.keyring, events: presenter, cancellation: context.cancellation)
         do {
             workflow.signatureCheck = try SigningOptions.signedBy(nil, profile: state.profile.signing).map(SignatureCheck.init(key:))
         } catch {

@@ -46,6 +46,9 @@ struct VerifyCommand: KeepsakeCommand {
         // Archive files alone need no destination.
         let backups = references.isEmpty ? try context.locator(destinationOption).all()
             : try references.map { try context.locate($0, destinationOption: destinationOption) }
+        // Damage found in the destination is noted there, under its lock (never beside an
+        // archive file, which is only read).
+        if backups.contains(where: { !$0.isArchiveFile }) { verifier.damageRecords = try context.destination(destinationOption) }
         if references.isEmpty && backups.isEmpty && !context.json {
             context.note("No backups in \(try context.destination(destinationOption).location) to verify.")
         }

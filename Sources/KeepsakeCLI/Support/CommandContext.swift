@@ -155,18 +155,20 @@ final class CommandContext {
 
     // MARK: Destination
 
-    /// The destination for a `--dest` value (else `KEEPSAKE_DEST`, else the default folder).
-    func destination(_ option: String?) throws -> StorageBackend {
+    /// The destination for a `--dest` value (else `KEEPSAKE_DEST`, else the default folder),
+    /// as stored: a command that reads backups reads it with `reading(_:)`.
+    func destination(_ option: String?) throws -> any WritableStorage {
         try backend(for: try DestinationResolver.address(option, environment: environment))
     }
 
-    /// The backend that reaches `address`.
-    func backend(for address: DestinationAddress) throws -> StorageBackend {
-        DecryptingStorage(try storedBackend(for: address), keyring: keyring)
+    /// `storage` read with the keys `--identity`/`--passphrase-file` gave (none: encrypted
+    /// objects then name the key they need).
+    func reading(_ storage: any ReadableStorage) -> KeyedStorage {
+        KeyedStorage(storage, keyring: keyring)
     }
 
     /// The backend that reaches `address`, as stored (no decryption).
-    private func storedBackend(for address: DestinationAddress) throws -> StorageBackend {
+    func backend(for address: DestinationAddress) throws -> any WritableStorage {
         switch address {
         case .localFolder(let path):
             return LocalFolderBackend(path: path)

@@ -5,7 +5,7 @@ import Synchronization
 
 /// A destination on an rclone remote (`rclone:REMOTE:PATH`), reached by running the
 /// `rclone` program (one run per operation; see `RcloneRunner`). Whatever the remote is
-/// (sftp, a cloud drive, a local folder), the promises of `StorageBackend` are kept like this:
+/// (sftp, a cloud drive, a local folder), the promises of `WritableStorage` are kept like this:
 ///
 /// - store: `rclone rcat` reads the object from a pipe into `.tmp-NAME-PID-RANDOM` as it is
 ///   written (memory stays bounded, nothing is spooled on the local disk by Keepsake);
@@ -22,7 +22,7 @@ import Synchronization
 ///
 /// Object names follow `StoredObject.checkName`, temporaries its naming, so leftovers
 /// are judged the same way.
-public final class RcloneBackend: StorageBackend {
+public final class RcloneBackend: WritableStorage {
     // MARK: Constants
 
     /// The lock's object: the same name as in a local folder.
@@ -69,7 +69,7 @@ public final class RcloneBackend: StorageBackend {
                               cancellation: cancellation)
     }
 
-    // MARK: StorageBackend
+    // MARK: WritableStorage
 
     public func prepare() throws {
         forgetListing()

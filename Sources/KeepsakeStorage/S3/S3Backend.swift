@@ -15,7 +15,7 @@ import KeepsakeSupport
 /// - The lock is the object `PREFIX/keepsake.lock`, created and replaced with conditional
 ///   writes (`If-None-Match: *`, `If-Match: ETAG`), so of several runs exactly one holds it;
 ///   its holder refreshes it, and one not refreshed for its TTL is stale (`S3Lock`).
-public final class S3Backend: StorageBackend {
+public final class S3Backend: WritableStorage {
     // MARK: Constants
 
     static let lockName = "keepsake.lock"
@@ -56,7 +56,7 @@ public final class S3Backend: StorageBackend {
     /// The key of the object `name`.
     func key(_ name: String) -> String { prefix.isEmpty ? name : prefix + "/" + name }
 
-    // MARK: StorageBackend
+    // MARK: WritableStorage
 
     public func prepare() throws {
         // The bucket must exist: a typo must not start a new one somewhere.
