@@ -50,25 +50,31 @@ let package = Package(
         .target(name: "KeepsakeArchive", dependencies: ["CArchive", "CZstd", "KeepsakeSupport"]),
         // What a backup is, as data: ids, names, summary, manifest, retention.
         .target(name: "KeepsakeModel", dependencies: ["KeepsakeSupport", "KeepsakeJSON", "KeepsakeArchive"]),
-        // Where backups live: the store protocol, the lock, a local folder, a lone archive's
-        // folder, S3 and rclone.
+        // Where backups live: the store protocols, the lock, a local folder, a lone archive's folder.
         .target(name: "KeepsakeStorage", dependencies: ["CPosix", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing",
-                                                        "KeepsakeHTTP", "KeepsakeModel"]),
+                                                        "KeepsakeModel"]),
+        // S3-compatible object storage as a store: SigV4, the XML, the lock by conditional writes.
+        .target(name: "KeepsakeS3", dependencies: ["KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "KeepsakeHTTP",
+                                                   "KeepsakeModel", "KeepsakeStorage"]),
+        // rclone remotes as a store: a child process per call.
+        .target(name: "KeepsakeRclone", dependencies: ["CPosix", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeStorage"]),
+        // The engine: names no S3, rclone or HTTP type (the CLI alone picks a store).
         .target(
             name: "BackupCore",
-            dependencies: ["CCrypto", "CPosix", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "KeepsakeHTTP",
+            dependencies: ["CCrypto", "CPosix", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing",
                            "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel", "KeepsakeStorage"]
         ),
         // Configuration files (TOML, profiles): turns a profile into BackupCore's plain requests.
         .target(
             name: "KeepsakeConfig",
-            dependencies: ["BackupCore", "KeepsakeSupport", "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel", "KeepsakeStorage"]
+            dependencies: ["BackupCore", "KeepsakeSupport", "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel", "KeepsakeStorage",
+                           "KeepsakeS3"]
         ),
         .target(name: "TerminalUI"),
         .target(
             name: "KeepsakeCLI",
             dependencies: ["BackupCore", "KeepsakeConfig", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeAge", "KeepsakeArchive",
-                           "KeepsakeModel", "KeepsakeStorage", "TerminalUI"]
+                           "KeepsakeModel", "KeepsakeStorage", "KeepsakeS3", "KeepsakeRclone", "TerminalUI"]
         ),
         .executableTarget(
             name: "keepsake",
@@ -80,10 +86,11 @@ let package = Package(
         .target(name: "KeepsakeTestSupport", dependencies: ["BackupCore", "KeepsakeSupport", "TerminalUI"], path: "Tests/KeepsakeTestSupport",
                 exclude: ["Servers/fault_proxy.py"]),
         .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore", "CArchive", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "KeepsakeHTTP",
-                                                        "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel", "KeepsakeStorage", "KeepsakeTestSupport"],
+                                                        "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel", "KeepsakeStorage", "KeepsakeS3",
+                                                        "KeepsakeRclone", "KeepsakeTestSupport"],
                     exclude: ["Fixtures"]),
         .testTarget(name: "KeepsakeConfigTests", dependencies: ["KeepsakeConfig", "KeepsakeAge", "KeepsakeModel", "KeepsakeStorage",
-                                                            "KeepsakeTestSupport"]),
+                                                            "KeepsakeS3", "KeepsakeTestSupport"]),
         .testTarget(name: "TerminalUITests", dependencies: ["TerminalUI", "KeepsakeTestSupport"]),
         // Screens/: the help screens the tests compare with, recorded as files.
         .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "KeepsakeConfig", "KeepsakeModel", "KeepsakeSupport", "TerminalUI",

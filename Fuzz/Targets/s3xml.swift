@@ -8,7 +8,7 @@
 //     error's Code and Message) is read without trouble, as S3Backend and S3Client read it.
 @testable import BackupCore
 import Glibc
-@testable import KeepsakeStorage
+@testable import KeepsakeS3
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzS3XML(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {

@@ -1,5 +1,6 @@
 import BackupCore
 import KeepsakeArchive
+import KeepsakeS3
 import KeepsakeStorage
 import KeepsakeSupport
 

@@ -30,7 +30,7 @@ public struct LockOwner: Sendable, Equatable {
     }
 
     /// Stands for a holder whose lock record cannot be read (being written, or garbled).
-    static var unknownHolder: LockOwner {
+    package static var unknownHolder: LockOwner {
         LockOwner(pid: 0, host: "unknown", started: Date(), operation: "another run", processStartTicks: nil)
     }
 
@@ -73,7 +73,7 @@ public struct LockOwner: Sendable, Equatable {
     // MARK: Encoding
 
     /// The lock file's content.
-    var json: JSONValue {
+    package var json: JSONValue {
         var object = JSONObject([
             ("pid", .int(Int64(pid))),
             ("host", .string(host)),
@@ -90,7 +90,7 @@ public struct LockOwner: Sendable, Equatable {
     }
 
     /// Reads a lock file's content; nil when it is not one.
-    init?(json: JSONValue) {
+    package init?(json: JSONValue) {
         guard let pid = json["pid"]?.int64Value, let narrowed = Int32(exactly: pid),
               let host = json["host"]?.stringValue else { return nil }
         self.init(pid: narrowed, host: host,

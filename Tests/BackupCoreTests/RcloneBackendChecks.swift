@@ -2,6 +2,7 @@ import Foundation
 import KeepsakeHashing
 import KeepsakeJSON
 @testable import KeepsakeStorage
+@testable import KeepsakeRclone
 import KeepsakeSupport
 import XCTest
 

@@ -1,5 +1,6 @@
 import Foundation
 @testable import KeepsakeStorage
+@testable import KeepsakeRclone
 import KeepsakeSupport
 import XCTest
 

@@ -1,5 +1,5 @@
 import Foundation
-@testable import KeepsakeStorage
+@testable import KeepsakeS3
 import KeepsakeSupport
 import XCTest
 

@@ -2,6 +2,7 @@ import Foundation
 import KeepsakeHashing
 import KeepsakeJSON
 @testable import KeepsakeStorage
+@testable import KeepsakeS3
 import KeepsakeSupport
 import KeepsakeTestSupport
 import XCTest

@@ -1,6 +1,6 @@
 import Foundation
 import KeepsakeHashing
-@testable import KeepsakeStorage
+@testable import KeepsakeS3
 import KeepsakeSupport
 import XCTest
 

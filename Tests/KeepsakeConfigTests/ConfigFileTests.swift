@@ -3,6 +3,7 @@ import Foundation
 import KeepsakeAge
 import KeepsakeConfig
 import KeepsakeModel
+import KeepsakeS3
 import KeepsakeStorage
 import KeepsakeTestSupport
 import XCTest

@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import KeepsakeS3
 import KeepsakeStorage
 import TerminalUI
 

@@ -2,6 +2,8 @@ import BackupCore
 import Foundation
 import KeepsakeJSON
 import KeepsakeModel
+import KeepsakeRclone
+import KeepsakeS3
 import KeepsakeStorage
 import KeepsakeSupport
 import TerminalUI

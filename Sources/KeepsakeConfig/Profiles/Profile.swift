@@ -3,6 +3,7 @@ import Foundation
 import KeepsakeAge
 import KeepsakeArchive
 import KeepsakeModel
+import KeepsakeS3
 import KeepsakeStorage
 
 /// One named profile of the configuration file (`[profiles.home]`), validated: what to back

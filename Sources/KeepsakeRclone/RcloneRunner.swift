@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// How the rclone backend runs the `rclone` program: which binary (looked up on the PATH of

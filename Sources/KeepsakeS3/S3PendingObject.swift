@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeHashing
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// An object being uploaded to S3 while it is produced: a multipart upload is started at

@@ -1,6 +1,7 @@
 import Foundation
 import KeepsakeHTTP
 import KeepsakeJSON
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// The lock of an S3 destination: the object `PREFIX/keepsake.lock`, holding its holder

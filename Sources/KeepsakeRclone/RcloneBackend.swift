@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeJSON
+import KeepsakeStorage
 import KeepsakeSupport
 import Synchronization
 

@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// A destination under a prefix of an S3-compatible bucket (`s3://BUCKET/PREFIX`): each

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeStorage
 
 /// An object being stored on an rclone remote: `rclone rcat` reads it from a pipe into a
 /// temporary object as it is written (the pipe is all that is buffered); `commit` ends the

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// A committed object on an rclone remote, read front to back through `rclone cat` (started

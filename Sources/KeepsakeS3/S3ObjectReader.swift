@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeHTTP
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// Reads an S3 object without downloading it first: front to back in ranged GETs of

@@ -1,3 +1,4 @@
+import KeepsakeStorage
 /// A held lock on an rclone remote: the object `keepsake.lock` holding this run's token
 /// (see `RcloneBackend.acquireLock`). Released only while the record still holds the token.
 final class RcloneLock: DestinationLock {
