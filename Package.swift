@@ -58,23 +58,25 @@ let package = Package(
                                                    "KeepsakeModel", "KeepsakeStorage"]),
         // rclone remotes as a store: a child process per call.
         .target(name: "KeepsakeRclone", dependencies: ["CPosix", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeStorage"]),
+        // What a backup reads, found: the scanner and the exclude rules; reads no content.
+        .target(name: "KeepsakeScan", dependencies: ["CPosix", "KeepsakeSupport", "KeepsakeArchive", "KeepsakeModel"]),
         // The engine: names no S3, rclone or HTTP type (the CLI alone picks a store).
         .target(
             name: "BackupCore",
             dependencies: ["CCrypto", "CPosix", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing",
-                           "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel", "KeepsakeStorage"]
+                           "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel", "KeepsakeStorage", "KeepsakeScan"]
         ),
         // Configuration files (TOML, profiles): turns a profile into BackupCore's plain requests.
         .target(
             name: "KeepsakeConfig",
             dependencies: ["BackupCore", "KeepsakeSupport", "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel", "KeepsakeStorage",
-                           "KeepsakeS3"]
+                           "KeepsakeS3", "KeepsakeScan"]
         ),
         .target(name: "TerminalUI"),
         .target(
             name: "KeepsakeCLI",
             dependencies: ["BackupCore", "KeepsakeConfig", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeAge", "KeepsakeArchive",
-                           "KeepsakeModel", "KeepsakeStorage", "KeepsakeS3", "KeepsakeRclone", "TerminalUI"]
+                           "KeepsakeModel", "KeepsakeStorage", "KeepsakeS3", "KeepsakeRclone", "KeepsakeScan", "TerminalUI"]
         ),
         .executableTarget(
             name: "keepsake",
@@ -87,10 +89,10 @@ let package = Package(
                 exclude: ["Servers/fault_proxy.py"]),
         .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore", "CArchive", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "KeepsakeHTTP",
                                                         "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel", "KeepsakeStorage", "KeepsakeS3",
-                                                        "KeepsakeRclone", "KeepsakeTestSupport"],
+                                                        "KeepsakeRclone", "KeepsakeScan", "KeepsakeTestSupport"],
                     exclude: ["Fixtures"]),
         .testTarget(name: "KeepsakeConfigTests", dependencies: ["KeepsakeConfig", "KeepsakeAge", "KeepsakeModel", "KeepsakeStorage",
-                                                            "KeepsakeS3", "KeepsakeTestSupport"]),
+                                                            "KeepsakeS3", "KeepsakeScan", "KeepsakeTestSupport"]),
         .testTarget(name: "TerminalUITests", dependencies: ["TerminalUI", "KeepsakeTestSupport"]),
         // Screens/: the help screens the tests compare with, recorded as files.
         .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "KeepsakeConfig", "KeepsakeModel", "KeepsakeSupport", "TerminalUI",

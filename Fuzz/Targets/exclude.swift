@@ -6,7 +6,7 @@
 //   after the 1st NUL the relative path bytes
 //   after the 2nd NUL the absolute path bytes
 // Invalid patterns must throw ExcludePatternError; matching must never crash or hang.
-import BackupCore
+import KeepsakeScan
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzExclude(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {

@@ -1,6 +1,7 @@
 import BackupCore
 import KeepsakeArchive
 import KeepsakeS3
+import KeepsakeScan
 import KeepsakeStorage
 import KeepsakeSupport
 

@@ -2,6 +2,7 @@ import Foundation
 @testable import KeepsakeArchive
 @testable import KeepsakeModel
 @testable import KeepsakeStorage
+@testable import KeepsakeScan
 import KeepsakeSupport
 import XCTest
 

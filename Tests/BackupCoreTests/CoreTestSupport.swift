@@ -1,5 +1,7 @@
 import Foundation
 @testable import KeepsakeStorage
+@testable import KeepsakeScan
+@testable import KeepsakeModel
 import KeepsakeSupport
 import XCTest
 

@@ -3,6 +3,7 @@ import Foundation
 @testable import KeepsakeArchive
 @testable import KeepsakeModel
 @testable import KeepsakeStorage
+@testable import KeepsakeScan
 import KeepsakeSupport
 import XCTest
 
@@ -348,7 +349,7 @@ final class EngineTests: KeepsakeTestCase {
         let engine = BackupEngine(storage: storage, events: nil, cancellation: CancellationFlag())
         let request = BackupRequest(sources: [root + "/does-not-exist"], scan: try noExcludes(), toolVersion: "test")
         XCTAssertThrowsError(try engine.run(request)) { error in
-            guard case .sourceUnusable? = error as? EngineError else { return XCTFail("\(error)") }
+            guard case .sourceUnusable? = error as? ScanError else { return XCTFail("\(error)") }
         }
         XCTAssertThrowsError(try engine.run(BackupRequest(sources: [], scan: try noExcludes(), toolVersion: "test"))) { error in
             guard case .invalidRequest? = error as? EngineError else { return XCTFail("\(error)") }

@@ -1,6 +1,7 @@
 import Foundation
 @testable import KeepsakeArchive
 import KeepsakeHashing
+@testable import KeepsakeScan
 import KeepsakeSupport
 import XCTest
 

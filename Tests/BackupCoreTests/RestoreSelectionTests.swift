@@ -1,4 +1,5 @@
 import Foundation
+@testable import KeepsakeScan
 import XCTest
 @testable import BackupCore
 

@@ -1,3 +1,4 @@
+@testable import KeepsakeScan
 import XCTest
 @testable import BackupCore
 

@@ -1,5 +1,7 @@
 import Foundation
 @testable import KeepsakeArchive
+@testable import KeepsakeScan
+@testable import KeepsakeModel
 import KeepsakeSupport
 import XCTest
 
@@ -96,7 +98,7 @@ final class ScannerTests: KeepsakeTestCase {
     func testMissingOrEmptySourceIsUnusable() {
         for path in ["", root + "/missing", root + "/missing/deeper", "relative-that-does-not-exist"] {
             XCTAssertThrowsError(try Scanner.absoluteSourcePath(path), path) { error in
-                guard case .sourceUnusable(let reported, _)? = error as? EngineError else { return XCTFail("\(error)") }
+                guard case .sourceUnusable(let reported, _)? = error as? ScanError else { return XCTFail("\(error)") }
                 XCTAssertEqual(reported, path)
             }
         }

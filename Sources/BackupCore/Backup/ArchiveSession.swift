@@ -1,6 +1,7 @@
 import Foundation
 import KeepsakeArchive
 import KeepsakeModel
+import KeepsakeScan
 import KeepsakeSupport
 
 /// Writes one backup's archive: every scanned item becomes a tar entry and a manifest line,

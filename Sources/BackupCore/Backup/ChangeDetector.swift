@@ -1,6 +1,7 @@
 import Foundation
 import KeepsakeHashing
 import KeepsakeModel
+import KeepsakeScan
 import KeepsakeSupport
 
 /// Tells whether a scanned file is the one the parent backup already holds, so that an

@@ -2,6 +2,8 @@ import CPosix
 import Foundation
 import KeepsakeArchive
 import KeepsakeHashing
+import KeepsakeModel
+import KeepsakeScan
 import KeepsakeSupport
 
 /// Reads from the file system what a backup stores of a scanned item: a regular file's

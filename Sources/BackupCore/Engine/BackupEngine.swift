@@ -3,6 +3,7 @@ import KeepsakeAge
 import KeepsakeArchive
 import KeepsakeHashing
 import KeepsakeModel
+import KeepsakeScan
 import KeepsakeStorage
 import KeepsakeSupport
 
@@ -344,16 +345,5 @@ private final class DryRunCounter {
 
     func fill(_ summary: inout BackupSummary) {
         counts.fill(&summary)
-    }
-}
-
-/// A file's identity on this machine (device and inode), for finding hard links.
-struct FileIdentity: Hashable {
-    let device: UInt64
-    let inode: UInt64
-
-    init(_ info: stat) {
-        device = UInt64(info.st_dev)
-        inode = UInt64(info.st_ino)
     }
 }

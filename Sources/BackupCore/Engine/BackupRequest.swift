@@ -2,6 +2,7 @@ import Foundation
 import KeepsakeAge
 import KeepsakeArchive
 import KeepsakeModel
+import KeepsakeScan
 import KeepsakeSupport
 
 /// When a backup starts a new chain instead of being incremental, and how "unchanged"

@@ -1,5 +1,6 @@
 import KeepsakeArchive
 import KeepsakeModel
+import KeepsakeScan
 import KeepsakeSupport
 
 /// Which backups hold paths matching a pattern: the core of `keepsake find`.

@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeArchive
+import KeepsakeScan
 
 /// One line of a dry run's listing (`backup --dry-run --list`): a path the backup would
 /// save, or one it leaves out and why.

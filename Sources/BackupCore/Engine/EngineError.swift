@@ -2,8 +2,6 @@ import KeepsakeSupport
 
 /// Failures that stop a command. Each names the thing and says what to do.
 public enum EngineError: SourceFailure, Sendable, Equatable, CustomStringConvertible {
-    /// A source path does not exist or cannot be opened.
-    case sourceUnusable(path: String, reason: String)
     /// An id, prefix or `latest` matched no backup.
     case backupNotFound(reference: String, destination: String)
     /// A prefix matched several backups.
@@ -25,7 +23,6 @@ public enum EngineError: SourceFailure, Sendable, Equatable, CustomStringConvert
 
     public var description: String {
         switch self {
-        case .sourceUnusable(let path, let reason): return "Cannot back up '\(path)': \(reason)"
         case .backupNotFound(let reference, let destination):
             return "No backup '\(reference)' in \(destination); run 'keepsake list' to see the backups"
         case .ambiguousReference(let reference, let candidates):

@@ -1,4 +1,5 @@
 import KeepsakeModel
+import KeepsakeScan
 import KeepsakeSupport
 
 /// What an incremental backup needs of its parent: each scanned file's entry in the

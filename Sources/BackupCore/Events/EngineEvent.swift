@@ -1,3 +1,4 @@
+import KeepsakeModel
 /// What the engine tells its caller while it works. The engine never prints: the command
 /// line decides how (and whether) to show each event.
 public enum EngineEvent: Sendable {
@@ -13,38 +14,6 @@ public enum EngineEvent: Sendable {
     /// One step of a run of several (`RunWorkflow`: backup, prune, verify) is over: a
     /// progress display can be cleared before the next.
     case stepFinished(String)
-}
-
-/// A problem with one path that did not stop the run.
-public struct PathWarning: Sendable, Equatable {
-    /// What kind of problem it was.
-    public enum Kind: String, Sendable {
-        /// The path could not be read (permission, I/O error, vanished).
-        case unreadable
-        /// The file changed while it was being read.
-        case changed
-        /// The path was skipped on purpose (unsafe, unsupported type, existing file kept).
-        case skipped
-        /// Content did not match the manifest, or the archive is damaged there.
-        case damaged
-        /// Metadata (owner, xattrs, times) could not be applied.
-        case metadata
-        /// A restore could not write the path into its target (permission, no descriptor
-        /// left, a name the file system refuses): it is missing from the restore.
-        case unwritable
-    }
-
-    public var kind: Kind
-    /// The path as people read it.
-    public var path: String
-    public var reason: String
-
-    /// Creates a warning.
-    public init(kind: Kind, path: String, reason: String) {
-        self.kind = kind
-        self.path = path
-        self.reason = reason
-    }
 }
 
 /// A progress report; totals are nil when unknown.

@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeArchive
+import KeepsakeModel
 import KeepsakeSupport
 
 /// The modes and times of the folders a restore made (or, with `--overwrite always`, met),

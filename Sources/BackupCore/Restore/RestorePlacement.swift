@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeArchive
+import KeepsakeModel
 import KeepsakeSupport
 
 /// Puts restored entries into the target, always relative to open folder descriptors, so

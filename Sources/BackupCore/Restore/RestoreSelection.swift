@@ -1,3 +1,4 @@
+import KeepsakeScan
 import KeepsakeSupport
 
 /// Which archive paths a restore takes: everything, or the given paths (a folder brings

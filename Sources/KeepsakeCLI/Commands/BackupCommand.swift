@@ -2,6 +2,7 @@ import BackupCore
 import Foundation
 import KeepsakeArchive
 import KeepsakeModel
+import KeepsakeScan
 import KeepsakeStorage
 import KeepsakeSupport
 import TerminalUI

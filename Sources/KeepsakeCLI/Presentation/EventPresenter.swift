@@ -1,6 +1,7 @@
 import BackupCore
 import Foundation
 import KeepsakeJSON
+import KeepsakeModel
 import TerminalUI
 
 /// Shows engine events: warnings as lines on stderr, progress as a bar on a terminal (or

@@ -1,5 +1,6 @@
 import BackupCore
 import KeepsakeJSON
+import KeepsakeModel
 
 /// The JSON form of a path warning: `{"kind": …, "path": …, "reason": …}`.
 enum WarningJSON {

@@ -4,6 +4,7 @@ import KeepsakeAge
 import KeepsakeArchive
 import KeepsakeModel
 import KeepsakeS3
+import KeepsakeScan
 import KeepsakeStorage
 import KeepsakeSupport
 

@@ -1,14 +1,14 @@
 /// The order a scan visits paths in, and so the order of archive entries and manifest
 /// lines: each folder before what it holds, and the names in a folder sorted bytewise. As
 /// a comparison of whole paths that is bytewise with `/` sorting before every other byte.
-enum ScanOrder {
+package enum ScanOrder {
     /// Whether `a` comes before `b`.
-    static func precedes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    @inlinable package static func precedes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         compare(a, b) < 0
     }
 
     /// Negative when `a` comes first, zero when they are the same path, positive otherwise.
-    static func compare(_ a: [UInt8], _ b: [UInt8]) -> Int {
+    @inlinable package static func compare(_ a: [UInt8], _ b: [UInt8]) -> Int {
         a.withUnsafeBufferPointer { left in
             b.withUnsafeBufferPointer { right in
                 let common = min(left.count, right.count)

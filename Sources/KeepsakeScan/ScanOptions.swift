@@ -12,7 +12,7 @@ public struct ScanOptions: Sendable {
     public var oneFileSystem: Bool
     /// Folders left out whole, by device and inode: the backup's own destination when it
     /// lies inside a source (set by the engine, never by the user).
-    var leftOutFolders: Set<FileIdentity> = []
+    package var leftOutFolders: Set<FileIdentity> = []
 
     /// Creates options.
     public init(excludes: ExcludeRules, excludeCaches: Bool = false, excludeIfPresent: [String] = [],

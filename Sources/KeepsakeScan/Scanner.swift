@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeModel
 import KeepsakeSupport
 
 /// Walks source trees depth-first in name order, on raw bytes through `openat`/`fstatat`
@@ -91,7 +92,7 @@ public final class Scanner {
     /// `absoluteSourcePath` for a path given as bytes (it need not be UTF-8).
     public static func absoluteSourcePath(_ given: [UInt8]) throws -> [UInt8] {
         let path = PathBytes.display(given)
-        guard !given.isEmpty else { throw EngineError.sourceUnusable(path: path, reason: "the path is empty") }
+        guard !given.isEmpty else { throw ScanError.sourceUnusable(path: path, reason: "the path is empty") }
         var bytes = given
         while bytes.count > 1 && bytes.last == UInt8(ascii: "/") { bytes.removeLast() }
         let last = PathBytes.lastComponent(bytes)
@@ -99,7 +100,7 @@ public final class Scanner {
             || !bytes.contains(UInt8(ascii: "/")) && (last == Array(".".utf8))
         func real(_ target: [UInt8]) throws -> [UInt8] {
             guard let resolved = try PathBytes.withCString(target, { realpath($0, nil) }) else {
-                throw EngineError.sourceUnusable(path: path, reason: FileDescriptorIO.message(errno))
+                throw ScanError.sourceUnusable(path: path, reason: FileDescriptorIO.message(errno))
             }
             defer { free(resolved) }
             return PathBytes.fromCString(resolved) ?? target
@@ -115,7 +116,7 @@ public final class Scanner {
         let absolute = PathBytes.join(resolvedParent, last)
         var info = stat()
         guard PathBytes.syscall(absolute, { lstat($0, &info) }) == 0 else {
-            throw EngineError.sourceUnusable(path: path, reason: FileDescriptorIO.message(errno))
+            throw ScanError.sourceUnusable(path: path, reason: FileDescriptorIO.message(errno))
         }
         return absolute
     }
@@ -148,19 +149,19 @@ public final class Scanner {
         }
         let parentFD = PathBytes.syscall(parentPath) { open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard parentFD >= 0 else {
-            throw EngineError.sourceUnusable(path: PathBytes.display(source), reason: FileDescriptorIO.message(errno))
+            throw ScanError.sourceUnusable(path: PathBytes.display(source), reason: FileDescriptorIO.message(errno))
         }
         defer { close(parentFD) }
         var info = stat()
         if isRoot {
             guard fstat(parentFD, &info) == 0 else {
-                throw EngineError.sourceUnusable(path: "/", reason: FileDescriptorIO.message(errno))
+                throw ScanError.sourceUnusable(path: "/", reason: FileDescriptorIO.message(errno))
             }
             try walk(directoryFD: parentFD, absolutePath: source, rootDevice: info.st_dev, visit: visit, ownsFD: false)
             return
         }
         guard PathBytes.syscall(name, { fstatat(parentFD, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0 else {
-            throw EngineError.sourceUnusable(path: PathBytes.display(source), reason: FileDescriptorIO.message(errno))
+            throw ScanError.sourceUnusable(path: PathBytes.display(source), reason: FileDescriptorIO.message(errno))
         }
         let item = ScannedItem(parentFD: parentFD, name: name, absolutePath: source,
                                archivePath: Array(source.drop(while: { $0 == UInt8(ascii: "/") })), info: info)
