@@ -60,23 +60,31 @@ let package = Package(
         .target(name: "KeepsakeRclone", dependencies: ["CPosix", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeStorage"]),
         // What a backup reads, found: the scanner and the exclude rules; reads no content.
         .target(name: "KeepsakeScan", dependencies: ["CPosix", "KeepsakeSupport", "KeepsakeArchive", "KeepsakeModel"]),
+        // Encrypted backups as a reader meets them: the keyring, a store read with it.
+        .target(name: "KeepsakeEncryption", dependencies: ["KeepsakeSupport", "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel",
+                                                           "KeepsakeStorage"]),
+        // Backups that prove who wrote them: Ed25519 keys, statements, signatures, the check.
+        .target(name: "KeepsakeSigning", dependencies: ["CCrypto", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeAge",
+                                                        "KeepsakeModel", "KeepsakeStorage"]),
         // The engine: names no S3, rclone or HTTP type (the CLI alone picks a store).
         .target(
             name: "BackupCore",
             dependencies: ["CCrypto", "CPosix", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing",
-                           "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel", "KeepsakeStorage", "KeepsakeScan"]
+                           "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel", "KeepsakeStorage", "KeepsakeScan",
+                           "KeepsakeEncryption", "KeepsakeSigning"]
         ),
         // Configuration files (TOML, profiles): turns a profile into BackupCore's plain requests.
         .target(
             name: "KeepsakeConfig",
             dependencies: ["BackupCore", "KeepsakeSupport", "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel", "KeepsakeStorage",
-                           "KeepsakeS3", "KeepsakeScan"]
+                           "KeepsakeS3", "KeepsakeScan", "KeepsakeEncryption", "KeepsakeSigning"]
         ),
         .target(name: "TerminalUI"),
         .target(
             name: "KeepsakeCLI",
             dependencies: ["BackupCore", "KeepsakeConfig", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeAge", "KeepsakeArchive",
-                           "KeepsakeModel", "KeepsakeStorage", "KeepsakeS3", "KeepsakeRclone", "KeepsakeScan", "TerminalUI"]
+                           "KeepsakeModel", "KeepsakeStorage", "KeepsakeS3", "KeepsakeRclone", "KeepsakeScan", "KeepsakeEncryption",
+                           "KeepsakeSigning", "TerminalUI"]
         ),
         .executableTarget(
             name: "keepsake",
@@ -89,13 +97,16 @@ let package = Package(
                 exclude: ["Servers/fault_proxy.py"]),
         .testTarget(name: "BackupCoreTests", dependencies: ["BackupCore", "CArchive", "KeepsakeSupport", "KeepsakeJSON", "KeepsakeHashing", "KeepsakeHTTP",
                                                         "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel", "KeepsakeStorage", "KeepsakeS3",
-                                                        "KeepsakeRclone", "KeepsakeScan", "KeepsakeTestSupport"],
+                                                        "KeepsakeRclone", "KeepsakeScan", "KeepsakeEncryption",
+                                                        "KeepsakeSigning", "KeepsakeTestSupport"],
                     exclude: ["Fixtures"]),
         .testTarget(name: "KeepsakeConfigTests", dependencies: ["KeepsakeConfig", "KeepsakeAge", "KeepsakeModel", "KeepsakeStorage",
-                                                            "KeepsakeS3", "KeepsakeScan", "KeepsakeTestSupport"]),
+                                                            "KeepsakeS3", "KeepsakeScan", "KeepsakeEncryption", "KeepsakeSigning",
+                                                            "KeepsakeTestSupport"]),
         .testTarget(name: "TerminalUITests", dependencies: ["TerminalUI", "KeepsakeTestSupport"]),
         // Screens/: the help screens the tests compare with, recorded as files.
         .testTarget(name: "KeepsakeCLITests", dependencies: ["KeepsakeCLI", "KeepsakeConfig", "KeepsakeModel", "KeepsakeSupport", "TerminalUI",
+                                                         "KeepsakeEncryption", "KeepsakeSigning",
                                                          "KeepsakeTestSupport"],
                     exclude: ["Screens"]),
         .testTarget(name: "EndToEndTests", dependencies: ["keepsake", "KeepsakeSupport", "KeepsakeTestSupport"]),

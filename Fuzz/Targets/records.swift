@@ -16,6 +16,7 @@ import Foundation
 import Glibc
 import KeepsakeJSON
 import KeepsakeModel
+@testable import KeepsakeSigning
 @testable import KeepsakeStorage
 import KeepsakeSupport
 

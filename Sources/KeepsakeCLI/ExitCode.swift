@@ -1,7 +1,9 @@
 import BackupCore
 import KeepsakeArchive
+import KeepsakeEncryption
 import KeepsakeS3
 import KeepsakeScan
+import KeepsakeSigning
 import KeepsakeStorage
 import KeepsakeSupport
 

@@ -2,6 +2,7 @@ import Foundation
 import KeepsakeAge
 @testable import KeepsakeModel
 @testable import KeepsakeStorage
+@testable import KeepsakeEncryption
 import XCTest
 @testable import BackupCore
 

@@ -1,4 +1,5 @@
 import Foundation
+@testable import KeepsakeEncryption
 import KeepsakeStorage
 import KeepsakeSupport
 

@@ -1,4 +1,5 @@
 import Foundation
+@testable import KeepsakeSigning
 import XCTest
 @testable import KeepsakeAge
 

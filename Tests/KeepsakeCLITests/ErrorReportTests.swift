@@ -3,8 +3,10 @@ import Foundation
 import KeepsakeConfig
 
 @testable import KeepsakeCLI
+import KeepsakeEncryption
 import KeepsakeModel
 @testable import TerminalUI
+import KeepsakeSigning
 import XCTest
 import KeepsakeSupport
 

@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeAge
+import KeepsakeEncryption
 import KeepsakeModel
 import KeepsakeStorage
 import KeepsakeSupport

@@ -1,6 +1,7 @@
 import Foundation
 import KeepsakeHashing
 import KeepsakeModel
+import KeepsakeSigning
 import KeepsakeStorage
 import KeepsakeSupport
 

@@ -1,9 +1,11 @@
 import Foundation
 import KeepsakeAge
 import KeepsakeArchive
+import KeepsakeEncryption
 import KeepsakeHashing
 import KeepsakeModel
 import KeepsakeScan
+import KeepsakeSigning
 import KeepsakeStorage
 import KeepsakeSupport
 

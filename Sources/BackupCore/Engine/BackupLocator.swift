@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeEncryption
 import KeepsakeModel
 import KeepsakeStorage
 

@@ -3,6 +3,7 @@ import KeepsakeAge
 import KeepsakeArchive
 import KeepsakeModel
 import KeepsakeScan
+import KeepsakeSigning
 import KeepsakeSupport
 
 /// When a backup starts a new chain instead of being incremental, and how "unchanged"

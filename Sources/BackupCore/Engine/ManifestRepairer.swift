@@ -1,6 +1,7 @@
 import Foundation
 import KeepsakeAge
 import KeepsakeArchive
+import KeepsakeEncryption
 import KeepsakeHashing
 import KeepsakeModel
 import KeepsakeStorage

@@ -1,6 +1,8 @@
 import Foundation
 import KeepsakeAge
+import KeepsakeEncryption
 import KeepsakeModel
+import KeepsakeSigning
 import KeepsakeStorage
 import KeepsakeSupport
 

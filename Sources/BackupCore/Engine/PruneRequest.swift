@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeModel
+import KeepsakeSigning
 import KeepsakeSupport
 
 /// What `keepsake prune` (or the prune step of `keepsake run`) is asked to do.

@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeArchive
+import KeepsakeEncryption
 import KeepsakeModel
 import KeepsakeStorage
 import KeepsakeSupport

@@ -1,7 +1,9 @@
 import Foundation
 import KeepsakeArchive
+import KeepsakeEncryption
 import KeepsakeHashing
 import KeepsakeModel
+import KeepsakeSigning
 import KeepsakeStorage
 import KeepsakeSupport
 

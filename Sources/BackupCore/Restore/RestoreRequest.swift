@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeModel
+import KeepsakeSigning
 import KeepsakeSupport
 
 /// What to do with a file that already exists in the restore target.

@@ -2,6 +2,7 @@ import CPosix
 import Foundation
 import KeepsakeArchive
 import KeepsakeModel
+import KeepsakeSigning
 import KeepsakeStorage
 import KeepsakeSupport
 

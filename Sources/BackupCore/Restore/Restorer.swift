@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeModel
+import KeepsakeSigning
 import KeepsakeSupport
 
 /// Restores all or part of an archive into a target folder. Every file gets its name only

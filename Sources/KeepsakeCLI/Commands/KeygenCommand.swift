@@ -2,6 +2,7 @@ import BackupCore
 import Foundation
 import KeepsakeAge
 import KeepsakeJSON
+import KeepsakeSigning
 import TerminalUI
 
 /// `keepsake keygen [--output FILE]`: a new age X25519 identity, in the file format of

@@ -3,6 +3,7 @@ import Foundation
 import KeepsakeConfig
 import KeepsakeJSON
 import KeepsakeModel
+import KeepsakeSigning
 import KeepsakeSupport
 import TerminalUI
 

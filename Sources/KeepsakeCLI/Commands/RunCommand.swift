@@ -2,6 +2,7 @@ import BackupCore
 import Foundation
 import KeepsakeConfig
 import KeepsakeJSON
+import KeepsakeSigning
 import KeepsakeStorage
 import TerminalUI
 

@@ -2,6 +2,7 @@ import BackupCore
 import Foundation
 import KeepsakeConfig
 import KeepsakeJSON
+import KeepsakeSigning
 import TerminalUI
 
 /// `keepsake verify`: proves backups intact, or names what is damaged.

@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import KeepsakeEncryption
 import KeepsakeJSON
 import KeepsakeModel
 import KeepsakeRclone

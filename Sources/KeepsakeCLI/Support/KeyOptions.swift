@@ -2,6 +2,7 @@ import BackupCore
 import Foundation
 import KeepsakeAge
 import KeepsakeConfig
+import KeepsakeEncryption
 import KeepsakeStorage
 import KeepsakeSupport
 import TerminalUI

@@ -1,6 +1,7 @@
 import BackupCore
 import Foundation
 import KeepsakeConfig
+import KeepsakeSigning
 
 /// The signing options: the secret key `backup` signs with, and the public key the commands
 /// that read backups check them against. The secret is read from a file only.

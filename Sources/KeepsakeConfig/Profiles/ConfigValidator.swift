@@ -5,6 +5,7 @@ import KeepsakeArchive
 import KeepsakeModel
 import KeepsakeS3
 import KeepsakeScan
+import KeepsakeSigning
 import KeepsakeStorage
 import KeepsakeSupport
 

@@ -61,7 +61,7 @@ public struct KeyedStorage {
 
     /// Whether the object `name`, opened from `stored` as `source`, is an age file: by its
     /// name in a destination; by its first bytes in a folder holding a lone archive.
-    func isEncrypted(_ name: String, _ source: RandomAccessSource) throws -> Bool {
+    package func isEncrypted(_ name: String, _ source: RandomAccessSource) throws -> Bool {
         if BackupNaming.isEncrypted(name) { return true }
         guard stored.naming == .foreign else { return false }
         return AgeFormat.isAgeFile(prefix: try source.bytes(at: 0, count: 64))
