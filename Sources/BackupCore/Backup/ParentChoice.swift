@@ -102,7 +102,8 @@ struct ParentChoice {
             let cursor = try ParentCursor(id: candidate.summary.id,
                                           source: try SidecarManifest.open(candidate.manifest, in: candidate.storage, workers: 1),
                                           name: candidate.manifest)
-            parent = Parent(summary: candidate.summary, cursor: cursor, item: candidate.storage.stored === destination ? candidate.item : nil)
+            let inDestination = candidate.storage.stored === destination
+            parent = Parent(summary: candidate.summary, cursor: cursor, item: inDestination ? candidate.item : nil)
         } catch let error as Interruption {
             throw error
         } catch {
@@ -152,7 +153,9 @@ struct ParentChoice {
                 }
             } else if let cache, let copy = cached[item.id], copy.summary.id == item.id {
                 if Set(copy.summary.sources) == sources {
-                    return (Candidate(item: item, summary: copy.summary, manifest: copy.manifestName, storage: KeyedStorage(cache.storage, keyring: .empty)), unknown)
+                    // This host's own copy, in the clear: no key is needed.
+                    let copyStorage = KeyedStorage(cache.storage, keyring: .empty)
+                    return (Candidate(item: item, summary: copy.summary, manifest: copy.manifestName, storage: copyStorage), unknown)
                 }
             } else if unknown == nil {
                 unknown = item.id

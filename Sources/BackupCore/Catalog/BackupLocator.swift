@@ -53,7 +53,7 @@ public struct BackupLocator {
     public func locate(_ reference: BackupReference) throws -> LocatedBackup {
         switch reference {
         case .backup(let word):
-            let storage = decrypting(try destination())
+            let storage = keyed(try destination())
             let catalog = BackupCatalog(storage: storage)
             let all = try catalog.items()
             let item = try catalog.resolve(word, among: all, hosts: hosts, source: source, now: now)
@@ -79,11 +79,11 @@ public struct BackupLocator {
                     + "an archive file, or a backup id, an id prefix or 'latest' (see 'keepsake list')")
             }
             let (lone, name) = LoneArchiveFolder.holding(path)
-            let folder = decrypting(lone)
+            let folder = keyed(lone)
             return LocatedBackup(storage: folder, origin: .archiveFile(path: path), item: sidecar(of: name, in: folder),
                                  archiveName: name)
         case .remoteArchive(let address, let name, let text):
-            let storage = decrypting(try remote(address))
+            let storage = keyed(try remote(address))
             guard try storage.list().contains(where: { $0.name == name }) else {
                 throw EngineError.invalidRequest("There is no archive '\(name)' in \(storage.location). Give the address of an "
                     + "archive there (see 'keepsake list --dest \(storage.location)'), or a backup id with --dest")
@@ -95,14 +95,14 @@ public struct BackupLocator {
 
     /// Every committed backup of the destination, oldest first, as located backups.
     public func all() throws -> [LocatedBackup] {
-        let storage = decrypting(try destination())
+        let storage = keyed(try destination())
         return try BackupCatalog(storage: storage).items().map { item in
             LocatedBackup(storage: storage, origin: .destination, item: item, archiveName: item.summary?.archive?.name)
         }
     }
 
     /// `storage` read with the keyring.
-    private func decrypting(_ storage: any ReadableStorage) -> KeyedStorage {
+    private func keyed(_ storage: any ReadableStorage) -> KeyedStorage {
         KeyedStorage(storage, keyring: keyring)
     }
 
