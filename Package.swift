@@ -73,11 +73,13 @@ let package = Package(
                            "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel", "KeepsakeStorage", "KeepsakeScan",
                            "KeepsakeEncryption", "KeepsakeSigning"]
         ),
-        // Configuration files (TOML, profiles): turns a profile into BackupCore's plain requests.
+        // The subset of TOML config.toml uses, read strictly: values only.
+        .target(name: "KeepsakeTOML", dependencies: ["KeepsakeSupport"]),
+        // Configuration files (profiles): turns a profile into BackupCore's plain requests.
         .target(
             name: "KeepsakeConfig",
             dependencies: ["BackupCore", "KeepsakeSupport", "KeepsakeAge", "KeepsakeArchive", "KeepsakeModel", "KeepsakeStorage",
-                           "KeepsakeS3", "KeepsakeScan", "KeepsakeEncryption", "KeepsakeSigning"]
+                           "KeepsakeS3", "KeepsakeScan", "KeepsakeEncryption", "KeepsakeSigning", "KeepsakeTOML"]
         ),
         .target(name: "TerminalUI"),
         .target(
@@ -100,7 +102,7 @@ let package = Package(
                                                         "KeepsakeRclone", "KeepsakeScan", "KeepsakeEncryption",
                                                         "KeepsakeSigning", "KeepsakeTestSupport"],
                     exclude: ["Fixtures"]),
-        .testTarget(name: "KeepsakeConfigTests", dependencies: ["KeepsakeConfig", "KeepsakeAge", "KeepsakeModel", "KeepsakeStorage",
+        .testTarget(name: "KeepsakeConfigTests", dependencies: ["KeepsakeConfig", "KeepsakeTOML", "KeepsakeAge", "KeepsakeModel", "KeepsakeStorage",
                                                             "KeepsakeS3", "KeepsakeScan", "KeepsakeEncryption", "KeepsakeSigning",
                                                             "KeepsakeTestSupport"]),
         .testTarget(name: "TerminalUITests", dependencies: ["TerminalUI", "KeepsakeTestSupport"]),

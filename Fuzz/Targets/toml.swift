@@ -7,6 +7,7 @@
 //   - every profile of a valid configuration is found again by its name.
 import Glibc
 import KeepsakeConfig
+import KeepsakeTOML
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzTOML(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {

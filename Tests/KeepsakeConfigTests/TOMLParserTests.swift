@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeConfig
+import KeepsakeTOML
 import XCTest
 
 final class TOMLParserTests: KeepsakeTestCase {

@@ -1,6 +1,7 @@
 import BackupCore
 import Foundation
 import KeepsakeSupport
+import KeepsakeTOML
 
 /// Keepsake's configuration file: named profiles for `keepsake run` and `keepsake schedule`.
 ///

@@ -8,6 +8,7 @@ import KeepsakeScan
 import KeepsakeSigning
 import KeepsakeStorage
 import KeepsakeSupport
+import KeepsakeTOML
 
 /// Turns the parsed table of a configuration file into profiles, collecting every problem with
 /// its position (``ConfigFile`` describes the keys and the messages).

@@ -1,4 +1,3 @@
-import BackupCore
 import KeepsakeSupport
 
 /// Parses the subset of TOML 1.0 that Keepsake's configuration file uses.
