@@ -9,8 +9,9 @@ import KeepsakeSupport
 
 /// Rebuilds the manifest beside an archive from the archive's own copy (its last entry),
 /// with the stored archive's size and SHA-256 measured while reading it. Used by
-/// `keepsake repair` and, for archives whose manifest is missing, by the next backup.
-/// The caller holds the destination lock.
+/// `keepsake repair` (`repair`, which takes the destination's lock) and, for archives whose
+/// manifest is missing, by the next backup (which holds the lock already and calls
+/// `damagedManifests` and `rebuild` itself).
 public final class ManifestRepairer {
     // MARK: Dependencies
 
@@ -24,6 +25,35 @@ public final class ManifestRepairer {
         self.storage = storage
         reading = KeyedStorage(storage, keyring: keyring)
         self.cancellation = cancellation
+    }
+
+    // MARK: Repairing
+
+    /// Under the destination's lock, rebuilds the manifest of every archive whose manifest
+    /// is missing or unreadable, or only of the backups `references` name (ids or unique
+    /// prefixes). A reference whose manifest is intact is nothing to do; one that names no
+    /// backup at all is an error. Returns what became of each, oldest first.
+    /// - Throws: `LockError` when another run holds the lock (said to `events` when it was
+    ///   taken over from a dead run); `EngineError.backupNotFound` / `.ambiguousReference`;
+    ///   storage errors.
+    public func repair(_ references: [String] = [], events: EngineEventSink?) throws -> [RepairOutcome] {
+        let lock = try storage.acquireLock(.current(operation: "repair"))
+        defer { lock.release() }
+        lock.report(to: events)
+        var damaged = try damagedManifests()
+        if !references.isEmpty {
+            var chosen: [(id: BackupID, archive: String, reason: String)] = []
+            for reference in references {
+                let matches = damaged.filter { $0.id.rawValue.hasPrefix(reference) }
+                if matches.isEmpty {
+                    // Throws for a reference that names no single backup.
+                    _ = try BackupCatalog(storage: reading).resolve(reference)
+                }
+                chosen.append(contentsOf: matches.filter { match in !chosen.contains { $0.id == match.id } })
+            }
+            damaged = chosen
+        }
+        return try damaged.map { try rebuild(archiveName: $0.archive, id: $0.id, reason: $0.reason) }
     }
 
     // MARK: Finding what needs repair

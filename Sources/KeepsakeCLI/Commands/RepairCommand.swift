@@ -32,28 +32,8 @@ struct RepairCommand: KeepsakeCommand {
 
     func run(context: CommandContext) throws -> ExitCode {
         let storage = try context.destination(destinationOption)
-        let lock = try storage.acquireLock(.current(operation: "repair"))
-        defer { lock.release() }
-        lock.report(to: EventPresenter(context: context, progress: false))
         let repairer = ManifestRepairer(storage: storage, keyring: context.keyring, cancellation: context.cancellation)
-        var damaged = try repairer.damagedManifests()
-        if !references.isEmpty {
-            var chosen: [(id: BackupID, archive: String, reason: String)] = []
-            for reference in references {
-                let matches = damaged.filter { $0.id.rawValue.hasPrefix(reference) }
-                if matches.isEmpty {
-                    // A backup whose manifest is fine is not an error: there is nothing to do.
-                    // One that is not there at all (or a prefix of several) is.
-                    _ = try BackupCatalog(storage: storage, keyring: context.keyring).resolve(reference)
-                }
-                chosen.append(contentsOf: matches.filter { match in !chosen.contains { $0.id == match.id } })
-            }
-            damaged = chosen
-        }
-        var outcomes: [RepairOutcome] = []
-        for item in damaged {
-            outcomes.append(try repairer.rebuild(archiveName: item.archive, id: item.id, reason: item.reason))
-        }
+        let outcomes = try repairer.repair(references, events: EventPresenter(context: context, progress: false))
         let failed = outcomes.filter { $0.kind == .unrecoverable }
         let code: ExitCode = failed.isEmpty ? .success : .integrity
         if context.json {
