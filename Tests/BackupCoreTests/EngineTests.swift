@@ -4,6 +4,7 @@ import Foundation
 @testable import KeepsakeModel
 @testable import KeepsakeStorage
 @testable import KeepsakeScan
+import KeepsakeEncryption
 import KeepsakeSupport
 import XCTest
 
@@ -179,6 +180,36 @@ final class EngineTests: KeepsakeTestCase {
         XCTAssertFalse(report.isIntact)
         XCTAssertTrue(report.problems.contains { $0.path.hasSuffix("src/a.txt") }, "\(report.problems)")
         XCTAssertFalse(report.archiveProblems.isEmpty, "the archive's own SHA-256 no longer matches")
+    }
+
+    func testVerifyNotesDamageOnlyInTheDestinationItIsGivenAndTakesTheNoteBack() throws {
+        let result = try backup(compression: Compression.none)
+        let path = destination + "/" + (try XCTUnwrap(result.archiveName))
+        let original = try readFileBytes(PathBytes.from(path))
+        var damaged = original
+        damaged[damaged.count / 2] ^= 0xFF
+        try Data(damaged).write(to: URL(fileURLWithPath: path))
+        let item = try BackupCatalog(storage: storage).resolve("latest")
+        let record = try XCTUnwrap(DamageRecord.name(forManifest: item.manifestName))
+        let names = { Set(try self.storage.list().map(\.name)) }
+
+        // Read only: a verifier given no destination to write notes nothing.
+        let reading = Verifier(events: nil, cancellation: CancellationFlag())
+        XCTAssertFalse(try reading.verify(item, in: KeyedStorage(storage, keyring: .empty)).isIntact)
+        XCTAssertFalse(try names().contains(record), "nothing written by a verifier that only reads")
+
+        let noting = Verifier(events: nil, cancellation: CancellationFlag())
+        noting.damageRecords = storage
+        XCTAssertFalse(try noting.verify(item, in: KeyedStorage(storage, keyring: .empty)).isIntact)
+        XCTAssertTrue(try names().contains(record), "the damage is noted beside the backup")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: destination + "/keepsake.lock"), "and the lock released")
+
+        // Put back whole (a repaired copy): the next verify takes the note back.
+        try Data(original).write(to: URL(fileURLWithPath: path))
+        let again = Verifier(events: nil, cancellation: CancellationFlag())
+        again.damageRecords = storage
+        XCTAssertTrue(try again.verify(item, in: KeyedStorage(storage, keyring: .empty)).isIntact)
+        XCTAssertFalse(try names().contains(record))
     }
 
     func testSecondBackupTakesOverAStaleLockAndReportsIt() throws {
