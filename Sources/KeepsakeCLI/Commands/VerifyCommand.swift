@@ -47,11 +47,15 @@ struct VerifyCommand: KeepsakeCommand {
         // Archive files alone need no destination.
         let backups = references.isEmpty ? try context.locator(destinationOption).all()
             : try references.map { try context.locate($0, destinationOption: destinationOption) }
+        // The destination, opened once for the damage notes and the messages, and only when
+        // they need it (archive files alone need none); locating a backup there opened it already.
+        let inDestination = backups.contains { !$0.isArchiveFile }
+        let destination = inDestination || references.isEmpty || context.json ? try? context.destination(destinationOption) : nil
         // Damage found in the destination is noted there, under its lock (never beside an
         // archive file, which is only read).
-        if backups.contains(where: { !$0.isArchiveFile }) { verifier.damageRecords = try context.destination(destinationOption) }
-        if references.isEmpty && backups.isEmpty && !context.json {
-            context.note("No backups in \(try context.destination(destinationOption).location) to verify.")
+        if inDestination { verifier.damageRecords = destination }
+        if references.isEmpty && backups.isEmpty && !context.json, let destination {
+            context.note("No backups in \(destination.location) to verify.")
         }
         for backup in backups {
             let report = try verifier.verify(backup)
@@ -65,7 +69,7 @@ struct VerifyCommand: KeepsakeCommand {
         let code: ExitCode = !damaged.isEmpty ? .integrity : unsigned.isEmpty ? .success : .signature
         if context.json {
             context.printJSON(.object(JSONObject([
-                ("destination", (try? context.destination(destinationOption)).map { .string($0.location) } ?? .null),
+                ("destination", destination.map { .string($0.location) } ?? .null),
                 ("intact", .int(Int64(reports.count - damaged.count))),
                 ("damaged", .int(Int64(damaged.count))),
                 ("signed_by", signedBy.map { .string($0.encoded) } ?? .null),
@@ -74,8 +78,7 @@ struct VerifyCommand: KeepsakeCommand {
                 ("exit_code", .int(Int64(code.rawValue))),
             ])))
         } else if !context.quiet && !reports.isEmpty {
-            let inDestination = backups.contains { !$0.isArchiveFile }
-            showSummary(reports, destination: inDestination ? try? context.destination(destinationOption).location : nil,
+            showSummary(reports, destination: inDestination ? destination?.location : nil,
                         context: context)
         }
         return code
