@@ -51,7 +51,7 @@ def human_bytes(n):
 # The command each tool needs, and the Debian package that has it. hyperfine is not used: the
 # bench times each command itself (GNU time for CPU and peak RSS).
 DEBIAN_PACKAGES = {"time": "time", "zstd": "zstd", "pigz": "pigz", "restic": "restic", "borg": "borgbackup",
-                   "age": "age"}
+                   "age": "age", "faketime": "faketime"}
 
 
 def have_command(command):

@@ -13,6 +13,9 @@ def markdown(doc, level=2):
     headings start one level lower). Older documents lack some fields: those lines go."""
     if doc.get("kind") == "memory":
         return memory_markdown(doc, level)
+    if doc.get("kind") == "year":
+        from .year import year_markdown  # year imports this module
+        return year_markdown(doc, level)
     m, d = doc["machine"], doc["dataset"]
     v = doc["versions"]
     h = "#" * (level + 1)
