@@ -12,7 +12,9 @@ beside the real Keepsake run to show how close the accounting comes.
 
 import datetime
 import hashlib
+import os
 import subprocess
+import tempfile
 
 BLOCK = 256 * 1024
 BIG_FILE = 1024 * 1024
@@ -62,28 +64,73 @@ def policy_keeps(dates, counts):
 
 class SizeOracle:
     """What zstd -3 makes of a content (whole, or one block of it), measured once per distinct
-    content and remembered by SHA-256."""
+    content and remembered by SHA-256. `measure` takes many at once: one zstd process for a
+    night's new contents, however many."""
 
     def __init__(self, zstd="zstd"):
         self.zstd = zstd
         self.sizes = {}
 
+    def measure(self, datas):
+        """(key, stored size) of each of `datas`, in order."""
+        keys = [hashlib.sha256(d).hexdigest() for d in datas]
+        todo = {k: d for k, d in zip(keys, datas) if k not in self.sizes}
+        if todo:
+            with tempfile.TemporaryDirectory(prefix="keepsake-chainmodel-") as folder:
+                for k, d in todo.items():
+                    with open(os.path.join(folder, k), "wb") as f:
+                        f.write(d)
+                subprocess.run([self.zstd, "-3", "-q", "-r", "--rm", folder], check=True)
+                for k in todo:
+                    self.sizes[k] = os.path.getsize(os.path.join(folder, k + ".zst"))
+        return [(k, self.sizes[k]) for k in keys]
+
     def size(self, data):
-        key = hashlib.sha256(data).hexdigest()
-        if key not in self.sizes:
-            out = subprocess.run([self.zstd, "-3", "-q", "-c"], input=data, stdout=subprocess.PIPE, check=True).stdout
-            self.sizes[key] = len(out)
-        return key, self.sizes[key]
+        return self.measure([data])[0]
 
 
-def night_pieces(files, oracle):
-    """Each file of a night (path → bytes) as the pieces a candidate stores, each (key, stored
-    size): {False: whole files, True: a big file's BLOCK-sized blocks}, measured once for all
-    candidates."""
-    whole = {path: [oracle.size(data)] for path, data in files.items()}
-    blocked = {path: ([oracle.size(data[i:i + BLOCK]) for i in range(0, len(data), BLOCK)]
-                      if len(data) >= BIG_FILE else whole[path]) for path, data in files.items()}
-    return {False: whole, True: blocked}
+class NightTree:
+    """The tree of the night being played, as the pieces a candidate stores, each
+    (key, stored size): `pieces[False]` a file whole, `pieces[True]` a big file's BLOCK-sized
+    blocks. `update(files, changed)` moves it to the next night, measuring only what changed;
+    `changed` and `deleted` are then the paths that differ from the night before."""
+
+    def __init__(self, oracle):
+        self.oracle = oracle
+        self.pieces = {False: {}, True: {}}
+        self.changed, self.deleted = set(), set()
+
+    def update(self, files, changed=None):
+        """`files`: path → bytes, the whole tree; `changed`: the paths that may differ from
+        the night before (None: any may)."""
+        whole, blocked = self.pieces[False], self.pieces[True]
+        self.deleted = {p for p in whole if p not in files}
+        for p in self.deleted:
+            del whole[p], blocked[p]
+        candidates = files.keys() if changed is None else [p for p in changed if p in files]
+        datas, owners = [], []
+        for p in candidates:
+            data = files[p]
+            owners.append((p, False, None))
+            datas.append(data)
+            if len(data) >= BIG_FILE:
+                for i in range(0, len(data), BLOCK):
+                    owners.append((p, True, i // BLOCK))
+                    datas.append(data[i:i + BLOCK])
+        measured = self.oracle.measure(datas)
+        new_whole, new_blocks = {}, {}
+        for (p, is_block, _), piece in zip(owners, measured):
+            if is_block:
+                new_blocks.setdefault(p, []).append(piece)
+            else:
+                new_whole[p] = (piece,)
+        self.changed = set()
+        for p, piece in new_whole.items():
+            if whole.get(p) != piece:
+                self.changed.add(p)
+            whole[p] = piece
+            blocked[p] = tuple(new_blocks[p]) if p in new_blocks else piece
+        return self
 
 
 # MARK: - Candidates
@@ -118,46 +165,65 @@ CANDIDATES = [
 
 
 class Backup:
-    def __init__(self, index, date, kind, chain, full):
-        self.index, self.date, self.kind, self.chain, self.full = index, date, kind, chain, full
-        # path → [(origin backup index, piece key, stored size)]
-        self.entries = {}
+    """One backup as a candidate made it: for every path, its pieces, each (the backup whose
+    archive holds it, key, stored size); unchanged paths share the tuple of the backup they
+    were taken from, so a night costs what changed."""
 
-    def own(self):
-        """The pieces this backup's archive holds: (path, position) → stored size."""
-        return {(p, i): size for p, pieces in self.entries.items()
-                for i, (origin, _, size) in enumerate(pieces) if origin == self.index}
+    def __init__(self, index, date, kind, chain, full, entries):
+        self.index, self.date, self.kind, self.chain, self.full = index, date, kind, chain, full
+        self.entries = entries
+        self.own_bytes = sum(size for pieces in entries.values() for origin, _, size in pieces if origin == index)
+        self._relies = None
+
+    def relies(self):
+        """The other backups whose archives hold a piece of this one."""
+        if self._relies is None:
+            self._relies = {origin for pieces in self.entries.values() for origin, _, _ in pieces} - {self.index}
+        return self._relies
 
 
 class ChainModel:
-    """Plays one candidate through the nights: `night(date, pieces)` backs up a night's tree
-    (`night_pieces`) and prunes; `stored()` and `kept()` say where it stands."""
+    """Plays one candidate through the nights: `night(date, tree)` backs up a night's tree (a
+    `NightTree`) and prunes; `stored()` and `kept()` say where it stands."""
 
     def __init__(self, candidate, counts):
         self.c, self.counts = candidate, counts
-        self.backups = []
+        self.backups = {}  # index → Backup, only those in the destination (and their fulls)
         self.present = []  # indexes of the backups in the destination, oldest first
-        # Content still held for kept backups by ones prune let go: (origin, path, position) → size.
-        self.consolidated = {}
+        self.count = 0
+        # Paths changed or deleted since the newest chain's full backup (for differentials).
+        self.since_full = set()
 
-    def night(self, date, pieces_by_kind):
+    def night(self, date, tree):
+        pieces = tree.pieces[self.c.blocks]
         parent = self.backups[self.present[-1]] if self.present else None
         full = parent is None or (self.c.full_every is not None and parent.chain >= self.c.full_every)
-        index = len(self.backups)
-        b = Backup(index, date, "full" if full else "incremental", 1 if full else parent.chain + 1,
-                   index if full else parent.full)
-        base = None if full else (self.backups[parent.full] if self.c.differential else parent)
-        for path, pieces in pieces_by_kind[self.c.blocks].items():
-            old = base.entries.get(path) if base else None
-            if old is None:
-                b.entries[path] = [(index, k, s) for k, s in pieces]
-            elif not self.c.blocks or len(pieces) == 1 or len(old) == 1:
-                same = len(old) == len(pieces) and all(o[1] == k for o, (k, _) in zip(old, pieces))
-                b.entries[path] = list(old) if same else [(index, k, s) for k, s in pieces]
-            else:
-                b.entries[path] = [old[i] if i < len(old) and old[i][1] == k else (index, k, s)
-                                   for i, (k, s) in enumerate(pieces)]
-        self.backups.append(b)
+        index = self.count
+        self.count += 1
+        if full:
+            entries = {p: tuple((index, k, s) for k, s in ps) for p, ps in pieces.items()}
+            self.since_full = set()
+            b = Backup(index, date, "full", 1, index, entries)
+        else:
+            self.since_full |= tree.changed | tree.deleted
+            base = self.backups[parent.full] if self.c.differential else parent
+            touched = self.since_full if self.c.differential else (tree.changed | tree.deleted)
+            entries = dict(base.entries)
+            for p in touched:
+                if p not in pieces:
+                    entries.pop(p, None)
+                    continue
+                old, new = base.entries.get(p), pieces[p]
+                if old is None:
+                    entries[p] = tuple((index, k, s) for k, s in new)
+                elif not self.c.blocks or len(new) == 1 or len(old) == 1:
+                    same = len(old) == len(new) and all(o[1] == k for o, (k, _) in zip(old, new))
+                    entries[p] = old if same else tuple((index, k, s) for k, s in new)
+                else:
+                    entries[p] = tuple(old[i] if i < len(old) and old[i][1] == k else (index, k, s)
+                                       for i, (k, s) in enumerate(new))
+            b = Backup(index, date, "incremental", parent.chain + 1, parent.full, entries)
+        self.backups[index] = b
         self.present.append(index)
         self._prune()
 
@@ -167,24 +233,19 @@ class ChainModel:
         if self.c.prune == "chains":
             keep, todo = set(chosen), list(chosen)
             while todo:
-                for pieces in self.backups[todo.pop()].entries.values():
-                    for origin, _, _ in pieces:
-                        if origin not in keep:
-                            keep.add(origin)
-                            todo.append(origin)
+                for origin in self.backups[todo.pop()].relies():
+                    if origin not in keep:
+                        keep.add(origin)
+                        todo.append(origin)
         elif self.c.prune == "fulls":
             keep = chosen | {self.backups[i].full for i in chosen}
         else:
-            keep = chosen
-            # What kept backups take from backups not kept stays, consolidated.
-            needed = {}
-            for i in keep:
-                for path, pieces in self.backups[i].entries.items():
-                    for position, (origin, _, size) in enumerate(pieces):
-                        if origin not in keep:
-                            needed[(origin, path, position)] = size
-            self.consolidated = needed
+            keep = chosen  # what they take from the others stays, consolidated (see stored())
         self.present = sorted(keep)
+        # A chain's full backup is still needed to build differentials on while its chain
+        # runs; every other backup let go is forgotten.
+        newest_full = self.backups[self.present[-1]].full
+        self.backups = {i: b for i, b in self.backups.items() if i in keep or i == newest_full}
 
     def kept(self):
         return len(self.present)
@@ -192,9 +253,16 @@ class ChainModel:
     def kept_fulls(self):
         return sum(1 for i in self.present if self.backups[i].kind == "full")
 
+    def consolidated(self):
+        """What kept backups take from backups prune let go: (origin, path, position) → size."""
+        keep = set(self.present)
+        return {(origin, path, position): size for i in self.present
+                for path, pieces in self.backups[i].entries.items()
+                for position, (origin, _, size) in enumerate(pieces) if origin not in keep}
+
     def stored(self):
-        own = sum(sum(self.backups[i].own().values()) for i in self.present)
-        return own + sum(self.consolidated.values())
+        own = sum(self.backups[i].own_bytes for i in self.present)
+        return own + (sum(self.consolidated().values()) if self.c.prune == "consolidate" else 0)
 
 
 def night_date(first, night):

@@ -9,10 +9,11 @@ import shutil
 import subprocess
 
 from .bench import Bench
-from .chainmodel import CANDIDATES, ChainModel, SizeOracle, night_date, night_pieces, policy_keeps
+from .chainmodel import CANDIDATES, ChainModel, NightTree, SizeOracle, night_date, policy_keeps
 from .common import ROOT, Failed, first_line, human_bytes, loadavg, log, run_measured, tree_size
 from .report import heading_lines, load_lines, tools_lines
-from .yearhome import YearHome
+from .datasets import Dataset
+from .yearhome import GeneratedSetNights, YearHome
 
 POLICY = {"day": 7, "week": 5, "month": 12, "year": 2}
 POLICY_ARGS = ["--keep-daily", "7", "--keep-weekly", "5", "--keep-monthly", "12", "--keep-yearly", "2"]
@@ -45,9 +46,15 @@ class YearBench(Bench):
         self.year_dir = os.path.join(self.work, "year")
         self.notes = []
         self.keepsake = os.path.join(ROOT, ".build", "release", "keepsake")
-        self.data = YearData(os.path.join(self.year_dir, "home"), args.seed)
-        wanted = [t.strip() for t in (args.tools or ",".join(YEAR_TOOLS)).split(",") if t.strip()]
-        self.year_tools = [t for t in YEAR_TOOLS if t in wanted or t == "keepsake"]
+        self.generated = args.year_data == "generated"
+        if self.generated:
+            # The chain model alone: a year of the tools on a 1 GiB set would take hours.
+            self.data = Dataset(self.work, args.size, args.files, args.seed)
+            self.year_tools = []
+        else:
+            self.data = YearData(os.path.join(self.year_dir, "home"), args.seed)
+            wanted = [t.strip() for t in (args.tools or ",".join(YEAR_TOOLS)).split(",") if t.strip()]
+            self.year_tools = [t for t in YEAR_TOOLS if t in wanted or t == "keepsake"]
         self.tools, self.variants = [], []
         self.tools_state = None
         self.commit = self._commit()
@@ -59,12 +66,15 @@ class YearBench(Bench):
         self.end = {}
 
     def commands_used(self):
+        if self.generated:
+            return {"time", "zstd"}
         return {"time", "zstd", "faketime"} | ({"restic"} if "restic" in self.year_tools else set()) \
             | ({"borg"} if "borg" in self.year_tools else set())
 
     def versions(self):
-        v = {"keepsake": first_line([self.keepsake, "--version"]), "commit": self.commit,
-             "faketime": first_line(["dpkg-query", "-W", "-f", "faketime ${Version}", "faketime"])}
+        v = {"keepsake": first_line([self.keepsake, "--version"]), "commit": self.commit}
+        if not self.generated:
+            v["faketime"] = first_line(["dpkg-query", "-W", "-f", "faketime ${Version}", "faketime"])
         if "restic" in self.year_tools:
             v["restic"] = first_line(["restic", "version"]) if shutil.which("restic") else "not installed"
         if "borg" in self.year_tools:
@@ -91,31 +101,41 @@ class YearBench(Bench):
             self._setup(["restic", "-r", self.restic_repo, "init", "-q"])
         if "borg" in self.year_tools:
             self._setup(["borg", "init", "--encryption", "none", self.borg_repo])
-        home = YearHome(self.data.root, seed=self.args.seed)
-        oracle = SizeOracle()
+        home = GeneratedSetNights(self.data.root, seed=self.args.seed) if self.generated \
+            else YearHome(self.data.root, seed=self.args.seed)
+        tree = NightTree(SizeOracle())
         for night in range(1, self.nights + 1):
+            changed = None
             if night == 1:
                 home.create()
+            elif self.generated:
+                changed = home.live_night(night)
             else:
                 home.live_night(night)
             date = night_date(FIRST_NIGHT, night)
-            order = self.year_tools[night % len(self.year_tools):] + self.year_tools[:night % len(self.year_tools)]
+            turn = night % max(1, len(self.year_tools))
+            order = self.year_tools[turn:] + self.year_tools[:turn]
             load = loadavg()
             if load is not None:
                 self.loads.append(load)
             for tool in order:
                 self.night_of(tool, night, date)
-            pieces = night_pieces(home.files, oracle)
+            tree.update(home.files, changed)
             for model in self.models:
-                model.night(date, pieces)
+                model.night(date, tree)
             if night % 30 == 0 or night == self.nights:
                 self.curve.append(self.standing(night))
+                point = self.curve[-1]
                 log(f"night {night}/{self.nights}: " + ", ".join(
-                    f"{t} {self.curve[-1]['tools'][t]['kept']} kept {human_bytes(self.curve[-1]['tools'][t]['stored'])}"
-                    for t in self.year_tools))
+                    [f"{t} {point['tools'][t]['kept']} kept {human_bytes(point['tools'][t]['stored'])}"
+                     for t in self.year_tools]
+                    + [f"{c} {s['kept']} kept {human_bytes(s['stored'])}" for c, s in point["candidates"].items()
+                       if c.startswith("consolidate")]))
         # The repositories stay until report() has measured them (then go, unless --keep).
         self.end = {"tree_bytes": home.total_bytes(), "files": len(home.files),
-                    "restored": self.check_restore(home, night_date(FIRST_NIGHT, self.nights))}
+                    "tree_compressed": sum(size for pieces in tree.pieces[False].values() for _, size in pieces)}
+        if "keepsake" in self.year_tools:
+            self.end["restored"] = self.check_restore(home, night_date(FIRST_NIGHT, self.nights))
 
     def _setup(self, cmd):
         r = subprocess.run(cmd, env={**os.environ, **self.env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -222,17 +242,23 @@ class YearBench(Bench):
                         "failures": total["failures"][:5], "failure_count": len(total["failures"])}
         candidates = [{"name": m.c.name, "what": m.c.what, "kept": m.kept(), "kept_fulls": m.kept_fulls(),
                        "stored": m.stored()} for m in self.models]
-        year = {"nights": self.nights, "policy": POLICY, "policy_keeps": expected_policy,
-                "first_night": FIRST_NIGHT.isoformat(), "tools": tools, "candidates": candidates,
-                "model_today_vs_keepsake": {"model_content": model_today.stored(),
-                                            "keepsake_stored": tools["keepsake"].get("stored"),
-                                            "model_kept": model_today.kept(),
-                                            "keepsake_kept": tools["keepsake"].get("kept")},
-                "curve": self.curve, **self.end}
+        year = {"nights": self.nights, "data": "generated" if self.generated else "home", "policy": POLICY,
+                "policy_keeps": expected_policy, "first_night": FIRST_NIGHT.isoformat(), "tools": tools,
+                "candidates": candidates, "curve": self.curve, **self.end}
+        if "keepsake" in tools:
+            year["model_today_vs_keepsake"] = {"model_content": model_today.stored(),
+                                               "keepsake_stored": tools["keepsake"].get("stored"),
+                                               "model_kept": model_today.kept(),
+                                               "keepsake_kept": tools["keepsake"].get("kept")}
+        if self.generated:
+            year["changes"] = {"edited": GeneratedSetNights.EDITED, "added": GeneratedSetNights.ADDED,
+                               "deleted": GeneratedSetNights.ADDED, "log_growth": GeneratedSetNights.LOG_GROWTH}
         if not self.args.keep:
             shutil.rmtree(self.year_dir, ignore_errors=True)
         dataset = {"kind": "year", "root": self.data.root, "seed": self.args.seed,
                    "bytes": self.end.get("tree_bytes", 0), "regular_files": self.end.get("files", 0)}
+        if self.generated:
+            dataset["generated"] = {"size": self.args.size, "files": self.args.files}
         return {"date": started.isoformat(timespec="seconds"), "label": self.args.label, "quick": False,
                 "kind": "year", "command": command_line, "elapsed_seconds": round(elapsed, 1),
                 "machine": self.machine(), "versions": self.versions(), "runs": 1, "tools": self.tools_state,
@@ -246,11 +272,21 @@ def year_markdown(doc, level=2):
     """The year report as Markdown, from the JSON document alone."""
     y, v = doc["year"], doc["versions"]
     h = "#" * (level + 1)
+    generated = y.get("data") == "generated"
     L = heading_lines(doc, level)
-    L.append(f"- The year (seed {doc['dataset']['seed']}): {y['nights']} nights from {y['first_night']}, a home "
-             f"folder of {y.get('files', '?')} files, {human_bytes(doc['dataset']['bytes'])} on the last night "
-             "(documents edited, added, deleted and renamed a few a night, photos replaced, a mailbox growing by "
-             "16 KiB a night and compacted every 91 nights; Scripts/benchkit/yearhome.py)")
+    if generated:
+        c = y["changes"]
+        L.append(f"- The year (seed {doc['dataset']['seed']}): {y['nights']} nights of the bench's generated set "
+                 f"({human_bytes(doc['dataset']['generated']['size'])}, about {doc['dataset']['generated']['files']} "
+                 f"files), changed in memory every night: {c['edited']:.1%} of the files edited (4 KiB rewritten, "
+                 f"a line appended), {c['added']:.2%} added and as many deleted, each log grown by "
+                 f"{human_bytes(c['log_growth'])}; {y['files']} files, {human_bytes(doc['dataset']['bytes'])} on the "
+                 "last night (Scripts/benchkit/yearhome.py, `GeneratedSetNights`). The chain model alone: no tool runs")
+    else:
+        L.append(f"- The year (seed {doc['dataset']['seed']}): {y['nights']} nights from {y['first_night']}, a home "
+                 f"folder of {y.get('files', '?')} files, {human_bytes(doc['dataset']['bytes'])} on the last night "
+                 "(documents edited, added, deleted and renamed a few a night, photos replaced, a mailbox growing by "
+                 "16 KiB a night and compacted every 91 nights; Scripts/benchkit/yearhome.py)")
     L.append("- Policy: keep-daily 7, keep-weekly 5, keep-monthly 12, keep-yearly 2, applied every night after "
              f"the backup; on these dates it names {y['policy_keeps']} backups")
     versions = [f"{v['keepsake']} (commit {(v.get('commit') or 'unknown')[:12]})"]
@@ -258,41 +294,53 @@ def year_markdown(doc, level=2):
     L.append(f"- Versions: {', '.join(versions)}")
     L += tools_lines(doc)
     L += load_lines(doc)
-    L.append("")
-    L.append(f"{h} Each tool, every night: backup, then the policy")
-    L.append("")
-    L.append("Keepsake: `backup` and `prune` under `faketime` (the night's 02:00 UTC); restic: `backup --time` and "
-             "`forget --prune`; borg: `create --compression zstd,3 --timestamp`, `prune` and `compact`. Kept = "
-             "backups listed after the last night; stored = bytes in the destination or repository; time = the "
-             "nights' commands added up (wall, then CPU).")
-    L.append("")
-    L.append("| tool | kept | of them full | stored | stored ÷ restic | nights' wall s | wall ÷ restic | CPU s | failed commands |")
-    L.append("|---|---|---|---|---|---|---|---|---|")
     restic = y["tools"].get("restic", {})
-    for name, t in y["tools"].items():
-        def ratio(key):
-            return f"{t[key] / restic[key]:.2f}×" if restic.get(key) and t.get(key) is not None else "—"
-        L.append(f"| {name} | {t.get('kept', '—')} | {t.get('fulls') if t.get('fulls') is not None else '—'} | "
-                 f"{human_bytes(t.get('stored', 0))} | {ratio('stored')} | {t['total_wall_seconds']:.1f} | "
-                 f"{ratio('total_wall_seconds')} | {t['total_cpu_seconds']:.1f} | {t['failure_count']} |")
+    if y["tools"]:
+        L.append("")
+        L.append(f"{h} Each tool, every night: backup, then the policy")
+        L.append("")
+        L.append("Keepsake: `backup` and `prune` under `faketime` (the night's 02:00 UTC); restic: `backup --time` "
+                 "and `forget --prune`; borg: `create --compression zstd,3 --timestamp`, `prune` and `compact`. "
+                 "Kept = backups listed after the last night; stored = bytes in the destination or repository; "
+                 "time = the nights' commands added up (wall, then CPU).")
+        L.append("")
+        L.append("| tool | kept | of them full | stored | stored ÷ restic | nights' wall s | wall ÷ restic | CPU s | "
+                 "failed commands |")
+        L.append("|---|---|---|---|---|---|---|---|---|")
+        for name, t in y["tools"].items():
+            def ratio(key):
+                return f"{t[key] / restic[key]:.2f}×" if restic.get(key) and t.get(key) is not None else "—"
+            L.append(f"| {name} | {t.get('kept', '—')} | {t.get('fulls') if t.get('fulls') is not None else '—'} | "
+                     f"{human_bytes(t.get('stored', 0))} | {ratio('stored')} | {t['total_wall_seconds']:.1f} | "
+                     f"{ratio('total_wall_seconds')} | {t['total_cpu_seconds']:.1f} | {t['failure_count']} |")
     L.append("")
     L.append(f"{h} The candidates of issue 34, played on the same trees")
     L.append("")
-    m = y["model_today_vs_keepsake"]
-    L.append("Accounting only (chainmodel.py): each backup stores what its design says, each content at what "
-             "`zstd -3` makes of it; tar headers and manifests are left out of every row alike. The model of "
-             f"today's design keeps {m['model_kept']} backups and {human_bytes(m['model_content'])} of content; "
-             f"the real Keepsake run keeps {m['keepsake_kept']} in {human_bytes(m['keepsake_stored'] or 0)}.")
+    text = ("Accounting only (chainmodel.py): each backup stores what its design says, each content at what "
+            "`zstd -3` makes of it; tar headers and manifests are left out of every row alike. "
+            "÷ tree = content stored ÷ the last night's tree at what `zstd -3` makes of each file "
+            f"({human_bytes(y.get('tree_compressed', 0))}).")
+    m = y.get("model_today_vs_keepsake")
+    if m:
+        text += (f" The model of today's design keeps {m['model_kept']} backups and "
+                 f"{human_bytes(m['model_content'])} of content; the real Keepsake run keeps {m['keepsake_kept']} in "
+                 f"{human_bytes(m['keepsake_stored'] or 0)}.")
+    L.append(text)
     L.append("")
-    L.append("| candidate | how | kept | of them full | content stored | ÷ restic's repository |")
-    L.append("|---|---|---|---|---|---|")
+    L.append("| candidate | how | kept | of them full | content stored | ÷ tree |"
+             + (" ÷ restic's repository |" if restic else ""))
+    L.append("|---|---|---|---|---|---|" + ("---|" if restic else ""))
     for c in y["candidates"]:
-        ratio = f"{c['stored'] / restic['stored']:.2f}×" if restic.get("stored") else "—"
-        L.append(f"| {c['name']} | {c['what']} | {c['kept']} | {c['kept_fulls']} | {human_bytes(c['stored'])} | {ratio} |")
+        per_tree = f"{c['stored'] / y['tree_compressed']:.2f}×" if y.get("tree_compressed") else "—"
+        row = f"| {c['name']} | {c['what']} | {c['kept']} | {c['kept_fulls']} | {human_bytes(c['stored'])} | {per_tree} |"
+        if restic:
+            row += f" {c['stored'] / restic['stored']:.2f}× |" if restic.get("stored") else " — |"
+        L.append(row)
     L.append("")
     L.append(f"{h} Through the year (every 30 nights)")
     L.append("")
-    names = list(y["tools"]) + [c["name"] for c in y["candidates"] if c["name"] in ("consolidate", "consolidate+blocks")]
+    names = list(y["tools"]) + [c["name"] for c in y["candidates"]
+                                if c["name"] in ("consolidate+blocks", "consolidate-no-fulls+blocks")]
     L.append("| night | " + " | ".join(f"{n} kept / stored" for n in names) + " |")
     L.append("|---|" + "---|" * len(names))
     for point in y["curve"]:
@@ -301,9 +349,10 @@ def year_markdown(doc, level=2):
             s = point["tools"].get(n) or point["candidates"].get(n)
             cells.append(f"{s['kept']} / {human_bytes(s['stored'])}")
         L.append(f"| {point['night']} | " + " | ".join(cells) + " |")
-    L.append("")
-    L.append(f"Keepsake's last backup restored to exactly the last night's tree: "
-             f"{'yes' if y.get('restored') else '**no**'}.")
+    if "restored" in y:
+        L.append("")
+        L.append(f"Keepsake's last backup restored to exactly the last night's tree: "
+                 f"{'yes' if y.get('restored') else '**no**'}.")
     if doc["notes"]:
         L.append("")
         L.append("Notes:")

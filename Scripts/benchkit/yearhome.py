@@ -153,3 +153,73 @@ class YearHome:
             out.append(line)
             length += len(line)
         return "".join(out).encode()[:size]
+
+
+class GeneratedSetNights:
+    """The bench's generated set (datasets.Dataset) living through nights in memory, for the
+    chain model alone (nothing is written back): each night a few files are edited (up to
+    4 KiB rewritten in the middle and a line appended, as the bench's 1% change does), a few
+    are added (copies of an existing text with a new head) and as many deleted, and each log
+    under var/log grows. The same files for the same seed."""
+
+    EDITED = 0.002  # of the files, each night
+    ADDED = 0.0005
+    LOG_GROWTH = 256 * KiB
+
+    def __init__(self, root, seed=34):
+        self.root = root
+        self.rng = random.Random(f"{seed}-nights")
+        self.files = {}
+        self.serial = 0
+
+    def create(self):
+        """Reads the set's regular files (one name of each hard-linked file). Returns the paths."""
+        seen = set()
+        for dirpath, dirnames, names in os.walk(self.root):
+            dirnames.sort()
+            for name in sorted(names):
+                full = os.path.join(dirpath, name)
+                st = os.lstat(full)
+                if not os.path.isfile(full) or os.path.islink(full) or (st.st_dev, st.st_ino) in seen:
+                    continue
+                seen.add((st.st_dev, st.st_ino))
+                with open(full, "rb") as f:
+                    self.files[os.path.relpath(full, self.root)] = f.read()
+        return set(self.files)
+
+    def live_night(self, night):
+        """Changes the set as one night would; returns the paths changed, added or deleted."""
+        changed = set()
+        paths = sorted(self.files)
+        logs = [p for p in paths if p.startswith("var/log/")]
+        others = [p for p in paths if not p.startswith("var/log/")]
+        for p in self.rng.sample(others, max(1, round(len(others) * self.EDITED))):
+            data = self.files[p]
+            length = min(4096, len(data))
+            at = self.rng.randrange(0, len(data) - length + 1) if data else 0
+            self.files[p] = data[:at] + self.rng.randbytes(length) + data[at + length:] + b"\nchanged\n"
+            changed.add(p)
+        texts = [p for p in others if p.endswith((".py", ".md", ".c", ".txt", ".swift", ".js"))] or others
+        for _ in range(max(1, round(len(others) * self.ADDED))):
+            self.serial += 1
+            source = self.rng.choice(texts)
+            folder, name = os.path.split(source)
+            new = os.path.join(folder, f"new-{night}-{self.serial}-{name}")
+            self.files[new] = f"// night {night}\n".encode() + self.files[source]
+            changed.add(new)
+        for p in self.rng.sample(others, max(1, round(len(others) * self.ADDED))):
+            if p not in changed:
+                del self.files[p]
+                changed.add(p)
+        for p in logs:
+            lines, size = [], 0
+            while size < self.LOG_GROWTH:
+                lines.append(f"night={night} id={self.rng.getrandbits(48):012x} status={self.rng.choice((200, 304, 404))} "
+                             f"duration_ms={self.rng.randint(0, 3000) / 10}\n")
+                size += len(lines[-1])
+            self.files[p] += "".join(lines).encode()
+            changed.add(p)
+        return changed
+
+    def total_bytes(self):
+        return sum(len(d) for d in self.files.values())

@@ -11,8 +11,9 @@ import tempfile
 import unittest
 
 from benchkit import chainmodel
-from benchkit.chainmodel import CANDIDATES, ChainModel, night_date, night_pieces, policy_keeps
-from benchkit.yearhome import COMPACT_EVERY, MAIL_PER_NIGHT, MAILBOX, YearHome
+from benchkit.chainmodel import CANDIDATES, ChainModel, NightTree, night_date, policy_keeps
+from benchkit.datasets import Dataset
+from benchkit.yearhome import COMPACT_EVERY, MAIL_PER_NIGHT, MAILBOX, GeneratedSetNights, YearHome
 
 FIRST = datetime.date(2027, 1, 1)  # a Friday
 
@@ -20,8 +21,8 @@ FIRST = datetime.date(2027, 1, 1)  # a Friday
 class LengthOracle:
     """Stored size = the length: the accounting checked by hand, without zstd."""
 
-    def size(self, data):
-        return hashlib.sha256(data).hexdigest(), len(data)
+    def measure(self, datas):
+        return [(hashlib.sha256(d).hexdigest(), len(d)) for d in datas]
 
 
 def candidate(name):
@@ -56,9 +57,9 @@ class RetentionTests(unittest.TestCase):
 
 class ChainModelTests(unittest.TestCase):
     def play(self, name, trees, counts):
-        model = ChainModel(candidate(name), counts)
+        model, tree = ChainModel(candidate(name), counts), NightTree(LengthOracle())
         for n, files in enumerate(trees, start=1):
-            model.night(night_date(FIRST, n), night_pieces(files, LengthOracle()))
+            model.night(night_date(FIRST, n), tree.update(files))
         return model
 
     def trees(self):
@@ -100,9 +101,49 @@ class ChainModelTests(unittest.TestCase):
     def test_a_new_chain_starts_after_full_every_backups(self):
         trees = [{"a": b"a"} for _ in range(65)]
         model = self.play("today", trees, {"last": 100})
-        self.assertEqual([b.kind for b in model.backups].count("full"), 3)  # nights 1, 31, 61
+        self.assertEqual(model.kept_fulls(), 3)  # nights 1, 31, 61
         endless = self.play("consolidate-no-fulls", trees, {"last": 100})
-        self.assertEqual([b.kind for b in endless.backups].count("full"), 1)
+        self.assertEqual(endless.kept_fulls(), 1)
+
+
+class CountingOracle(LengthOracle):
+    """A LengthOracle that remembers what it was asked to measure."""
+
+    def __init__(self):
+        self.asked = []
+
+    def measure(self, datas):
+        self.asked += datas
+        return super().measure(datas)
+
+
+class NightTreeTests(unittest.TestCase):
+    # The oracle measures by length here: these tests run in CI's checks, before zstd is
+    # installed. SizeOracle itself is what the bench's run checks against the real Keepsake.
+    def test_a_night_measures_only_what_changed_and_says_what_did(self):
+        oracle = CountingOracle()
+        tree = NightTree(oracle)
+        tree.update({"a": b"aaaa", "b": b"b", "c": b"c"})
+        self.assertEqual(tree.changed, {"a", "b", "c"})
+        self.assertEqual(tree.pieces[False]["a"][0][1], 4)
+        oracle.asked = []
+        tree.update({"a": b"aaaa", "b": b"B", "d": b"d"}, changed={"b", "d"})
+        self.assertEqual(sorted(oracle.asked), [b"B", b"d"])
+        self.assertEqual(tree.changed, {"b", "d"})
+        self.assertEqual(tree.deleted, {"c"})
+        self.assertEqual(set(tree.pieces[True]), {"a", "b", "d"})
+        # Rewritten with the same bytes: measured, not changed.
+        tree.update({"a": b"aaaa", "b": b"B", "d": b"d"}, changed={"a"})
+        self.assertEqual(tree.changed, set())
+
+    def test_a_big_file_is_measured_whole_and_by_blocks(self):
+        tree = NightTree(LengthOracle())
+        big = os.urandom(chainmodel.BIG_FILE + 100)
+        tree.update({"big": big})
+        self.assertEqual(tree.pieces[False]["big"][0][1], len(big))
+        blocks = tree.pieces[True]["big"]
+        self.assertEqual(len(blocks), chainmodel.BIG_FILE // chainmodel.BLOCK + 1)
+        self.assertEqual(sum(size for _, size in blocks), len(big))
 
 
 class YearHomeTests(unittest.TestCase):
@@ -133,6 +174,26 @@ class YearHomeTests(unittest.TestCase):
             self.assertTrue(all(b - a == MAIL_PER_NIGHT for a, b in zip(sizes[:-2], sizes[1:-1])))
             self.assertLess(sizes[-1], sizes[-2] // 2)
             self.assertIn("mailbox compacted", home.changed)
+
+
+class GeneratedSetNightsTests(unittest.TestCase):
+    def test_a_night_changes_what_it_says_and_the_same_seed_changes_the_same(self):
+        with tempfile.TemporaryDirectory() as work:
+            data = Dataset(work, 4 * 1024 * 1024, 400, 3)
+            data.ensure()
+            first, second = GeneratedSetNights(data.root, seed=5), GeneratedSetNights(data.root, seed=5)
+            self.assertEqual(first.create(), second.create())
+            before = dict(first.files)
+            changed = first.live_night(2)
+            self.assertEqual(changed, second.live_night(2))
+            self.assertEqual(first.files, second.files)
+            differing = {p for p in set(before) | set(first.files) if before.get(p) != first.files.get(p)}
+            self.assertEqual(differing, changed)
+            logs = [p for p in before if p.startswith("var/log/")]
+            self.assertTrue(logs)
+            for p in logs:
+                self.assertGreaterEqual(len(first.files[p]) - len(before[p]), GeneratedSetNights.LOG_GROWTH)
+                self.assertTrue(first.files[p].startswith(before[p]))
 
 
 if __name__ == "__main__":
