@@ -111,12 +111,14 @@ def markdown(doc, level=2):
     L += variants_markdown(doc, level)
     L += s3_markdown(doc, level)
     L += encryption_markdown(doc, level)
-    if doc["notes"]:
-        L.append("")
-        L.append("Notes:")
-        for n in doc["notes"]:
-            L.append(f"- {n}")
+    L += notes_lines(doc)
     return "\n".join(L) + "\n"
+
+def notes_lines(doc):
+    """The notes a run made (what it noticed), after a blank line; none: nothing."""
+    if not doc["notes"]:
+        return []
+    return ["", "Notes:"] + [f"- {n}" for n in doc["notes"]]
 
 def heading_lines(doc, level):
     """The title, the machine and the command line of a report."""
@@ -393,9 +395,5 @@ def memory_markdown(doc, level=2):
                  f"{mem['largest']['peak_rss_kib'] / 1024:.1f} MiB.{verdict}")
     else:
         L.append("No command ran.")
-    if doc["notes"]:
-        L.append("")
-        L.append("Notes:")
-        for n in doc["notes"]:
-            L.append(f"- {n}")
+    L += notes_lines(doc)
     return "\n".join(L) + "\n"

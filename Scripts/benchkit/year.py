@@ -11,7 +11,7 @@ import subprocess
 from .bench import Bench
 from .chainmodel import CANDIDATES, ChainModel, NightTree, SizeOracle, night_date, policy_keeps
 from .common import ROOT, Failed, first_line, human_bytes, loadavg, log, run_measured, tree_size
-from .report import heading_lines, load_lines, tools_lines
+from .report import heading_lines, load_lines, notes_lines, tools_lines
 from .datasets import Dataset
 from .yearhome import GeneratedSetNights, YearHome
 
@@ -353,9 +353,5 @@ def year_markdown(doc, level=2):
         L.append("")
         L.append(f"Keepsake's last backup restored to exactly the last night's tree: "
                  f"{'yes' if y.get('restored') else '**no**'}.")
-    if doc["notes"]:
-        L.append("")
-        L.append("Notes:")
-        for n in doc["notes"]:
-            L.append(f"- {n}")
+    L += notes_lines(doc)
     return "\n".join(L) + "\n"
