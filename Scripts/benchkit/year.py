@@ -10,9 +10,9 @@ import subprocess
 
 from .bench import Bench
 from .chainmodel import CANDIDATES, ChainModel, NightTree, SizeOracle, night_date, policy_keeps
-from .common import ROOT, Failed, first_line, human_bytes, loadavg, log, run_measured, tree_size
-from .report import heading_lines, load_lines, notes_lines, tools_lines
+from .common import ROOT, Failed, first_line, have_command, human_bytes, loadavg, log, run_measured, tree_size
 from .datasets import Dataset
+from .report import heading_lines, load_lines, notes_lines, tools_lines
 from .yearhome import GeneratedSetNights, YearHome
 
 POLICY = {"day": 7, "week": 5, "month": 12, "year": 2}
@@ -97,6 +97,13 @@ class YearBench(Bench):
                     # faketime moves only the clock: by default it shifts the times stat(2) gives
                     # too, by a different amount each night, and every file would look changed.
                     "NO_FAKE_STAT": "1", "DONT_FAKE_MONOTONIC": "1"}
+        for t in ("restic", "borg"):
+            if t in self.year_tools and not have_command(t):
+                self.year_tools.remove(t)
+                del self.totals[t]
+                self.note(f"{t} is missing: the year runs without it")
+        if not have_command("faketime") and not self.generated:
+            raise SystemExit("bench: --year needs faketime (apt-get install faketime) to date Keepsake's backups")
         if "restic" in self.year_tools:
             self._setup(["restic", "-r", self.restic_repo, "init", "-q"])
         if "borg" in self.year_tools:
