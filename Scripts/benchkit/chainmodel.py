@@ -169,10 +169,12 @@ class Backup:
     archive holds it, key, stored size); unchanged paths share the tuple of the backup they
     were taken from, so a night costs what changed."""
 
-    def __init__(self, index, date, kind, chain, full, entries):
+    def __init__(self, index, date, kind, chain, full, entries, touched=None):
         self.index, self.date, self.kind, self.chain, self.full = index, date, kind, chain, full
         self.entries = entries
-        self.own_bytes = sum(size for pieces in entries.values() for origin, _, size in pieces if origin == index)
+        # What this archive holds: pieces of the paths it touched (all of them for a full one).
+        paths = entries.keys() if touched is None else (p for p in touched if p in entries)
+        self.own_bytes = sum(size for p in paths for origin, _, size in entries[p] if origin == index)
         self._relies = None
 
     def relies(self):
@@ -222,7 +224,7 @@ class ChainModel:
                 else:
                     entries[p] = tuple(old[i] if i < len(old) and old[i][1] == k else (index, k, s)
                                        for i, (k, s) in enumerate(new))
-            b = Backup(index, date, "incremental", parent.chain + 1, parent.full, entries)
+            b = Backup(index, date, "incremental", parent.chain + 1, parent.full, entries, touched)
         self.backups[index] = b
         self.present.append(index)
         self._prune()

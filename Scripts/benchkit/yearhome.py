@@ -9,6 +9,8 @@ import os
 import random
 import shutil
 
+from .datasets import Words
+
 KiB = 1024
 MAILBOX = "mail/inbox.mbox"
 MAIL_PER_NIGHT = 16 * KiB
@@ -21,15 +23,16 @@ FOLDERS = ("documents", "documents/letters", "notes", "projects/site", "projects
 class YearHome:
     """The folder at `root`, its content by relative path (bytes), and what changed last night.
 
-    Documents are text (pseudo-words: zstd makes about a third of them) of 1–16 KiB or, in
+    Documents are text (the generated set's pseudo-words, datasets.Words) of 1–16 KiB or, in
     photos/, random bytes of 2–24 KiB. An edit of a text changes a paragraph or adds one (the
     whole file is written again, in place); a photo is replaced whole. One night in four only
-    mail arrives. About 7 MiB at the end of a year, as in the issue."""
+    mail arrives. About 3 MiB on the last night of a year (the mailbox is compacted each
+    quarter; the issue's folder, never compacted, had 7 MB)."""
 
     def __init__(self, root, seed=34):
         self.root = root
         self.rng = random.Random(seed)
-        self.words = self._vocabulary()
+        self.words = Words(self.rng, count=3000)
         self.files = {}
         self.changed = []
         self.serial = 0
@@ -141,15 +144,10 @@ class YearHome:
 
     # MARK: - Content
 
-    def _vocabulary(self):
-        letters = "etaoinshrdlucmfwypvbgkjqxz"
-        weights = [26 - i for i in range(26)]
-        return ["".join(self.rng.choices(letters, weights, k=self.rng.randint(2, 10))) for _ in range(3000)]
-
     def _text(self, size):
         out, length = [], 0
         while length < size:
-            line = " ".join(self.rng.choices(self.words, k=self.rng.randint(6, 14))) + ".\n"
+            line = self.words.sentence(6, 14) + "\n"
             out.append(line)
             length += len(line)
         return "".join(out).encode()[:size]
