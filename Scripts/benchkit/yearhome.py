@@ -27,7 +27,7 @@ class YearHome:
     photos/, random bytes of 2–24 KiB. An edit of a text changes a paragraph or adds one (the
     whole file is written again, in place); a photo is replaced whole. One night in four only
     mail arrives. About 3 MiB on the last night of a year (the mailbox is compacted each
-    quarter; the issue's folder, never compacted, had 7 MB)."""
+    quarter; the issue's folder had 7 MB)."""
 
     def __init__(self, root, seed=34):
         self.root = root
