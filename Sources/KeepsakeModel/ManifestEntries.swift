@@ -209,6 +209,17 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
         records.append(record)
     }
 
+    /// Points the file at `position` at another archive: `holder`'s, where it lies at
+    /// `offset`, `length` bytes long (a supplement that holds it for a backup prune let go).
+    public mutating func relocate(at position: Int, to holder: BackupID, offset: Int64, length: Int64) {
+        var record = records[position]
+        record.flags |= Flag.holder | Flag.location
+        record.holder = number(ofHolder: holder)
+        record.archiveOffset = offset
+        record.archiveLength = length
+        records[position] = record
+    }
+
     /// Adds every entry of `other` at the end.
     public mutating func append(contentsOf other: ManifestEntries) {
         guard !isEmpty else {

@@ -222,10 +222,19 @@ struct ParentChoice {
         needed.insert(candidate.summary.id)
         let sizes = try listing.sizes(of: destination)
         let names = Set(sizes.keys)
+        var shelf: SupplementShelf?
         for id in needed.sorted() {
             let which = id == newest ? "backup \(id)" : "backup \(id), which \(newest) relies on,"
             guard let item = items.first(where: { $0.id == id }), let facts = item.summary?.archive,
                   let size = sizes[facts.name] else {
+                // A backup prune let go: the supplements that hold its files are there, whole
+                // as far as their sizes tell (verify reads them).
+                if id != newest {
+                    let supplements = shelf ?? SupplementShelf(storage: storage, objects: sizes.map { StoredObject(name: $0.key, size: $0.value) })
+                    shelf = supplements
+                    let holding = supplements.supplements.filter { $0.entries.contains { $0.storedIn == id } }
+                    if !holding.isEmpty, holding.allSatisfy({ sizes[$0.archiveName] == $0.archiveSize }) { continue }
+                }
                 return "\(which) is missing or damaged"
             }
             if let record = DamageRecord.stored(for: item, names: names, in: destination) {

@@ -48,6 +48,8 @@ public final class LocatedBackup {
     private let catalog: BackupCatalog
     /// The destination's backups, listed once for all the earlier archives one restore needs.
     private var catalogItems: [BackupCatalog.Item]?
+    /// The supplements beside it, read once when a file lies in a backup that is gone.
+    private var shelf: SupplementShelf?
 
     init(storage: KeyedStorage, origin: Origin, item: BackupCatalog.Item?, archiveName: String?) {
         self.storage = storage
@@ -183,10 +185,52 @@ public final class LocatedBackup {
         }
     }
 
+    // MARK: Supplements
+
+    /// Points the files of `manifest` that lie in backups no longer there at the supplements
+    /// that hold them (see `SupplementShelf.relocating`), so that `earlierArchive` opens
+    /// those instead; returns how many supplements it points at.
+    @discardableResult
+    public func relocatingToSupplements(_ manifest: inout Manifest) throws -> Int {
+        let entries = manifest.entries
+        var holders = Set<BackupID>()
+        for position in entries.indices {
+            if let holder = entries.storedIn(at: position) { holders.insert(holder) }
+        }
+        guard !holders.isEmpty else { return 0 }
+        let present: Set<BackupID>
+        switch origin {
+        case .destination:
+            if catalogItems == nil { catalogItems = try? catalog.items() }
+            present = Set((catalogItems ?? []).map(\.id))
+        case .archiveFile:
+            present = Set(holders.filter { (try? lonelyArchiveName($0)) ?? nil != nil })
+        }
+        let gone = holders.subtracting(present)
+        guard !gone.isEmpty else { return 0 }
+        let shelf = try supplements()
+        return shelf.relocating(&manifest, gone: gone).count
+    }
+
+    /// The supplements beside the backup, read once.
+    public func supplements() throws -> SupplementShelf {
+        if let shelf { return shelf }
+        let read = SupplementShelf(storage: storage, objects: try storage.list())
+        shelf = read
+        return read
+    }
+
     /// Opens the archive of the earlier backup `holder` (an incremental backup's unchanged
     /// files are there): in a destination, the one its manifest names; beside a lone
-    /// archive, a file of the same folder named like `HOST_ID.tar.zst`. Nil when there is none.
+    /// archive, a file of the same folder named like `HOST_ID.tar.zst`; or the archive of
+    /// the supplement `holder` that `relocatingToSupplements` pointed files at (it is not
+    /// signed: what is read from it is checked against the backup's manifest). Nil when
+    /// there is none.
     public func earlierArchive(_ holder: BackupID) throws -> (source: RandomAccessSource, name: String)? {
+        if let supplement = shelf?.supplement(holder) {
+            let name = supplement.archiveName
+            return (try storage.open(name), isArchiveFile ? storage.location + "/" + name : name)
+        }
         switch origin {
         case .destination:
             // Listed once: a chain of 30 would otherwise read every manifest's summary 30
@@ -201,17 +245,21 @@ public final class LocatedBackup {
             }
             return (try storage.open(name), name)
         case .archiveFile:
-            let marker = "_" + holder.rawValue
-            let match = try storage.list().map(\.name).first { name in
-                guard let stem = BackupNaming.stem(of: name), !BackupNaming.isManifestName(name), !BackupNaming.isSideObject(name) else { return false }
-                return stem.hasSuffix(marker) || stem == holder.rawValue
-            }
-            guard let match else { return nil }
+            guard let match = try lonelyArchiveName(holder) else { return nil }
             if let signatureCheck, let stem = BackupNaming.stem(of: match) {
                 try signatureCheck.check(stem: stem, label: storage.location + "/" + match, in: storage.stored, sizes: signatureSizes,
                                          reading: [match], lone: true, cancellation: signatureCancellation)
             }
             return (try storage.open(match), storage.location + "/" + match)
+        }
+    }
+
+    /// Beside a lone archive: the file of the same folder named like backup `holder`'s archive.
+    private func lonelyArchiveName(_ holder: BackupID) throws -> String? {
+        let marker = "_" + holder.rawValue
+        return try storage.list().map(\.name).first { name in
+            guard let stem = BackupNaming.stem(of: name), !BackupNaming.isManifestName(name), !BackupNaming.isSideObject(name) else { return false }
+            return stem.hasSuffix(marker) || stem == holder.rawValue
         }
     }
 }

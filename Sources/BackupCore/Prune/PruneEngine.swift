@@ -89,11 +89,20 @@ public final class PruneEngine {
         let plan = try makePlan(request)
         var removed: [BackupID] = []
         var freed: Int64 = 0
+        let consolidation = ChainConsolidation(storage: storage, keyring: keyring, cancellation: cancellation, events: events)
+        // Written, committed and read back before anything they replace is removed.
+        let consolidated = try request.consolidate
+            ? consolidation.prepare(items: BackupCatalog(storage: storage, keyring: keyring).items(),
+                                    removing: Set(plan.removals.map(\.manifest.name)), now: request.now)
+            : nil
         for removal in plan.removals {
             if request.removalPause > 0 { usleep(useconds_t(min(request.removalPause, 10) * 1_000_000)) }
             try cancellation.check()
             freed += try remove(removal)
             removed.append(removal.id)
+        }
+        if let consolidated {
+            freed += consolidation.removeReplaced(consolidated) - consolidated.writtenBytes
         }
         return PruneResult(decisions: plan.decisions, removed: removed, dryRun: false, freedBytes: freed)
     }
@@ -136,7 +145,7 @@ public final class PruneEngine {
         // Keyed by manifest name, not id: a name is one backup, an id planted twice is not.
         var decisions = try applyPolicy(request, to: items, sizes: sizes)
         var unchecked = Set<BackupID>()
-        protectChains(&decisions, items: items, catalog: catalog, unchecked: &unchecked)
+        protectChains(&decisions, items: items, catalog: catalog, consolidating: request.consolidate, unchecked: &unchecked)
         if !unchecked.isEmpty {
             let count = unchecked.count == 1 ? "1 encrypted backup" : "\(unchecked.count) encrypted backups"
             events?.handle(.notice("what \(count) relies on is taken from the summaries in the clear beside them: no key given "
@@ -233,9 +242,10 @@ public final class PruneEngine {
     }
 
     /// Keeps every backup a kept backup needs (`needed by <id>`), newest kept backup first,
-    /// transitively.
+    /// transitively; when `consolidating`, only those that kept backups a supplement cannot
+    /// serve need (see `ChainConsolidation.takesSupplements`).
     private func protectChains(_ decisions: inout [String: RetentionDecision], items: [BackupCatalog.Item],
-                               catalog: BackupCatalog, unchecked: inout Set<BackupID>) {
+                               catalog: BackupCatalog, consolidating: Bool, unchecked: inout Set<BackupID>) {
         // An id names every backup that has it: when two do, both are kept.
         var itemsByID: [BackupID: [BackupCatalog.Item]] = [:]
         for item in items { itemsByID[item.id, default: []].append(item) }
@@ -246,6 +256,7 @@ public final class PruneEngine {
         while !pending.isEmpty {
             let item = pending.removeFirst()
             guard examined.insert(item.manifestName).inserted else { continue }
+            if consolidating, ChainConsolidation.takesSupplements(item), (try? catalog.reliedOn(item)) != nil { continue }
             var needs = neededBackups(of: item, catalog: catalog, itemsByID: itemsByID)
             if let clear = item.summary, clear.sourcesHidden {
                 if let encrypted = encryptedNeeds(of: item, clear: clear, catalog: catalog) {

@@ -55,6 +55,8 @@ public final class Restorer {
             request.selectionPaths = resolved
             manifest = try backup.manifest(forRestoringPaths: resolved)
         }
+        // Files of backups prune let go are read from the supplements that hold them.
+        if var known = manifest, try backup.relocatingToSupplements(&known) > 0 { manifest = known }
         let archive = try backup.openArchive()
         defer { archive.close() }
         var result = try restore(archive: archive, archiveName: backup.archiveLabel, manifest: manifest, request: request) { holder in

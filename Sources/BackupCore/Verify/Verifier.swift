@@ -68,6 +68,10 @@ public final class Verifier {
     private var verified: [BackupID: VerifyReport] = [:]
     /// The destination's backups by id, listed once per run.
     private var catalogItems: [BackupID: BackupCatalog.Item]?
+    /// The destination's supplements, read once a run when a backup relies on one gone.
+    private var shelf: SupplementShelf?
+    /// Each supplement checked this run: nil inside when whole, else what is wrong.
+    private var supplementProblems: [BackupID: String?] = [:]
     /// `damageRecords`' object names, listed once per run.
     private var objectNames: Set<String>?
     /// Backups being verified further up the stack: one relied on again is a cycle (a
@@ -359,6 +363,13 @@ public final class Verifier {
         for holder in report.reliesOn {
             let positions = byHolder[holder] ?? []
             guard let item = catalogItems?[holder] else {
+                // A backup prune let go: its files are in supplements, or they are lost.
+                let supplements = try shelf ?? SupplementShelf(storage: storage, objects: storage.list())
+                shelf = supplements
+                if supplements.holdsFiles(of: holder) {
+                    try checkSupplemented(positions, of: manifest, from: holder, shelf: supplements, in: storage, report: &report)
+                    continue
+                }
                 report.archiveProblems.append("it relies on backup \(holder) for \(Verifier.files(positions.count)), and that backup is missing: \(DamageRecord.remedy)")
                 continue
             }
@@ -380,6 +391,38 @@ public final class Verifier {
             for position in positions where heldAsRecorded[index.position(of: entries.path(at: position)) ?? position] != true {
                 report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(entries.path(at: position)),
                                                    reason: "backup \(holder) does not hold this file as recorded"))
+            }
+        }
+    }
+
+    /// The files at `positions` of `manifest`, which lie in backup `holder`, gone: each must
+    /// be in a supplement with the SHA-256 recorded, and each supplement used must be whole
+    /// (read once a run).
+    private func checkSupplemented(_ positions: [Int], of manifest: Manifest, from holder: BackupID, shelf: SupplementShelf,
+                                   in storage: KeyedStorage, report: inout VerifyReport) throws {
+        let entries = manifest.entries
+        var damaged = Set<BackupID>()
+        for position in positions {
+            let path = entries.path(at: position)
+            guard let found = shelf.holding(holder, path: path), found.entry.sha256 == entries.sha256(at: position) else {
+                report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
+                                                   reason: "backup \(holder) is gone and no supplement holds this file as recorded"))
+                continue
+            }
+            let id = found.supplement.id
+            if supplementProblems[id] == nil {
+                do {
+                    try SupplementContent.checkArchive(of: found.supplement, in: storage, cancellation: cancellation)
+                    supplementProblems[id] = .some(nil)
+                } catch let error as Interruption {
+                    throw error
+                } catch {
+                    supplementProblems[id] = .some("\(error)")
+                }
+            }
+            if case .some(.some(let problem)) = supplementProblems[id], damaged.insert(id).inserted {
+                report.archiveProblems.append("the supplement \(found.supplement.archiveName), which holds files of backup \(holder) "
+                    + "it relies on, is damaged (\(problem)): \(DamageRecord.remedy)")
             }
         }
     }

@@ -1,0 +1,81 @@
+import Foundation
+import KeepsakeArchive
+import KeepsakeEncryption
+import KeepsakeHashing
+import KeepsakeModel
+import KeepsakeSupport
+
+/// The files in a supplement's archive: copied into one (prune) and checked against its
+/// manifest (prune's read-back, verify).
+enum SupplementContent {
+    // MARK: Kinds
+
+    /// Why a supplement could not be written, or is not what its manifest records.
+    struct Failure: Error, CustomStringConvertible {
+        var reason: String
+        var description: String { reason }
+    }
+
+    // MARK: Content
+
+    /// Copies the current entry's content into `writer` (only hashes it without one), holes
+    /// as zeros; returns its SHA-256.
+    static func copy(of header: ArchiveEntryHeader, from reader: ArchiveReader, into writer: ArchiveWriter?) throws -> String {
+        let hasher = SHA256Hasher()
+        var written: Int64 = 0
+        let zeros = [UInt8](repeating: 0, count: 64 * 1024)
+        func fill(to end: Int64) throws {
+            while written < end {
+                let count = Int(min(Int64(zeros.count), end - written))
+                try zeros.withUnsafeBytes { buffer in
+                    let part = UnsafeRawBufferPointer(rebasing: buffer[..<count])
+                    hasher.update(part)
+                    try writer?.writeData(part, path: header.path)
+                }
+                written += Int64(count)
+            }
+        }
+        while let block = try reader.nextBlock() {
+            guard block.offset >= written, block.offset <= header.size - Int64(block.bytes.count) else {
+                throw Failure(reason: "\(PathBytes.display(header.path)): its content is out of order in its archive")
+            }
+            try fill(to: block.offset)
+            hasher.update(block.bytes)
+            try writer?.writeData(block.bytes, path: header.path)
+            written += Int64(block.bytes.count)
+        }
+        try fill(to: header.size)
+        return hasher.finalizeHex()
+    }
+
+    // MARK: Checking
+
+    /// Checks a supplement's archive against its manifest (see `check`); throws `Failure`
+    /// naming what differs.
+    static func checkArchive(of manifest: SupplementManifest, in storage: KeyedStorage, cancellation: CancellationFlag) throws {
+        var expected: [PathKey: String] = [:]
+        for entry in manifest.entries { expected[PathKey(entry.path)] = entry.sha256 }
+        let opened = try storage.open(manifest.archiveName)
+        let hashing = HashingSource(source: opened)
+        defer { hashing.close() }
+        let reader = try ArchiveReader(source: hashing, name: manifest.archiveName, cancellation: cancellation)
+        while let header = try reader.nextHeader() {
+            try cancellation.check()
+            if ArchiveLayout.isMetadataEntry(header.path) {
+                try reader.skipContent()
+                continue
+            }
+            guard header.type == .file, let sha = expected.removeValue(forKey: PathKey(header.path)),
+                  sha == (try copy(of: header, from: reader, into: nil)) else {
+                throw Failure(reason: "\(PathBytes.display(header.path)) in \(manifest.archiveName) is not as its manifest records")
+            }
+        }
+        try reader.readToEnd()
+        if let missing = expected.keys.first {
+            throw Failure(reason: "\(PathBytes.display(missing.bytes)) is missing from \(manifest.archiveName)")
+        }
+        guard hashing.count == manifest.archiveSize, hashing.finalizeHex() == manifest.archiveSHA256 else {
+            throw Failure(reason: "\(manifest.archiveName) is not the archive its manifest records (size or SHA-256)")
+        }
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import KeepsakeEncryption
+import KeepsakeModel
+import KeepsakeStorage
+import KeepsakeSupport
+
+/// What lets prune remove backups that kept ones take files from (`prune --consolidate`):
+/// before anything is removed, every file a kept backup takes from a backup being removed
+/// (or from a supplement going with its owner) is copied into a supplement of the oldest
+/// kept backup that takes it (see `SupplementManifest`), written, committed and read back.
+/// A file some supplement of a kept backup already holds is not copied again. Supplements
+/// whose owner is gone, and those a newer supplement of the same owner replaces, are removed
+/// after the backups (`removeReplaced`).
+///
+/// Only backups in the clear are consolidated here: an encrypted kept backup keeps what it
+/// takes from, as before (the supplement would have to be encrypted to its recipients).
+struct ChainConsolidation {
+    // MARK: Dependencies
+
+    let storage: any WritableStorage
+    let keyring: AgeKeyring
+    let cancellation: CancellationFlag
+    weak var events: EngineEventSink?
+
+    // MARK: Kinds
+
+    /// What a consolidation did before the removals, and what it removes after them.
+    struct Outcome {
+        /// Supplements written (committed and read back).
+        var written: [SupplementManifest] = []
+        /// Supplement manifests, then archives, to delete once the backups are removed.
+        var replaced: [SupplementManifest] = []
+        /// Bytes the new supplements store.
+        var writtenBytes: Int64 = 0
+    }
+
+    // MARK: Consolidating
+
+    /// Whether prune may leave `item`'s holders to a supplement rather than keep them: a
+    /// backup in the clear whose manifest names what it takes exactly.
+    static func takesSupplements(_ item: BackupCatalog.Item) -> Bool {
+        guard let summary = item.summary else { return false }
+        return summary.encryption == nil && !summary.sourcesHidden
+    }
+
+    /// Writes the supplements that let the backups in `removing` go while every backup in
+    /// `kept` (all the others, oldest first) stays whole. Call holding the lock, before
+    /// removing anything; throws (and has removed nothing) when one cannot be written.
+    func prepare(items: [BackupCatalog.Item], removing: Set<String>, now: Date) throws -> Outcome {
+        let keyed = KeyedStorage(storage, keyring: keyring)
+        let catalog = BackupCatalog(storage: keyed)
+        var objects = try storage.list()
+        try removeUncommitted(&objects)
+        let shelf = SupplementShelf(storage: keyed, objects: objects)
+        if let bad = shelf.unreadable.first {
+            throw SupplementContent.Failure(reason: "the supplement \(bad.name) cannot be read (\(bad.reason)); prune removes nothing "
+                + "until it can: run 'keepsake verify'")
+        }
+        let kept = items.filter { !removing.contains($0.manifestName) }
+        let keptIDs = Set(kept.map(\.id))
+        var byID: [BackupID: BackupCatalog.Item] = [:]
+        for item in items where removing.contains(item.manifestName) { byID[item.id] = item }
+
+        // The newest supplement of each kept owner holds all its owner still needs of the older ones.
+        var newestOfOwner: [BackupID: SupplementManifest] = [:]
+        for supplement in shelf.supplements where keptIDs.contains(supplement.owner) {
+            newestOfOwner[supplement.owner] = supplement
+        }
+        var outcome = Outcome()
+        // Those of owners removed now or before, and those a newer one of their owner replaced.
+        outcome.replaced = shelf.supplements.filter { newestOfOwner[$0.owner]?.id != $0.id }
+        var served = Set<SupplementManifest.HeldFile>()
+        for supplement in newestOfOwner.values {
+            for entry in supplement.entries {
+                if let origin = entry.storedIn { served.insert(.init(origin: origin, path: PathKey(entry.path))) }
+            }
+        }
+
+        // Oldest kept first: each file goes to the oldest kept backup that takes it.
+        var wanted: [BackupID: [SupplementWriter.Wanted]] = [:]
+        var lost = 0
+        for item in kept.sorted(by: { $0.id < $1.id }) where ChainConsolidation.takesSupplements(item) {
+            _ = try catalog.forEachEntry(of: item) { entry in
+                guard entry.type == .file, let origin = entry.storedIn, !keptIDs.contains(origin) else { return }
+                let key = SupplementManifest.HeldFile(origin: origin, path: PathKey(entry.path))
+                guard served.insert(key).inserted else { return }
+                if let gone = byID[origin], let archive = gone.summary?.archive?.name {
+                    wanted[item.id, default: []].append(.init(entry: entry, source: archive, location: entry.archiveRange))
+                } else if let found = shelf.holding(origin, path: entry.path), found.entry.sha256 == entry.sha256 {
+                    wanted[item.id, default: []].append(.init(entry: entry, source: found.supplement.archiveName,
+                                                              location: found.entry.archiveRange))
+                } else {
+                    // Already lost (verify says so): nothing here to keep it by.
+                    lost += 1
+                }
+            }
+        }
+        if lost > 0 {
+            events?.handle(.caution("\(lost == 1 ? "1 file" : "\(lost) files") that kept backups take from earlier ones "
+                + "could not be found in \(storage.location); run 'keepsake verify'"))
+        }
+
+        let writer = SupplementWriter(storage: storage, reading: keyed, cancellation: cancellation)
+        var previous = shelf.supplements.map(\.id).max()
+        for owner in wanted.keys.sorted() {
+            guard var files = wanted[owner], let item = kept.first(where: { $0.id == owner }), let host = item.summary?.host else { continue }
+            // What its present supplement holds goes into the new one, which replaces it.
+            if let present = newestOfOwner[owner] {
+                files += present.entries.map { .init(entry: $0, source: present.archiveName, location: $0.archiveRange) }
+                outcome.replaced.append(present)
+            }
+            try cancellation.check()
+            let id = BackupID(date: now, after: previous)
+            previous = id
+            let written = try writer.write(host: HostIdentity.fileSafe(host), id: id, owner: owner, now: now, wanted: files)
+            outcome.written.append(written)
+            outcome.writtenBytes += written.archiveSize
+            events?.handle(.notice("wrote supplement \(id) for backup \(owner): \(files.count == 1 ? "1 file" : "\(files.count) files") "
+                + "it takes from backups prune removes (\(written.archiveSize) bytes)"))
+        }
+        return outcome
+    }
+
+    /// Deletes the supplements `outcome` replaced (manifest first, which un-commits each);
+    /// returns the bytes freed. A failure is said, and the next prune finishes the job.
+    func removeReplaced(_ outcome: Outcome) -> Int64 {
+        var freed: Int64 = 0
+        for supplement in outcome.replaced {
+            do {
+                try storage.delete(SupplementNaming.manifestName(host: supplement.host, id: supplement.id))
+                try storage.delete(supplement.archiveName)
+                freed += supplement.archiveSize
+            } catch {
+                events?.handle(.caution("the supplement \(supplement.id) is no longer needed but could not be removed (\(error)); "
+                    + "the next prune removes it"))
+            }
+        }
+        return freed
+    }
+
+    /// Deletes supplement archives without their manifest: an interrupted prune's, never
+    /// committed (nothing reads them).
+    private func removeUncommitted(_ objects: inout [StoredObject]) throws {
+        let names = Set(objects.map(\.name))
+        var removed: [String] = []
+        for object in objects {
+            guard let manifest = SupplementNaming.manifestName(forArchive: object.name), !names.contains(manifest) else { continue }
+            try storage.delete(object.name)
+            removed.append(object.name)
+        }
+        guard !removed.isEmpty else { return }
+        objects.removeAll { removed.contains($0.name) }
+        events?.handle(.notice("removed \(removed.count == 1 ? "1 supplement" : "\(removed.count) supplements") an interrupted "
+            + "prune left uncommitted"))
+    }
+}
+
+extension ManifestEntry {
+    /// Where the entry lies in its archive's tar stream, when its manifest line says.
+    var archiveRange: Range<Int64>? {
+        guard let archiveOffset, let archiveLength, archiveOffset >= 0, archiveLength >= 0,
+              archiveOffset <= Int64.max - archiveLength else { return nil }
+        return archiveOffset..<(archiveOffset + archiveLength)
+    }
+}

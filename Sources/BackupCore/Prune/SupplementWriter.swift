@@ -1,0 +1,141 @@
+import Foundation
+import KeepsakeArchive
+import KeepsakeEncryption
+import KeepsakeHashing
+import KeepsakeModel
+import KeepsakeStorage
+import KeepsakeSupport
+
+/// Writes one supplement (see `SupplementManifest`): the files a kept backup takes from
+/// backups prune is letting go, copied out of their archives (or out of older supplements)
+/// into an archive of its own, each checked against the kept manifest's SHA-256 on the way.
+/// The archive is committed first, its manifest last (which commits the supplement), and
+/// both are read back before prune may remove anything the supplement replaces.
+struct SupplementWriter {
+    // MARK: Kinds
+
+    /// A file to copy into the supplement.
+    struct Wanted {
+        /// The kept backup's entry for it (its metadata and SHA-256), `storedIn` the backup it
+        /// came from.
+        var entry: ManifestEntry
+        /// The archive object it is read from, and where it lies in its tar stream, if known.
+        var source: String
+        var location: Range<Int64>?
+    }
+
+    // MARK: Dependencies
+
+    let storage: any WritableStorage
+    /// The same storage, to read archives through (plain ones here).
+    let reading: KeyedStorage
+    let cancellation: CancellationFlag
+
+    // MARK: Writing
+
+    /// Writes and commits the supplement `id` of `host` for backup `owner`, holding `wanted`,
+    /// then reads it back; returns its manifest.
+    /// - Throws: `Failure` when a file is not found where it was said to be or does not match
+    ///   its SHA-256, or the supplement does not read back as written; storage errors.
+    func write(host: String, id: BackupID, owner: BackupID, now: Date, wanted: [Wanted]) throws -> SupplementManifest {
+        let archiveName = SupplementNaming.archiveName(host: host, id: id)
+        let pending = try storage.create(archiveName)
+        var committed = false
+        defer { if !committed { pending.abort() } }
+        let hashing = HashingSink(target: pending)
+        // Files only, no `.keepsake` marker: its manifest is the object beside it (a reader
+        // that met the marker would look for a backup's manifest at its end).
+        let writer = try ArchiveWriter(sink: hashing, compression: .zstd, level: nil, threads: 1)
+        var entries: [ManifestEntry] = []
+        let bySource = Dictionary(grouping: wanted, by: \.source)
+        for source in bySource.keys.sorted() {
+            try copy(bySource[source] ?? [], from: source, into: writer, entries: &entries)
+        }
+        try writer.finish()
+        try pending.commit()
+        committed = true
+        let manifest = SupplementManifest(id: id, host: host, owner: owner, created: now, archiveName: archiveName,
+                                          archiveSize: hashing.count, archiveSHA256: hashing.finalizeHex(), entries: entries)
+        try writeManifest(manifest)
+        do {
+            try check(manifest)
+        } catch {
+            // Never left committed when it does not read back: un-committed, then gone.
+            try? storage.delete(SupplementNaming.manifestName(host: host, id: id))
+            try? storage.delete(archiveName)
+            throw error
+        }
+        return manifest
+    }
+
+    /// Copies the files of `wanted` (all in the archive `source`) into `writer`.
+    private func copy(_ wanted: [Wanted], from source: String, into writer: ArchiveWriter, entries: inout [ManifestEntry]) throws {
+        var byPath: [PathKey: [Int]] = [:]
+        for (index, file) in wanted.enumerated() { byPath[PathKey(file.entry.path), default: []].append(index) }
+        var done = Set<Int>()
+        let opened = try reading.open(source)
+        defer { opened.close() }
+        let locations = wanted.compactMap(\.location)
+        let reader: ArchiveReader
+        if locations.count == wanted.count, let table = RangedZstdSource.table(of: opened) {
+            let ranged = RangedZstdSource(source: opened, table: table, ranges: locations, name: source, workers: 1)
+            reader = try ArchiveReader(decoded: ranged, name: source, keepsakeTar: true, cancellation: cancellation)
+        } else {
+            reader = try ArchiveReader(source: opened, name: source, cancellation: cancellation)
+        }
+        while let header = try reader.nextHeader() {
+            try cancellation.check()
+            guard header.type == .file, let candidates = byPath[PathKey(header.path)],
+                  let index = candidates.first(where: { !done.contains($0) }) else {
+                try reader.skipContent()
+                continue
+            }
+            let file = wanted[index]
+            let start = writer.position
+            try writer.writeHeader(header)
+            let sha = try SupplementContent.copy(of: header, from: reader, into: writer)
+            try writer.finishEntry()
+            guard sha == file.entry.sha256, header.size == file.entry.size else {
+                throw SupplementContent.Failure(reason: "\(file.entry.displayPath) in \(source) is not the file backup "
+                    + "\(file.entry.storedIn?.rawValue ?? "?") recorded (its SHA-256 or size differs)")
+            }
+            var held = file.entry
+            held.archiveOffset = start
+            held.archiveLength = writer.position - start
+            entries.append(held)
+            done.insert(index)
+        }
+        if let missing = wanted.indices.first(where: { !done.contains($0) }) {
+            throw SupplementContent.Failure(reason: "\(wanted[missing].entry.displayPath) is not in \(source)")
+        }
+    }
+
+    /// Writes the supplement's manifest, which commits it.
+    private func writeManifest(_ manifest: SupplementManifest) throws {
+        let lines = manifest.encoded()
+        let firstEnd = (lines.firstIndex(of: UInt8(ascii: "\n")) ?? lines.count - 1) + 1
+        let pending = try storage.create(SupplementNaming.manifestName(host: manifest.host, id: manifest.id))
+        do {
+            try SidecarManifest.write(summaryLine: Array(lines[..<firstEnd]), to: pending, workers: 1) { sink in
+                try lines[firstEnd...].withUnsafeBytes { try sink.write($0) }
+            }
+            try pending.commit()
+        } catch {
+            pending.abort()
+            throw error
+        }
+    }
+
+    // MARK: Reading back
+
+    /// Reads the committed supplement back: its manifest parses to what was written, its
+    /// archive has the size and SHA-256 recorded, and every file in it the SHA-256 its line
+    /// gives, each once.
+    func check(_ manifest: SupplementManifest) throws {
+        let name = SupplementNaming.manifestName(host: manifest.host, id: manifest.id)
+        guard try SupplementShelf.readManifest(name, from: reading) == manifest else {
+            throw SupplementContent.Failure(reason: "\(name) does not read back as written")
+        }
+        try SupplementContent.checkArchive(of: manifest, in: reading, cancellation: cancellation)
+    }
+}

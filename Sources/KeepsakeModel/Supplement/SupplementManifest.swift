@@ -1,0 +1,140 @@
+import Foundation
+import KeepsakeJSON
+import KeepsakeSupport
+
+/// What a supplement holds: the files a kept backup (its *owner*) and the kept backups after
+/// it take from backups that prune let go. JSON lines: a first line that says what the
+/// supplement is, then one line per file, a manifest entry as in a backup's manifest
+/// (`ManifestEntry`) whose `in` names the backup the file came from and whose `at` and `len`
+/// place it in the supplement's own archive. A reader looks a file up by that backup's id
+/// and its path, and checks it against the SHA-256 the kept backup's manifest records: a
+/// supplement proves nothing by itself.
+public struct SupplementManifest: Sendable, Equatable {
+    // MARK: State
+
+    /// The format of the first line (`"supplement": 1`).
+    public static let formatVersion = 1
+
+    /// The supplement's own id (its names are `SupplementNaming`'s).
+    public var id: BackupID
+    public var host: String
+    /// The oldest kept backup that takes files from it.
+    public var owner: BackupID
+    public var created: Date
+    /// Its archive's name, size and SHA-256 (of the stored bytes).
+    public var archiveName: String
+    public var archiveSize: Int64
+    public var archiveSHA256: String
+    /// One entry per file: `storedIn` is the backup it came from, `archiveOffset` and
+    /// `archiveLength` place it in this supplement's archive.
+    public var entries: [ManifestEntry]
+
+    /// A supplement's manifest.
+    public init(id: BackupID, host: String, owner: BackupID, created: Date, archiveName: String, archiveSize: Int64,
+                archiveSHA256: String, entries: [ManifestEntry]) {
+        self.id = id
+        self.host = host
+        self.owner = owner
+        self.created = created
+        self.archiveName = archiveName
+        self.archiveSize = archiveSize
+        self.archiveSHA256 = archiveSHA256
+        self.entries = entries
+    }
+
+    // MARK: Encoding
+
+    /// The JSON lines, each ended by a newline.
+    public func encoded() -> [UInt8] {
+        var writer = JSONWriter(capacity: 256 + entries.count * 200)
+        writer.beginObject()
+        writer.key("supplement"); writer.int(Int64(SupplementManifest.formatVersion))
+        writer.key("id"); writer.string(id.rawValue)
+        writer.key("host"); writer.string(host)
+        writer.key("owner"); writer.string(owner.rawValue)
+        writer.key("created"); writer.string(Timestamp.iso8601(created))
+        writer.key("archive")
+        writer.beginObject()
+        writer.key("name"); writer.string(archiveName)
+        writer.key("size"); writer.int(archiveSize)
+        writer.key("sha256"); writer.string(archiveSHA256)
+        writer.endObject()
+        writer.endObject()
+        writer.endLine()
+        for entry in entries {
+            entry.write(to: &writer)
+            writer.endLine()
+        }
+        return writer.bytes
+    }
+
+    // MARK: Decoding
+
+    /// Parses a supplement's manifest; throws `ManifestError` naming the line and the
+    /// problem. Every entry must be a file that came from a backup older than `owner` and
+    /// that lies in the archive (`in`, `at`, `len`, `sha256`), each (backup, path) once.
+    public static func parse(_ bytes: [UInt8]) throws -> SupplementManifest {
+        var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true)[...]
+        guard let first = lines.popFirst() else { throw ManifestError.notAManifest(reason: "it is empty") }
+        let header: JSONValue
+        do {
+            header = try JSONParser.parse(String(decoding: first, as: UTF8.self))
+        } catch {
+            throw ManifestError.notAManifest(reason: "line 1 is not JSON: \(error)")
+        }
+        guard let version = header["supplement"]?.int64Value else {
+            throw ManifestError.notAManifest(reason: "line 1 does not say 'supplement'")
+        }
+        guard version == Int64(formatVersion) else { throw ManifestError.unsupportedFormat(Int(clamping: version)) }
+        func text(_ key: String, _ value: JSONValue?) throws -> String {
+            guard let string = value?.stringValue else {
+                throw ManifestError.invalidLine(line: 1, reason: "'\(key)' is missing or not a string")
+            }
+            return string
+        }
+        guard let id = BackupID(try text("id", header["id"])), let owner = BackupID(try text("owner", header["owner"])) else {
+            throw ManifestError.invalidLine(line: 1, reason: "'id' and 'owner' must be backup ids")
+        }
+        guard let created = Timestamp.parseISO8601(try text("created", header["created"])) else {
+            throw ManifestError.invalidLine(line: 1, reason: "'created' is not a date")
+        }
+        let archive = header["archive"]
+        guard let size = archive?["size"]?.int64Value, size >= 0 else {
+            throw ManifestError.invalidLine(line: 1, reason: "'archive.size' is missing or negative")
+        }
+        var manifest = SupplementManifest(id: id, host: try text("host", header["host"]), owner: owner, created: created,
+                                          archiveName: try text("archive.name", archive?["name"]), archiveSize: size,
+                                          archiveSHA256: try text("archive.sha256", archive?["sha256"]), entries: [])
+        var seen = Set<HeldFile>()
+        for (offset, line) in lines.enumerated() {
+            let number = offset + 2
+            let entry = try line.withUnsafeBufferPointer { try Manifest.parseEntryLine($0, lineNumber: number) }
+            guard entry.type == .file, let origin = entry.storedIn, entry.sha256 != nil,
+                  let at = entry.archiveOffset, let length = entry.archiveLength, at >= 0, length > 0 else {
+                throw ManifestError.invalidLine(line: number, reason: "a supplement holds files, each with 'in', 'sha256', "
+                    + "'at' and 'len'")
+            }
+            // The files of backups older than its owner: anything else is damage or forgery.
+            try Manifest.checkHolder(origin, of: owner, lineNumber: number)
+            guard seen.insert(HeldFile(origin: origin, path: PathKey(entry.path))).inserted else {
+                throw ManifestError.invalidLine(line: number, reason: "'\(entry.displayPath)' of backup \(origin) is listed twice")
+            }
+            manifest.entries.append(entry)
+        }
+        return manifest
+    }
+
+    // MARK: Looking up
+
+    /// A file of a backup: the key by which supplements hold files.
+    public struct HeldFile: Hashable, Sendable {
+        public var origin: BackupID
+        public var path: PathKey
+
+        /// The file at `path` of backup `origin`.
+        public init(origin: BackupID, path: PathKey) {
+            self.origin = origin
+            self.path = path
+        }
+    }
+}
