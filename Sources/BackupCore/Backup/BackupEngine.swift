@@ -276,16 +276,7 @@ public final class BackupEngine {
         var removed = try storage.removeLeftovers()
         let objects = try storage.list()
         let names = Set(objects.map(\.name))
-        for marker in objects where marker.name.hasSuffix(BackupNaming.pruneMarkerSuffix) {
-            let stem = String(marker.name.dropLast(BackupNaming.pruneMarkerSuffix.count))
-            if !BackupNaming.manifestSuffixes.contains(where: { names.contains(stem + $0) }) {
-                for object in objects where object.name != marker.name && BackupNaming.stem(of: object.name) == stem {
-                    try storage.delete(object.name)
-                    removed.append(object.name)
-                }
-            }
-            try storage.delete(marker.name)
-        }
+        removed += try InterruptedRemovals.finish(in: storage, objects: objects)
         // A damage record whose backup is gone (pruned while a verify wrote it), or a
         // signature whose backup never committed (its manifest comes just after it).
         for record in objects {

@@ -21,6 +21,9 @@ struct ChainConsolidation {
     let keyring: AgeKeyring
     let cancellation: CancellationFlag
     weak var events: EngineEventSink?
+    /// Called before each step that changes the destination (fault-injection tests pause
+    /// there: `PruneRequest.removalPause`).
+    var beforeEachStep: () -> Void = {}
 
     // MARK: Kinds
 
@@ -49,6 +52,14 @@ struct ChainConsolidation {
     func prepare(items: [BackupCatalog.Item], removing: Set<String>, now: Date) throws -> Outcome {
         let keyed = KeyedStorage(storage, keyring: keyring)
         let catalog = BackupCatalog(storage: keyed)
+        // What an interrupted run left half-written (a supplement's among them) or half-removed,
+        // as a backup does.
+        var leftovers = try storage.removeLeftovers()
+        leftovers += try InterruptedRemovals.finish(in: storage, objects: try storage.list())
+        if !leftovers.isEmpty {
+            events?.handle(.notice("removed \(leftovers.count == 1 ? "1 leftover file" : "\(leftovers.count) leftover files") "
+                + "of an interrupted run from \(storage.location)"))
+        }
         var objects = try storage.list()
         try removeUncommitted(&objects)
         let shelf = SupplementShelf(storage: keyed, objects: objects)
@@ -100,7 +111,8 @@ struct ChainConsolidation {
                 + "could not be found in \(storage.location); run 'keepsake verify'"))
         }
 
-        let writer = SupplementWriter(storage: storage, reading: keyed, cancellation: cancellation)
+        var writer = SupplementWriter(storage: storage, reading: keyed, cancellation: cancellation)
+        writer.betweenCommits = beforeEachStep
         var previous = shelf.supplements.map(\.id).max()
         for owner in wanted.keys.sorted() {
             guard var files = wanted[owner], let item = kept.first(where: { $0.id == owner }), let host = item.summary?.host else { continue }
@@ -109,6 +121,7 @@ struct ChainConsolidation {
                 files += present.entries.map { .init(entry: $0, source: present.archiveName, location: $0.archiveRange) }
                 outcome.replaced.append(present)
             }
+            beforeEachStep()
             try cancellation.check()
             let id = BackupID(date: now, after: previous)
             previous = id
@@ -127,7 +140,9 @@ struct ChainConsolidation {
         var freed: Int64 = 0
         for supplement in outcome.replaced {
             do {
+                beforeEachStep()
                 try storage.delete(SupplementNaming.manifestName(host: supplement.host, id: supplement.id))
+                beforeEachStep()
                 try storage.delete(supplement.archiveName)
                 freed += supplement.archiveSize
             } catch {

@@ -89,7 +89,9 @@ public final class PruneEngine {
         let plan = try makePlan(request)
         var removed: [BackupID] = []
         var freed: Int64 = 0
-        let consolidation = ChainConsolidation(storage: storage, keyring: keyring, cancellation: cancellation, events: events)
+        var consolidation = ChainConsolidation(storage: storage, keyring: keyring, cancellation: cancellation, events: events)
+        let pause = request.removalPause
+        if pause > 0 { consolidation.beforeEachStep = { usleep(useconds_t(min(pause, 10) * 1_000_000)) } }
         // Written, committed and read back before anything they replace is removed.
         let consolidated = try request.consolidate
             ? consolidation.prepare(items: BackupCatalog(storage: storage, keyring: keyring).items(),

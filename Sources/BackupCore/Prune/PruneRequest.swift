@@ -20,7 +20,8 @@ public struct PruneRequest: Sendable {
     public var hosts: HostSelection = .only(HostIdentity.hostName)
     /// How long to wait for the destination's lock when another run holds it (0: fail at once).
     public var lockWait: TimeInterval = 0
-    /// A pause before each removal; only for fault-injection tests, which signal a prune
+    /// A pause before each removal (and each step of a consolidation); only for
+    /// fault-injection tests, which signal a prune
     /// between two removals (see docs/development.md, `KEEPSAKE_TEST_REMOVAL_PAUSE_MS`).
     public var removalPause: TimeInterval = 0
     /// When set, only backups this key signed count for the policy (`SignatureCheck.vouchesFor`);

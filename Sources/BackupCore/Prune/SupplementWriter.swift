@@ -30,6 +30,9 @@ struct SupplementWriter {
     /// The same storage, to read archives through (plain ones here).
     let reading: KeyedStorage
     let cancellation: CancellationFlag
+    /// Called between committing the archive and committing the manifest (fault-injection
+    /// tests pause there: `PruneRequest.removalPause`).
+    var betweenCommits: () -> Void = {}
 
     // MARK: Writing
 
@@ -54,7 +57,10 @@ struct SupplementWriter {
         try writer.finish()
         try pending.commit()
         committed = true
-        let manifest = SupplementManifest(id: id, host: host, owner: owner, created: now, archiveName: archiveName,
+        betweenCommits()
+        // Whole seconds: what its manifest records, so that it reads back equal.
+        let created = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
+        let manifest = SupplementManifest(id: id, host: host, owner: owner, created: created, archiveName: archiveName,
                                           archiveSize: hashing.count, archiveSHA256: hashing.finalizeHex(), entries: entries)
         try writeManifest(manifest)
         do {

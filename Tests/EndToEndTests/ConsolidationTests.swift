@@ -1,0 +1,306 @@
+import Foundation
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `prune --consolidate` (issue 34): prune removes the backups its policy lets go even when
+/// kept ones take files from them, copying those files into supplements first. Checked with
+/// the built binary against the test's own record of every night's tree and its own reading
+/// of the policy (`RetentionReference`, with no chain to follow: the kept set is exactly the
+/// policy's), with GNU tar for the promise that the oldest kept backup and its supplement
+/// restore with tar alone, and with `kill -9` at every step of a consolidating prune.
+final class ConsolidationTests: FaultTestCase {
+    // MARK: Constants
+
+    /// 2027-01-01T00:00:00Z, a Friday.
+    private static let firstMidnight: TimeInterval = 1_798_761_600
+    private static let policy = RetentionReference(counts: [.day: 7, .week: 5, .month: 12, .year: 2])
+    private static let policyOptions = ["--keep-daily", "7", "--keep-weekly", "5", "--keep-monthly", "12", "--keep-yearly", "2"]
+
+    // MARK: Helpers
+
+    /// Night `night` at 02:00 UTC, `minutes` later.
+    private static func instant(_ night: Int, minutes: Int = 0) -> Date {
+        Date(timeIntervalSince1970: firstMidnight + Double(night) * 86_400 + 7_200 + Double(minutes) * 60)
+    }
+
+    private static func clock(_ night: Int, minutes: Int = 0) -> [String: String?] {
+        ["KEEPSAKE_NOW": ISO8601DateFormatter().string(from: instant(night, minutes: minutes)), "TZ": "UTC"]
+    }
+
+    /// The ids `list --json` shows.
+    private func listedSet(_ dest: String, file: StaticString = #filePath, line: UInt = #line) throws -> Set<String> {
+        let outcome = try run(["list", "--dest", dest, "--json"])
+        assertExit(outcome, 0, file: file, line: line)
+        let backups = try XCTUnwrap(try json(outcome)["backups"] as? [[String: Any]], file: file, line: line)
+        return Set(backups.compactMap { $0["id"] as? String })
+    }
+
+    /// The supplements in `dest` (the names of their manifests).
+    private func supplementManifests(_ dest: String) throws -> [String] {
+        try names(in: dest).filter { $0.hasSuffix(".supplement.jsonl.zst") }
+    }
+
+    /// Names in `dest` that are neither a backup's archive or manifest nor a committed
+    /// supplement's: temporaries, locks, markers, supplements without their manifest.
+    private func strayNames(_ dest: String) throws -> [String] {
+        let all = try names(in: dest)
+        let set = Set(all)
+        return all.filter { name in
+            if name.hasSuffix(".manifest.jsonl.zst") || name.hasSuffix(".supplement.jsonl.zst") { return false }
+            if name.hasSuffix(".supplement.tar.zst") {
+                return !set.contains(String(name.dropLast(".supplement.tar.zst".count)) + ".supplement.jsonl.zst")
+            }
+            if name.hasSuffix(".tar.zst") {
+                return !set.contains(String(name.dropLast(".tar.zst".count)) + ".manifest.jsonl.zst")
+            }
+            return true
+        }
+    }
+
+    /// What differs between a restore of `id` and `tree` (empty when they are the same).
+    private func restoreProblems(_ id: String, dest: String, tree: SimulatedHome.Snapshot, root: String) throws -> [String] {
+        let target = "/dev/shm/keepsake-consolidation-\(getpid())"
+        defer { _ = try? tool("rm", ["-rf", target]) }
+        let outcome = try run(["restore", id, "--dest", dest, "--target", target, "--quiet"])
+        guard outcome.exitCode == 0 else { return ["restore of \(id) exit \(outcome.exitCode):\n\(outcome)"] }
+        return try SimulatedHome.differences(expected: tree, actual: restored(root, into: target)).map { "\(id): \($0)" }
+    }
+
+    /// Backs up `home` on `night`; returns the new backup's id.
+    private func backUp(_ home: SimulatedHome, dest: String, night: Int) throws -> String {
+        let outcome = try run(["backup", home.root, "--dest", dest, "--json"], environment: ConsolidationTests.clock(night))
+        assertExit(outcome, 0, "night \(night)")
+        return try XCTUnwrap(try json(outcome)["id"] as? String)
+    }
+
+    // MARK: Nights
+
+    /// Seventy nights of a home folder, each backed up and pruned with `--consolidate` and
+    /// keep-daily 7, weekly 5, monthly 12, yearly 2: after every night the backups listed
+    /// are exactly those the policy names, the destination holds nothing else but their
+    /// supplements (at most one per kept backup); every ten nights the destination verifies
+    /// and every kept backup restores to its night's tree; at the end, the oldest kept
+    /// backup's supplement and archive extracted by GNU tar alone are its tree.
+    func testSeventyNightsKeepWhatThePolicyNamesAndEveryKeptBackupRestores() throws {
+        let dest = path("dest")
+        var home = try SimulatedHome(root: path("home"), seed: 34)
+        var trees: [String: SimulatedHome.Snapshot] = [:]
+        var made: [RetentionReference.Backup] = []
+        var supplementsSeen = 0
+        let nights = 70
+        for night in 0..<nights {
+            if night > 0 { try home.liveADay(night) }
+            let id = try backUp(home, dest: dest, night: night)
+            trees[id] = home.nodes
+            made.append(RetentionReference.Backup(id: id, created: ConsolidationTests.instant(night), takesFrom: []))
+            let pruned = try run(["prune", "--dest", dest, "--consolidate", "--quiet"] + ConsolidationTests.policyOptions,
+                                 environment: ConsolidationTests.clock(night, minutes: 5))
+            assertExit(pruned, 0, "night \(night)")
+            let expected = ConsolidationTests.policy.kept(made)
+            let listed = try listedSet(dest)
+            XCTAssertEqual(listed, expected, "night \(night): the backups kept are the policy's, no more")
+            XCTAssertEqual(try strayNames(dest), [], "night \(night): nothing but backups and committed supplements")
+            let supplements = try supplementManifests(dest)
+            XCTAssertLessThanOrEqual(supplements.count, listed.count, "night \(night): at most one supplement per kept backup")
+            supplementsSeen = max(supplementsSeen, supplements.count)
+            guard night % 10 == 9 || night == nights - 1 else { continue }
+            assertExit(try run(["verify", "--dest", dest, "--quiet"]), 0, "night \(night): the destination verifies")
+            for kept in listed.sorted() {
+                XCTAssertEqual(try restoreProblems(kept, dest: dest, tree: trees[kept] ?? [:], root: home.root), [],
+                               "night \(night)")
+            }
+            if testRun?.failureCount ?? 0 > 0 { return }
+        }
+        XCTAssertGreaterThan(supplementsSeen, 0, "the nights made supplements")
+
+        // The oldest kept backup and its supplement hold its whole tree: tar alone restores it.
+        let oldest = try XCTUnwrap(try listedSet(dest).min())
+        let objects = try names(in: dest)
+        let archive = try XCTUnwrap(objects.first { $0.contains(oldest) && $0.hasSuffix(".tar.zst") && !$0.contains(".supplement") })
+        let supplement = try supplementManifests(dest).compactMap { name -> String? in
+            let manifest = try tool("zstd", ["-dc", dest + "/" + name])
+            guard manifest.stdoutText.split(separator: "\n").first?.contains("\"owner\":\"\(oldest)\"") == true else { return nil }
+            return String(name.dropLast(".supplement.jsonl.zst".count)) + ".supplement.tar.zst"
+        }
+        XCTAssertLessThanOrEqual(supplement.count, 1, "one supplement per kept backup")
+        let target = path("by-tar")
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(target))
+        for name in supplement + [archive] {
+            try toolSucceeds("tar", ["--zstd", "-xf", dest + "/" + name, "-C", target, "--exclude", ".keepsake"])
+        }
+        XCTAssertEqual(try SimulatedHome.differences(expected: trees[oldest] ?? [:], actual: restored(home.root, into: target)), [],
+                       "tar -x of the supplement, then of the archive, restores backup \(oldest)")
+    }
+
+    // MARK: Faults
+
+    /// Ten nights backed up (the first eight pruned with `--consolidate --keep-last 3`, so a
+    /// supplement is there), then `prune --consolidate --keep-last 3` killed with SIGKILL at
+    /// each step it takes in the destination (writing a supplement, removing backups and the
+    /// supplement it replaces; the k-th change of its listing, k = 1, 2, …, until one prune
+    /// ends first): afterwards the three kept backups are listed and restore
+    /// to their trees; a prune run again finishes the job (exactly those three listed,
+    /// nothing else but supplements, the destination verifies, each restores); and the next
+    /// backup is incremental on the newest.
+    func testKilledAtEveryStepOfAConsolidatingPruneKeptBackupsStillRestore() throws {
+        let template = path("template")
+        var home = try SimulatedHome(root: path("home"), seed: 7)
+        var trees: [String: SimulatedHome.Snapshot] = [:]
+        var ids: [String] = []
+        for night in 0..<10 {
+            if night > 0 { try home.liveADay(night) }
+            let id = try backUp(home, dest: template, night: night)
+            trees[id] = home.nodes
+            ids.append(id)
+            // Supplements already there, so that the prune killed replaces one and removes it.
+            if night < 8 {
+                assertExit(try run(["prune", "--dest", template, "--consolidate", "--keep-last", "3", "--quiet"],
+                                   environment: ConsolidationTests.clock(night, minutes: 5)), 0)
+            }
+        }
+        XCTAssertEqual(try supplementManifests(template).count, 1, "the template holds a supplement to replace")
+        let kept = Set(ids.suffix(3))
+        let dest = path("dest")
+        var step = 1
+        var killedAt: [Int] = []
+        while step < 200 {
+            _ = try tool("rm", ["-rf", dest])
+            try toolSucceeds("cp", ["-a", template, dest])
+            var environment = ConsolidationTests.clock(10)
+            environment["KEEPSAKE_TEST_REMOVAL_PAUSE_MS"] = "60"
+            let running = try keepsake.start(["prune", "--dest", dest, "--consolidate", "--keep-last", "3", "--quiet"],
+                                             environment: environment)
+            defer { running.kill() }
+            var last = try names(in: dest)
+            var changes = 0
+            let deadline = Date().addingTimeInterval(60)
+            while running.isRunning && changes < step && Date() < deadline {
+                usleep(2_000)
+                let now = try names(in: dest)
+                if now != last {
+                    changes += 1
+                    last = now
+                }
+            }
+            let killed = running.isRunning && changes == step
+            if killed { _ = Glibc.kill(running.processIdentifier, SIGKILL) }
+            let outcome = try running.finish(timeout: 60)
+            guard killed else {
+                assertExit(outcome, 0, "the prune that ran to its end")
+                break
+            }
+            killedAt.append(step)
+            let context = "killed at step \(step)"
+            XCTAssertTrue(try listedSet(dest).isSuperset(of: kept), context)
+            for id in kept.sorted() {
+                XCTAssertEqual(try restoreProblems(id, dest: dest, tree: trees[id] ?? [:], root: home.root), [], context)
+            }
+            assertExit(try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "3", "--quiet"],
+                           environment: ConsolidationTests.clock(10, minutes: 1)), 0, context + ": the next prune")
+            XCTAssertEqual(try listedSet(dest), kept, context)
+            // A killed run's lock (and its temporary) are the next backup's to clean up.
+            XCTAssertEqual(try strayNames(dest).filter { $0 != "keepsake.lock" && !$0.hasPrefix(".tmp-lock-") }, [], context)
+            assertExit(try run(["verify", "--dest", dest, "--quiet"]), 0, context + ": verify")
+            for id in kept.sorted() {
+                XCTAssertEqual(try restoreProblems(id, dest: dest, tree: trees[id] ?? [:], root: home.root), [],
+                               context + ", pruned again")
+            }
+            if testRun?.failureCount ?? 0 > 0 { return }
+            step += 1
+        }
+        XCTAssertGreaterThanOrEqual(killedAt.count, 5, "the prune was killed at many steps: \(killedAt)")
+
+        // The next backup builds on the newest, whose files now lie in a supplement too.
+        try home.liveADay(10)
+        let next = try run(["backup", home.root, "--dest", dest, "--json"], environment: ConsolidationTests.clock(11))
+        assertExit(next, 0)
+        XCTAssertEqual(try json(next)["kind"] as? String, "incremental", "\(next)")
+        let id = try XCTUnwrap(try json(next)["id"] as? String)
+        XCTAssertEqual(try restoreProblems(id, dest: dest, tree: home.nodes, root: home.root), [])
+        XCTAssertEqual(try strayNames(dest), [], "the backup cleaned up after the killed prune")
+        print("consolidating prune killed at steps \(killedAt): every kept backup restored each time")
+    }
+
+    /// A destination too full for the supplement (a 12 MiB tmpfs, filled to within 0, 64 KiB,
+    /// 1 MiB and 1.9 MiB of free space, the supplement needing 2 MiB): the consolidating
+    /// prune fails and removes nothing, leaves nothing half-written, and every backup still
+    /// restores to its tree; with the space back, the same prune goes through.
+    func testAFullDestinationStopsAConsolidatingPruneBeforeItRemovesAnything() throws {
+        let dest = path("full-dest")
+        try mountTmpfs(at: dest, size: "12m")
+        let source = path("source")
+        try FaultFixtures.writeIncompressible(source + "/photo.raw", size: 2 << 20, seed: 34)
+        var trees: [String: [String: String]] = [:]
+        var ids: [String] = []
+        for night in 0..<4 {
+            try Fixtures.makeTree(at: source, files: ["notes/night-\(night).txt": "night \(night)\n"])
+            let id = try backup([source], dest: dest, options: ["--quiet"])
+            ids.append(id)
+            trees[id] = try tool("sha256sum", ["-b"] + (try FileManager.default.subpathsOfDirectory(atPath: source))
+                .filter { !$0.hasSuffix("notes") }.sorted().map { source + "/" + $0 }).stdoutText
+                .split(separator: "\n").reduce(into: [:]) { $0[String($1.dropFirst(66))] = String($1.prefix(64)) }
+        }
+        func assertEveryBackupRestores(_ context: String) throws {
+            for id in try listedSet(dest).sorted() {
+                let target = path("restore-\(id)")
+                defer { _ = try? tool("rm", ["-rf", target]) }
+                assertExit(try run(["restore", id, "--dest", dest, "--target", target, "--quiet"]), 0, context)
+                for (file, sha) in trees[id] ?? [:] {
+                    let restoredFile = restored(file, into: target)
+                    XCTAssertEqual(try tool("sha256sum", [restoredFile]).stdoutText.prefix(64), Substring(sha), "\(context): \(file)")
+                }
+            }
+        }
+        let filler = dest + "/filler"
+        for left in [0, 64 << 10, 1 << 20, 1_900 << 10] {
+            let context = "\(left) bytes left free"
+            _ = try tool("rm", ["-f", filler])
+            let room = freeBytes(dest) - left
+            if room > 0 { try FaultFixtures.writeIncompressible(filler, size: room, seed: 9) }
+            let outcome = try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "1"])
+            XCTAssertNotEqual(outcome.exitCode, 0, "\(context): \(outcome)")
+            XCTAssertEqual(try listedSet(dest), Set(ids), "\(context): nothing removed")
+            XCTAssertEqual(try strayNames(dest).filter { $0 != "filler" }, [], "\(context): nothing half-written")
+            try assertEveryBackupRestores(context)
+        }
+        _ = try tool("rm", ["-f", filler])
+        assertExit(try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "1"]), 0, "with the space back")
+        XCTAssertEqual(try listedSet(dest), [ids[3]])
+        XCTAssertEqual(try strayNames(dest), [])
+        try assertEveryBackupRestores("with the space back")
+    }
+
+    /// A byte flipped in a supplement's archive: verify names the supplement (exit 4), and
+    /// a restore of a backup that takes files from it brings back every other file and
+    /// names the damaged ones (exit 4); nothing is restored wrong.
+    func testADamagedSupplementIsNamedByVerifyAndRestore() throws {
+        let dest = path("dest")
+        var home = try SimulatedHome(root: path("home"), seed: 11)
+        var ids: [String] = []
+        for night in 0..<4 {
+            if night > 0 { try home.liveADay(night) }
+            ids.append(try backUp(home, dest: dest, night: night))
+        }
+        assertExit(try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "1", "--quiet"],
+                           environment: ConsolidationTests.clock(4)), 0)
+        XCTAssertEqual(try listedSet(dest), [ids[3]])
+        let archive = try XCTUnwrap(try names(in: dest).first { $0.hasSuffix(".supplement.tar.zst") })
+        let file = dest + "/" + archive
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+        bytes[bytes.count / 3] ^= 0x5A
+        try bytes.write(to: URL(fileURLWithPath: file))
+
+        let verified = try run(["verify", "--dest", dest])
+        assertExit(verified, 4)
+        XCTAssertTrue(verified.stdoutText.contains(archive) || verified.stderrText.contains(archive), "\(verified)")
+
+        let target = path("target")
+        let restored = try run(["restore", ids[3], "--dest", dest, "--target", target])
+        assertExit(restored, 4)
+        let differences = try SimulatedHome.differences(expected: home.nodes, actual: self.restored(home.root, into: target))
+        XCTAssertFalse(differences.isEmpty, "the damage cost files")
+        XCTAssertEqual(differences.filter { !$0.hasSuffix(": missing") }, [], "what came back is right; the rest is missing")
+    }
+}
