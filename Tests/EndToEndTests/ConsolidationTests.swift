@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeTestSupport
 import XCTest
 #if canImport(Glibc)
 import Glibc
@@ -132,6 +133,70 @@ final class ConsolidationTests: FaultTestCase {
         }
         XCTAssertEqual(try SimulatedHome.differences(expected: trees[oldest] ?? [:], actual: restored(home.root, into: target)), [],
                        "tar -x of the supplement, then of the archive, restores backup \(oldest)")
+    }
+
+    // MARK: Remote destinations
+
+    /// `nights` nights into `dest` (reached with `environment`), each pruned with
+    /// `--consolidate --keep-last KEEP`: the newest KEEP are listed, the destination
+    /// verifies, and each restores to its night's tree.
+    private func live(_ nights: Int, keeping keep: Int, dest: String, environment: [String: String?], label: String) throws {
+        var home = try SimulatedHome(root: path("home-\(label)"), seed: 12)
+        var trees: [String: SimulatedHome.Snapshot] = [:]
+        var ids: [String] = []
+        for night in 0..<nights {
+            if night > 0 { try home.liveADay(night) }
+            let made = try run(["backup", home.root, "--dest", dest, "--json"],
+                               environment: environment.merging(ConsolidationTests.clock(night)) { $1 })
+            assertExit(made, 0, "\(label), night \(night)")
+            let id = try XCTUnwrap(try json(made)["id"] as? String)
+            trees[id] = home.nodes
+            ids.append(id)
+            assertExit(try run(["prune", "--dest", dest, "--consolidate", "--keep-last", String(keep), "--quiet"],
+                               environment: environment.merging(ConsolidationTests.clock(night, minutes: 5)) { $1 }),
+                       0, "\(label), night \(night)")
+        }
+        let listed = try run(["list", "--dest", dest, "--json"], environment: environment)
+        let backups = try XCTUnwrap(try json(listed)["backups"] as? [[String: Any]])
+        XCTAssertEqual(Set(backups.compactMap { $0["id"] as? String }), Set(ids.suffix(keep)), label)
+        assertExit(try run(["verify", "--dest", dest, "--quiet"], environment: environment), 0, label)
+        for id in ids.suffix(keep) {
+            let target = "/dev/shm/keepsake-consolidation-\(getpid())"
+            defer { _ = try? tool("rm", ["-rf", target]) }
+            assertExit(try run(["restore", id, "--dest", dest, "--target", target, "--quiet"], environment: environment), 0, label)
+            XCTAssertEqual(try SimulatedHome.differences(expected: trees[id] ?? [:], actual: restored(home.root, into: target)), [],
+                           "\(label): \(id)")
+        }
+    }
+
+    /// Supplements in an S3 bucket (SeaweedFS on loopback): written, read and replaced there
+    /// as in a folder, and nothing but backups and committed supplements left.
+    func testSupplementsInAnS3Bucket() throws {
+        let server = try SeaweedServer(buckets: ["backups"], access: .open)
+        defer { server.stop() }
+        let environment: [String: String?] = [
+            "AWS_ACCESS_KEY_ID": server.accessKey, "AWS_SECRET_ACCESS_KEY": server.secretKey,
+            "KEEPSAKE_S3_ENDPOINT": server.endpoint.absoluteString, "AWS_PROFILE": nil, "AWS_SESSION_TOKEN": nil,
+        ]
+        try live(12, keeping: 3, dest: "s3://backups/home", environment: environment, label: "S3")
+        let keys = try S3BucketListing(server: server, bucket: "backups").keys(prefix: "home/")
+        XCTAssertEqual(keys.filter { $0.hasSuffix(".supplement.jsonl.zst") }.count, 1, "one supplement, for the oldest kept: \(keys)")
+        XCTAssertEqual(keys.filter { !$0.hasSuffix(".zst") }, [], "no lock, no temporary: \(keys)")
+    }
+
+    /// Supplements on an rclone remote (sftp on OpenSSH's sshd, loopback): four nights, the
+    /// two newest kept, so that a supplement is written, replaced and removed there (each
+    /// rclone call takes seconds).
+    // test-tag(plain-only): rclone does the work
+    func testSupplementsOnAnRcloneRemote() throws {
+        let server = try SSHServer()
+        defer { server.stop() }
+        let config = try server.rcloneConfig(remoteName: "nas")
+        try live(4, keeping: 2, dest: "rclone:nas:\(server.folder.path)/keepsake", environment: ["RCLONE_CONFIG": config.file.path],
+                 label: "rclone")
+        let left = try FileManager.default.contentsOfDirectory(atPath: server.folder.path + "/keepsake")
+        XCTAssertEqual(left.filter { $0.hasSuffix(".supplement.jsonl.zst") }.count, 1, "\(left)")
+        XCTAssertEqual(left.filter { !$0.hasSuffix(".zst") }, [], "no lock, no temporary: \(left)")
     }
 
     // MARK: Faults
