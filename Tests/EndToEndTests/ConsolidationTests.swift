@@ -337,6 +337,42 @@ final class ConsolidationTests: FaultTestCase {
         try assertEveryBackupRestores("with the space back")
     }
 
+    /// `--dry-run` says what would be removed and what copied into supplements first (files
+    /// and bytes, from the manifests), and changes nothing; the prune itself then copies
+    /// exactly that and says what it stored (`--json`: `supplements`).
+    func testADryRunSaysWhatSupplementsWouldHoldAndChangesNothing() throws {
+        let dest = path("dest")
+        let source = path("src")
+        try Fixtures.makeTree(at: source, files: ["keep.txt": String(repeating: "kept since the first night\n", count: 40)])
+        var ids: [String] = []
+        for night in 0..<3 {
+            try Fixtures.makeTree(at: source, files: ["night-\(night).txt": "night \(night)\n"])
+            ids.append(try backup([source], dest: dest, options: ["--quiet"]))
+        }
+        let before = try names(in: dest)
+        let dry = try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "1", "--dry-run", "--json"])
+        assertExit(dry, 0)
+        XCTAssertEqual(try names(in: dest), before, "a dry run changes nothing")
+        let planned = try XCTUnwrap(try json(dry)["supplements"] as? [String: Any], "\(dry)")
+        // What the newest takes from the two removed: keep.txt and the first two nights' files.
+        XCTAssertEqual(planned["files"] as? Int, 3, "\(dry)")
+        XCTAssertEqual(planned["bytes"] as? Int, 27 * 40 + 8 + 8, "\(dry)")
+        XCTAssertEqual(planned["written"] as? Int, 0)
+        let text = try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "1", "--dry-run"])
+        XCTAssertTrue(text.stdoutText.contains("Would remove 2 backups, freeing ") && text.stdoutText.contains(
+            "after copying 3 files (1.1 KiB) that kept backups take from them into supplements."), "\(text)")
+
+        let pruned = try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "1", "--json"])
+        assertExit(pruned, 0)
+        let done = try XCTUnwrap(try json(pruned)["supplements"] as? [String: Any], "\(pruned)")
+        XCTAssertEqual(done["files"] as? Int, 3)
+        XCTAssertEqual(done["written"] as? Int, 1)
+        let stored = try XCTUnwrap(done["stored_bytes"] as? Int)
+        let supplement = try XCTUnwrap(try names(in: dest).first { $0.hasSuffix(".supplement.tar.zst") })
+        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: dest + "/" + supplement)[.size] as? Int, stored)
+        XCTAssertEqual(try listedSet(dest), [ids[2]])
+    }
+
     /// A byte flipped in a supplement's archive: verify names the supplement (exit 4), and
     /// a restore of a backup that takes files from it brings back every other file and
     /// names the damaged ones (exit 4); nothing is restored wrong.

@@ -27,14 +27,33 @@ struct ChainConsolidation {
 
     // MARK: Kinds
 
+    /// What a consolidation will write and remove: the files to copy, by the kept backup
+    /// whose supplement takes them, and the supplements to delete after the backups.
+    struct Plan {
+        var wanted: [BackupID: [SupplementWriter.Wanted]] = [:]
+        /// The host of each owner in `wanted`, as its objects are named.
+        var hosts: [BackupID: String] = [:]
+        /// Supplements to delete once the backups are removed: those of owners removed now
+        /// or before, and those a new supplement of their owner replaces.
+        var replaced: [SupplementManifest] = []
+        /// The newest supplement id there is (new ones sort after it).
+        var newestID: BackupID?
+        /// Files copied for the backups being removed (not those moved from a replaced
+        /// supplement of the same owner), and their bytes before compression.
+        var files = 0
+        var bytes: Int64 = 0
+    }
+
     /// What a consolidation did before the removals, and what it removes after them.
     struct Outcome {
         /// Supplements written (committed and read back).
         var written: [SupplementManifest] = []
-        /// Supplement manifests, then archives, to delete once the backups are removed.
         var replaced: [SupplementManifest] = []
         /// Bytes the new supplements store.
         var writtenBytes: Int64 = 0
+        /// The plan's files and bytes (see `Plan`).
+        var files = 0
+        var bytes: Int64 = 0
     }
 
     // MARK: Consolidating
@@ -46,12 +65,10 @@ struct ChainConsolidation {
         return summary.encryption == nil && !summary.sourcesHidden
     }
 
-    /// Writes the supplements that let the backups in `removing` go while every backup in
-    /// `kept` (all the others, oldest first) stays whole. Call holding the lock, before
-    /// removing anything; throws (and has removed nothing) when one cannot be written.
+    /// Writes the supplements that let the backups in `removing` go while every other
+    /// backup of `items` stays whole. Call holding the lock, before removing anything;
+    /// throws (and has removed nothing) when one cannot be written.
     func prepare(items: [BackupCatalog.Item], removing: Set<String>, now: Date) throws -> Outcome {
-        let keyed = KeyedStorage(storage, keyring: keyring)
-        let catalog = BackupCatalog(storage: keyed)
         // What an interrupted run left half-written (a supplement's among them) or half-removed,
         // as a backup does.
         var leftovers = try storage.removeLeftovers()
@@ -62,6 +79,14 @@ struct ChainConsolidation {
         }
         var objects = try storage.list()
         try removeUncommitted(&objects)
+        return try write(try plan(items: items, removing: removing, objects: objects), now: now)
+    }
+
+    /// What consolidating lets go of `removing` takes (see `Plan`), from the destination as
+    /// listed in `objects`; reads manifests only (a dry run asks this too).
+    func plan(items: [BackupCatalog.Item], removing: Set<String>, objects: [StoredObject]) throws -> Plan {
+        let keyed = KeyedStorage(storage, keyring: keyring)
+        let catalog = BackupCatalog(storage: keyed)
         let shelf = SupplementShelf(storage: keyed, objects: objects)
         if let bad = shelf.unreadable.first {
             throw SupplementContent.Failure(reason: "the supplement \(bad.name) cannot be read (\(bad.reason)); prune removes nothing "
@@ -77,9 +102,9 @@ struct ChainConsolidation {
         for supplement in shelf.supplements where keptIDs.contains(supplement.owner) {
             newestOfOwner[supplement.owner] = supplement
         }
-        var outcome = Outcome()
-        // Those of owners removed now or before, and those a newer one of their owner replaced.
-        outcome.replaced = shelf.supplements.filter { newestOfOwner[$0.owner]?.id != $0.id }
+        var plan = Plan()
+        plan.newestID = shelf.supplements.map(\.id).max()
+        plan.replaced = shelf.supplements.filter { newestOfOwner[$0.owner]?.id != $0.id }
         var served = Set<SupplementManifest.HeldFile>()
         for supplement in newestOfOwner.values {
             for entry in supplement.entries {
@@ -88,7 +113,6 @@ struct ChainConsolidation {
         }
 
         // Oldest kept first: each file goes to the oldest kept backup that takes it.
-        var wanted: [BackupID: [SupplementWriter.Wanted]] = [:]
         var lost = 0
         for item in kept.sorted(by: { $0.id < $1.id }) where ChainConsolidation.takesSupplements(item) {
             _ = try catalog.forEachEntry(of: item) { entry in
@@ -96,36 +120,48 @@ struct ChainConsolidation {
                 let key = SupplementManifest.HeldFile(origin: origin, path: PathKey(entry.path))
                 guard served.insert(key).inserted else { return }
                 if let gone = byID[origin], let archive = gone.summary?.archive?.name {
-                    wanted[item.id, default: []].append(.init(entry: entry, source: archive, location: entry.archiveRange))
+                    plan.wanted[item.id, default: []].append(.init(entry: entry, source: archive, location: entry.archiveRange))
                 } else if let found = shelf.holding(origin, path: entry.path), found.entry.sha256 == entry.sha256 {
-                    wanted[item.id, default: []].append(.init(entry: entry, source: found.supplement.archiveName,
-                                                              location: found.entry.archiveRange))
+                    plan.wanted[item.id, default: []].append(.init(entry: entry, source: found.supplement.archiveName,
+                                                                   location: found.entry.archiveRange))
                 } else {
                     // Already lost (verify says so): nothing here to keep it by.
                     lost += 1
+                    return
                 }
+                plan.files += 1
+                plan.bytes += max(0, entry.size)
+                plan.hosts[item.id] = item.summary.map { HostIdentity.fileSafe($0.host) }
             }
         }
         if lost > 0 {
             events?.handle(.caution("\(lost == 1 ? "1 file" : "\(lost) files") that kept backups take from earlier ones "
                 + "could not be found in \(storage.location); run 'keepsake verify'"))
         }
-
-        var writer = SupplementWriter(storage: storage, reading: keyed, cancellation: cancellation)
-        writer.betweenCommits = beforeEachStep
-        var previous = shelf.supplements.map(\.id).max()
-        for owner in wanted.keys.sorted() {
-            guard var files = wanted[owner], let item = kept.first(where: { $0.id == owner }), let host = item.summary?.host else { continue }
-            // What its present supplement holds goes into the new one, which replaces it.
-            if let present = newestOfOwner[owner] {
-                files += present.entries.map { .init(entry: $0, source: present.archiveName, location: $0.archiveRange) }
-                outcome.replaced.append(present)
+        // A kept backup that gets a new supplement takes its present one's files into it.
+        for owner in plan.wanted.keys {
+            guard let present = newestOfOwner[owner] else { continue }
+            plan.wanted[owner, default: []] += present.entries.map {
+                .init(entry: $0, source: present.archiveName, location: $0.archiveRange)
             }
+            plan.replaced.append(present)
+        }
+        return plan
+    }
+
+    /// Writes the supplements of `plan`, each committed and read back.
+    func write(_ plan: Plan, now: Date) throws -> Outcome {
+        var writer = SupplementWriter(storage: storage, reading: KeyedStorage(storage, keyring: keyring), cancellation: cancellation)
+        writer.betweenCommits = beforeEachStep
+        var outcome = Outcome(replaced: plan.replaced, files: plan.files, bytes: plan.bytes)
+        var previous = plan.newestID
+        for owner in plan.wanted.keys.sorted() {
+            guard let files = plan.wanted[owner], let host = plan.hosts[owner] else { continue }
             beforeEachStep()
             try cancellation.check()
             let id = BackupID(date: now, after: previous)
             previous = id
-            let written = try writer.write(host: HostIdentity.fileSafe(host), id: id, owner: owner, now: now, wanted: files)
+            let written = try writer.write(host: host, id: id, owner: owner, now: now, wanted: files)
             outcome.written.append(written)
             outcome.writtenBytes += written.archiveSize
             events?.handle(.notice("wrote supplement \(id) for backup \(owner): \(files.count == 1 ? "1 file" : "\(files.count) files") "

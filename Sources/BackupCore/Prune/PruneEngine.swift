@@ -75,8 +75,17 @@ public final class PruneEngine {
         guard !request.policy.isEmpty else { throw EngineError.invalidRequest(PruneEngine.emptyPolicyMessage) }
         if request.dryRun {
             let plan = try makePlan(request)
-            return PruneResult(decisions: plan.decisions, removed: plan.removals.map(\.id), dryRun: true,
-                               freedBytes: plan.removals.reduce(0) { $0 + $1.bytes })
+            var result = PruneResult(decisions: plan.decisions, removed: plan.removals.map(\.id), dryRun: true,
+                                     freedBytes: plan.removals.reduce(0) { $0 + $1.bytes })
+            if request.consolidate {
+                let consolidation = ChainConsolidation(storage: storage, keyring: keyring, cancellation: cancellation, events: events)
+                let planned = try consolidation.plan(items: BackupCatalog(storage: storage, keyring: keyring).items(),
+                                                     removing: Set(plan.removals.map(\.manifest.name)), objects: storage.list())
+                result.freedBytes += planned.replaced.reduce(0) { $0 + $1.archiveSize }
+                result.supplementedFiles = planned.files
+                result.supplementedBytes = planned.bytes
+            }
+            return result
         }
         // Nothing listed: no lock to take (and a mistyped destination is not created).
         guard try BackupCatalog(storage: storage, keyring: keyring).newestID() != nil else {
@@ -103,10 +112,15 @@ public final class PruneEngine {
             freed += try remove(removal)
             removed.append(removal.id)
         }
+        var result = PruneResult(decisions: plan.decisions, removed: removed, dryRun: false, freedBytes: freed)
         if let consolidated {
-            freed += consolidation.removeReplaced(consolidated) - consolidated.writtenBytes
+            result.freedBytes += consolidation.removeReplaced(consolidated) - consolidated.writtenBytes
+            result.supplementedFiles = consolidated.files
+            result.supplementedBytes = consolidated.bytes
+            result.supplementsWritten = consolidated.written.count
+            result.supplementStoredBytes = consolidated.writtenBytes
         }
-        return PruneResult(decisions: plan.decisions, removed: removed, dryRun: false, freedBytes: freed)
+        return result
     }
 
     // MARK: Planning

@@ -11,8 +11,16 @@ public struct PruneResult: Sendable {
     public var removed: [BackupID]
     /// True when nothing was removed on purpose.
     public var dryRun: Bool
-    /// Bytes of archives and manifests removed (or that would be, for a dry run).
+    /// Bytes of archives and manifests removed (or that would be, for a dry run), less what
+    /// new supplements store (a dry run does not know that yet).
     public var freedBytes: Int64
+    /// With consolidation: the files kept backups take from removed backups that are copied
+    /// into supplements first (or would be), and their bytes before compression.
+    public var supplementedFiles = 0
+    public var supplementedBytes: Int64 = 0
+    /// The supplements written, and the bytes they store (0 for a dry run).
+    public var supplementsWritten = 0
+    public var supplementStoredBytes: Int64 = 0
 
     // MARK: Creation
 

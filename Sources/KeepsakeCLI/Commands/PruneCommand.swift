@@ -192,11 +192,21 @@ struct PruneCommand: KeepsakeCommand {
         if count == 0 {
             line = "Nothing to remove: all \(result.decisions.count) \(result.decisions.count == 1 ? "backup is" : "backups are") kept."
         } else if result.dryRun {
-            line = "Would remove \(count) \(noun), freeing \(Units.bytes(result.freedBytes))."
+            line = "Would remove \(count) \(noun), freeing \(Units.bytes(result.freedBytes))\(PruneCommand.supplementText(result))."
         } else {
-            line = "Removed \(count) \(noun), freeing \(Units.bytes(result.freedBytes))."
+            line = "Removed \(count) \(noun), freeing \(Units.bytes(result.freedBytes))\(PruneCommand.supplementText(result))."
         }
         context.printLine(context.out.apply(result.dryRun || count == 0 ? .plain : .success, to: line))
+    }
+
+    /// With consolidation, what was copied into supplements first (empty without).
+    static func supplementText(_ result: PruneResult) -> String {
+        guard result.supplementedFiles > 0 else { return "" }
+        let files = result.supplementedFiles == 1 ? "1 file" : "\(result.supplementedFiles) files"
+        let copied = "\(files) (\(Units.bytes(result.supplementedBytes))) that kept backups take from them"
+        guard !result.dryRun else { return ", after copying " + copied + " into supplements" }
+        let supplements = result.supplementsWritten == 1 ? "1 supplement" : "\(result.supplementsWritten) supplements"
+        return ", after copying \(copied) into \(supplements) (\(Units.bytes(result.supplementStoredBytes)) stored)"
     }
 
     /// A decision's reasons for the table: several "needed by" reasons are summed up.

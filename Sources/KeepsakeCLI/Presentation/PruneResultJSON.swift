@@ -7,7 +7,7 @@ import KeepsakeSupport
 enum PruneResultJSON {
     /// The result of pruning `destination` by `policy` (its description).
     static func encode(_ result: PruneResult, destination: String, policy: String) -> JSONObject {
-        JSONObject([
+        var object = JSONObject([
             ("destination", .string(destination)),
             ("dry_run", .bool(result.dryRun)),
             ("policy", .string(policy)),
@@ -26,5 +26,15 @@ enum PruneResultJSON {
             })),
             ("freed_bytes", .int(result.freedBytes)),
         ])
+        // With consolidation: what was (or would be) copied into supplements first.
+        if result.supplementedFiles > 0 || result.supplementsWritten > 0 {
+            object["supplements"] = .object(JSONObject([
+                ("files", .int(Int64(result.supplementedFiles))),
+                ("bytes", .int(result.supplementedBytes)),
+                ("written", .int(Int64(result.supplementsWritten))),
+                ("stored_bytes", .int(result.supplementStoredBytes)),
+            ]))
+        }
+        return object
     }
 }
