@@ -373,6 +373,43 @@ final class ConsolidationTests: FaultTestCase {
         XCTAssertEqual(try listedSet(dest), [ids[2]])
     }
 
+    /// `copy` of a consolidated destination brings the supplements its backups take files
+    /// from (checked on the way, once each): the copy verifies and restores every backup to
+    /// its tree; a copy again sends nothing; a supplement whose archive is gone from the
+    /// source stops the copy of the backups that need it, named, and the others are copied.
+    func testCopyBringsTheSupplementsAlong() throws {
+        let dest = path("dest")
+        var home = try SimulatedHome(root: path("home"), seed: 21)
+        var trees: [String: SimulatedHome.Snapshot] = [:]
+        for night in 0..<9 {
+            if night > 0 { try home.liveADay(night) }
+            trees[try backUp(home, dest: dest, night: night)] = home.nodes
+            assertExit(try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "3", "--quiet"],
+                               environment: ConsolidationTests.clock(night, minutes: 5)), 0)
+        }
+        let kept = try listedSet(dest)
+        let offsite = path("offsite")
+        let copied = try run(["copy", "--from", dest, "--to", offsite, "--json"])
+        assertExit(copied, 0)
+        XCTAssertEqual(Set(try json(copied)["copied"] as? [String] ?? []), kept, "\(copied)")
+        XCTAssertEqual(try supplementManifests(offsite), try supplementManifests(dest))
+        assertExit(try run(["verify", "--dest", offsite, "--quiet"]), 0, "the copy verifies")
+        for id in kept.sorted() {
+            XCTAssertEqual(try restoreProblems(id, dest: offsite, tree: trees[id] ?? [:], root: home.root), [], "from the copy")
+        }
+        let again = try json(try run(["copy", "--from", dest, "--to", offsite, "--json"]))
+        XCTAssertEqual(again["copied"] as? [String] ?? ["?"], [], "nothing new")
+        XCTAssertEqual(again["bytes"] as? Int, 0, "nothing sent again: \(again)")
+
+        let lost = try XCTUnwrap(try names(in: dest).first { $0.hasSuffix(".supplement.tar.zst") })
+        XCTAssertEqual(unlink(dest + "/" + lost), 0)
+        let elsewhere = path("elsewhere")
+        let broken = try run(["copy", "--from", dest, "--to", elsewhere, "--json"])
+        XCTAssertNotEqual(broken.exitCode, 0, "\(broken)")
+        XCTAssertTrue(broken.stdoutText.contains(lost) || broken.stderrText.contains(lost), "the missing supplement is named:\n\(broken)")
+        XCTAssertEqual(try strayNames(elsewhere), [], "nothing half-copied")
+    }
+
     /// A byte flipped in a supplement's archive: verify names the supplement (exit 4), and
     /// a restore of a backup that takes files from it brings back every other file and
     /// names the damaged ones (exit 4); nothing is restored wrong.

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeEncryption
 import KeepsakeHashing
 import KeepsakeModel
 import KeepsakeSigning
@@ -87,6 +88,9 @@ public final class BackupCopier {
         let present = Dictionary(try destination.list().map { ($0.name, $0.size) }, uniquingKeysWith: { first, _ in first })
         var result = Result()
         var failed = Set<BackupID>()
+        /// The source's supplements, read when a backup relies on one prune let go.
+        var shelf: SupplementShelf?
+        var copiedSupplements = Set<BackupID>()
         for id in BackupCopier.order(needs) {
             try cancellation.check()
             guard let item = byID[id] else { continue }
@@ -106,10 +110,28 @@ public final class BackupCopier {
                 continue
             }
             let needed = needs[id] ?? []
-            if let gone = needed.sorted().first(where: { byID[$0] == nil }) {
-                failed.insert(id)
-                result.damaged.append(.reliesOnMissing(backup: id, on: gone, source: source.location))
-                continue
+            let gone = needed.filter { byID[$0] == nil }
+            if !gone.isEmpty {
+                // Backups prune let go: the supplements that hold their files come along.
+                let supplements = try shelf ?? SupplementShelf(storage: KeyedStorage(source, keyring: .empty), objects: source.list())
+                shelf = supplements
+                if let missing = gone.sorted().first(where: { !supplements.holdsFiles(of: $0) }) {
+                    failed.insert(id)
+                    result.damaged.append(.reliesOnMissing(backup: id, on: missing, source: source.location))
+                    continue
+                }
+                do {
+                    for supplement in supplements.supplements where !copiedSupplements.contains(supplement.id)
+                        && supplement.entries.contains(where: { $0.storedIn.map(gone.contains) ?? false }) {
+                        result.bytes += try copySupplement(supplement, of: id, present: present)
+                        copiedSupplements.insert(supplement.id)
+                    }
+                } catch let error as CopyError {
+                    failed.insert(id)
+                    result.damaged.append(error)
+                    events?.handle(.caution(error.description))
+                    continue
+                }
             }
             if let broken = needed.sorted().first(where: failed.contains) {
                 failed.insert(id)
@@ -239,13 +261,46 @@ public final class BackupCopier {
 
     /// Streams the archive across, checking its size and SHA-256 against the manifest.
     private func copyArchive(_ item: BackupCatalog.Item, facts: BackupSummary.ArchiveFacts) throws {
+        try copyArchive(facts.name, size: facts.size, sha256: facts.sha256, of: item.id)
+    }
+
+    /// Copies the supplement `supplement`, which backup `id` takes files from, unless the
+    /// destination has it: its archive (checked against its manifest), then its manifest,
+    /// which commits it there. Returns the bytes written.
+    private func copySupplement(_ supplement: SupplementManifest, of id: BackupID, present: [String: Int64]) throws -> Int64 {
+        let manifestName = SupplementNaming.manifestName(host: supplement.host, id: supplement.id)
+        guard present[manifestName] == nil else { return 0 }
+        var written: Int64 = 0
+        if let size = present[supplement.archiveName] {
+            guard size == supplement.archiveSize,
+                  try destination.sha256(of: supplement.archiveName, cancellation: cancellation) == supplement.archiveSHA256 else {
+                throw CopyError.occupied(backup: id, name: supplement.archiveName, destination: destination.location)
+            }
+        } else {
+            do {
+                try copyArchive(supplement.archiveName, size: supplement.archiveSize, sha256: supplement.archiveSHA256, of: id)
+            } catch EngineError.archiveMissing {
+                throw CopyError.damaged(backup: id, archive: supplement.archiveName, source: source.location, reason: "is missing")
+            }
+            written += supplement.archiveSize
+        }
+        let bytes = try source.readObject(manifestName, limit: ManifestSizeLimit.hardLimit)
+        try destination.writeObject(manifestName, bytes: bytes)
+        events?.handle(.notice("copied supplement \(supplement.id), which backup \(id) takes files from, to \(destination.location)"))
+        return written + Int64(bytes.count)
+    }
+
+    /// Streams the archive `name` across, checking its size and SHA-256 against those
+    /// recorded (`id`: the backup whose copy needs it, for messages).
+    private func copyArchive(_ name: String, size: Int64, sha256: String, of id: BackupID) throws {
         let archive: RandomAccessSource
         do {
-            archive = try source.open(facts.name)
+            archive = try source.open(name)
         } catch StorageError.notFound {
-            throw EngineError.archiveMissing(name: facts.name, backup: item.id.rawValue, destination: source.location)
+            throw EngineError.archiveMissing(name: name, backup: id.rawValue, destination: source.location)
         }
         defer { archive.close() }
+        let facts = (name: name, size: size, sha256: sha256)
         let pending = try destination.create(facts.name)
         do {
             let hashing = HashingSink(target: pending)
@@ -258,7 +313,7 @@ public final class BackupCopier {
                 reportProgress(hashing.count, total: facts.size, name: facts.name)
             }
             guard hashing.count == facts.size, hashing.finalizeHex() == facts.sha256 else {
-                throw CopyError.damaged(backup: item.id, archive: facts.name, source: source.location,
+                throw CopyError.damaged(backup: id, archive: facts.name, source: source.location,
                                         reason: hashing.count == facts.size ? "has another SHA-256 than its manifest records"
                                             : "is \(hashing.count) bytes where its manifest records \(facts.size)")
             }
