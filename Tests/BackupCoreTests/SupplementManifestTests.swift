@@ -38,6 +38,11 @@ final class SupplementManifestTests: KeepsakeTestCase {
         let written = manifest([entry("home/ana/a.txt", from: origin), entry("home/ana/\u{e9}t\u{e9}.txt", from: origin, at: 1536),
                                 entry("home/ana/a.txt", from: BackupID("20270104T020000Z-0000000d")!, at: 3072)])
         XCTAssertEqual(try SupplementManifest.parse(written.encoded()), written)
+        // The copy inside the archive leaves the archive's size and SHA-256 to whoever reads it.
+        let inner = written.encoded(inner: true)
+        XCTAssertFalse(String(decoding: inner, as: UTF8.self).contains("\"size\":4096,\"sha256\""))
+        XCTAssertThrowsError(try SupplementManifest.parse(inner))
+        XCTAssertEqual(try SupplementManifest.parse(inner, archive: (4096, sha)), written)
         XCTAssertTrue(String(decoding: written.encoded(), as: UTF8.self).hasPrefix("{\"supplement\":1,"))
     }
 

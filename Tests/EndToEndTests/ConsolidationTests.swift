@@ -410,6 +410,34 @@ final class ConsolidationTests: FaultTestCase {
         XCTAssertEqual(try strayNames(elsewhere), [], "nothing half-copied")
     }
 
+    /// A supplement whose manifest object is lost: verify says the files it held are not
+    /// found (exit 4); the next consolidating prune commits it again from the copy of its
+    /// manifest inside the archive (never deleting it), and everything verifies and restores.
+    func testALostSupplementManifestIsCommittedAgainFromItsArchive() throws {
+        let dest = path("dest")
+        var home = try SimulatedHome(root: path("home"), seed: 5)
+        var trees: [String: SimulatedHome.Snapshot] = [:]
+        for night in 0..<5 {
+            if night > 0 { try home.liveADay(night) }
+            trees[try backUp(home, dest: dest, night: night)] = home.nodes
+        }
+        assertExit(try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "2", "--quiet"],
+                           environment: ConsolidationTests.clock(5)), 0)
+        let manifest = try XCTUnwrap(try supplementManifests(dest).first)
+        XCTAssertEqual(unlink(dest + "/" + manifest), 0)
+        assertExit(try run(["verify", "--dest", dest, "--quiet"]), 4, "files held by a supplement without its manifest")
+
+        let pruned = try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "2"], environment: ConsolidationTests.clock(5, minutes: 1))
+        assertExit(pruned, 0)
+        XCTAssertTrue(pruned.stderrText.contains("committed supplement") && pruned.stderrText.contains("again"), "\(pruned)")
+        XCTAssertEqual(try supplementManifests(dest), [manifest], "the same supplement, committed again")
+        XCTAssertEqual(try strayNames(dest), [])
+        assertExit(try run(["verify", "--dest", dest, "--quiet"]), 0)
+        for id in try listedSet(dest).sorted() {
+            XCTAssertEqual(try restoreProblems(id, dest: dest, tree: trees[id] ?? [:], root: home.root), [])
+        }
+    }
+
     /// A byte flipped in a supplement's archive: verify names the supplement (exit 4), and
     /// a restore of a backup that takes files from it brings back every other file and
     /// names the damaged ones (exit 4); nothing is restored wrong.

@@ -50,6 +50,26 @@ enum SupplementContent {
 
     // MARK: Checking
 
+    /// The manifest of the supplement archive `name` as the copy inside it records it, with
+    /// the archive's size and SHA-256 as read (for a supplement whose manifest object is gone).
+    static func innerManifest(of name: String, in storage: KeyedStorage, cancellation: CancellationFlag) throws -> SupplementManifest {
+        let hashing = HashingSource(source: try storage.open(name))
+        defer { hashing.close() }
+        let reader = try ArchiveReader(source: hashing, name: name, cancellation: cancellation)
+        var inner: [UInt8]?
+        while let header = try reader.nextHeader() {
+            try cancellation.check()
+            if header.path == SupplementNaming.innerManifestPath {
+                inner = try reader.readContent(limit: ManifestSizeLimit.hardLimit)
+            } else {
+                try reader.skipContent()
+            }
+        }
+        try reader.readToEnd()
+        guard let inner else { throw Failure(reason: "\(name) holds no copy of its manifest") }
+        return try SupplementManifest.parse(inner, archive: (hashing.count, hashing.finalizeHex()))
+    }
+
     /// Checks a supplement's archive against its manifest (see `check`); throws `Failure`
     /// naming what differs.
     static func checkArchive(of manifest: SupplementManifest, in storage: KeyedStorage, cancellation: CancellationFlag) throws {
@@ -61,7 +81,7 @@ enum SupplementContent {
         let reader = try ArchiveReader(source: hashing, name: manifest.archiveName, cancellation: cancellation)
         while let header = try reader.nextHeader() {
             try cancellation.check()
-            if ArchiveLayout.isMetadataEntry(header.path) {
+            if ArchiveLayout.isMetadataEntry(header.path) || header.path == SupplementNaming.innerManifestPath {
                 try reader.skipContent()
                 continue
             }

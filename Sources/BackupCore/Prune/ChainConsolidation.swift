@@ -78,7 +78,7 @@ struct ChainConsolidation {
                 + "of an interrupted run from \(storage.location)"))
         }
         var objects = try storage.list()
-        try removeUncommitted(&objects)
+        try recommitOrphans(&objects)
         return try write(try plan(items: items, removing: removing, objects: objects), now: now)
     }
 
@@ -189,20 +189,38 @@ struct ChainConsolidation {
         return freed
     }
 
-    /// Deletes supplement archives without their manifest: an interrupted prune's, never
-    /// committed (nothing reads them).
-    private func removeUncommitted(_ objects: inout [StoredObject]) throws {
+    /// Commits again each supplement archive whose manifest is missing, from the copy of
+    /// its manifest inside it, checked whole: one an interrupted prune wrote (an archive is
+    /// visible only once whole; its files are what it was planned to hold) or one whose
+    /// manifest was lost. One that cannot be is set aside (`NAME.unrecoverable`), never
+    /// deleted: kept backups may take files from it.
+    private func recommitOrphans(_ objects: inout [StoredObject]) throws {
         let names = Set(objects.map(\.name))
-        var removed: [String] = []
+        let keyed = KeyedStorage(storage, keyring: keyring)
+        let writer = SupplementWriter(storage: storage, reading: keyed, cancellation: cancellation)
+        var changed = false
         for object in objects {
-            guard let manifest = SupplementNaming.manifestName(forArchive: object.name), !names.contains(manifest) else { continue }
-            try storage.delete(object.name)
-            removed.append(object.name)
+            guard let parts = SupplementNaming.parts(ofArchiveName: object.name),
+                  let manifestName = SupplementNaming.manifestName(forArchive: object.name), !names.contains(manifestName) else { continue }
+            changed = true
+            do {
+                let manifest = try SupplementContent.innerManifest(of: object.name, in: keyed, cancellation: cancellation)
+                guard manifest.id == parts.id, manifest.archiveName == object.name else {
+                    throw SupplementContent.Failure(reason: "the copy of its manifest names another supplement")
+                }
+                try SupplementContent.checkArchive(of: manifest, in: keyed, cancellation: cancellation)
+                try writer.writeManifest(manifest)
+                events?.handle(.notice("committed supplement \(parts.id) again from the copy of its manifest in \(object.name)"))
+            } catch let error as Interruption {
+                throw error
+            } catch {
+                let aside = object.name + ".unrecoverable"
+                try storage.move(object.name, to: aside)
+                events?.handle(.caution("\(object.name) has no manifest and cannot be read (\(error)); it was set aside as \(aside) "
+                    + "— run 'keepsake verify' to see what needs it"))
+            }
         }
-        guard !removed.isEmpty else { return }
-        objects.removeAll { removed.contains($0.name) }
-        events?.handle(.notice("removed \(removed.count == 1 ? "1 supplement" : "\(removed.count) supplements") an interrupted "
-            + "prune left uncommitted"))
+        if changed { objects = try storage.list() }
     }
 }
 

@@ -46,20 +46,28 @@ struct SupplementWriter {
         var committed = false
         defer { if !committed { pending.abort() } }
         let hashing = HashingSink(target: pending)
-        // Files only, no `.keepsake` marker: its manifest is the object beside it (a reader
-        // that met the marker would look for a backup's manifest at its end).
+        // Files, then a copy of its manifest; no `.keepsake` marker (a reader that met the
+        // marker would look for a backup's manifest at its end).
         let writer = try ArchiveWriter(sink: hashing, compression: .zstd, level: nil, threads: 1)
         var entries: [ManifestEntry] = []
         let bySource = Dictionary(grouping: wanted, by: \.source)
         for source in bySource.keys.sorted() {
             try copy(bySource[source] ?? [], from: source, into: writer, entries: &entries)
         }
+        // A copy of the manifest as its last entry: the supplement can be committed again
+        // from the archive alone if its manifest object is lost. Whole seconds, as a
+        // manifest records them, so that it reads back equal.
+        let created = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
+        let inner = SupplementManifest(id: id, host: host, owner: owner, created: created, archiveName: archiveName,
+                                       archiveSize: 0, archiveSHA256: "", entries: entries).encoded(inner: true)
+        try writer.writeHeader(ArchiveEntryHeader(path: SupplementNaming.innerManifestPath, type: .file, size: Int64(inner.count),
+                                                  permissions: 0o644, uid: geteuid(), gid: getegid(),
+                                                  mtimeSeconds: Int64(created.timeIntervalSince1970)))
+        try inner.withUnsafeBytes { try writer.writeData($0, path: SupplementNaming.innerManifestPath) }
         try writer.finish()
         try pending.commit()
         committed = true
         betweenCommits()
-        // Whole seconds: what its manifest records, so that it reads back equal.
-        let created = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
         let manifest = SupplementManifest(id: id, host: host, owner: owner, created: created, archiveName: archiveName,
                                           archiveSize: hashing.count, archiveSHA256: hashing.finalizeHex(), entries: entries)
         try writeManifest(manifest)
@@ -117,7 +125,7 @@ struct SupplementWriter {
     }
 
     /// Writes the supplement's manifest, which commits it.
-    private func writeManifest(_ manifest: SupplementManifest) throws {
+    func writeManifest(_ manifest: SupplementManifest) throws {
         let lines = manifest.encoded()
         let firstEnd = (lines.firstIndex(of: UInt8(ascii: "\n")) ?? lines.count - 1) + 1
         let pending = try storage.create(SupplementNaming.manifestName(host: manifest.host, id: manifest.id))

@@ -44,8 +44,9 @@ public struct SupplementManifest: Sendable, Equatable {
 
     // MARK: Encoding
 
-    /// The JSON lines, each ended by a newline.
-    public func encoded() -> [UInt8] {
+    /// The JSON lines, each ended by a newline; `inner` leaves the archive's size and
+    /// SHA-256 out (the copy inside the archive, written before they are known).
+    public func encoded(inner: Bool = false) -> [UInt8] {
         var writer = JSONWriter(capacity: 256 + entries.count * 200)
         writer.beginObject()
         writer.key("supplement"); writer.int(Int64(SupplementManifest.formatVersion))
@@ -56,8 +57,10 @@ public struct SupplementManifest: Sendable, Equatable {
         writer.key("archive")
         writer.beginObject()
         writer.key("name"); writer.string(archiveName)
-        writer.key("size"); writer.int(archiveSize)
-        writer.key("sha256"); writer.string(archiveSHA256)
+        if !inner {
+            writer.key("size"); writer.int(archiveSize)
+            writer.key("sha256"); writer.string(archiveSHA256)
+        }
         writer.endObject()
         writer.endObject()
         writer.endLine()
@@ -73,7 +76,8 @@ public struct SupplementManifest: Sendable, Equatable {
     /// Parses a supplement's manifest; throws `ManifestError` naming the line and the
     /// problem. Every entry must be a file that came from a backup older than `owner` and
     /// that lies in the archive (`in`, `at`, `len`, `sha256`), each (backup, path) once.
-    public static func parse(_ bytes: [UInt8]) throws -> SupplementManifest {
+    /// `archive` gives the archive's size and SHA-256 for the copy inside it, which has none.
+    public static func parse(_ bytes: [UInt8], archive measured: (size: Int64, sha256: String)? = nil) throws -> SupplementManifest {
         var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true)[...]
         guard let first = lines.popFirst() else { throw ManifestError.notAManifest(reason: "it is empty") }
         let header: JSONValue
@@ -99,12 +103,19 @@ public struct SupplementManifest: Sendable, Equatable {
             throw ManifestError.invalidLine(line: 1, reason: "'created' is not a date")
         }
         let archive = header["archive"]
-        guard let size = archive?["size"]?.int64Value, size >= 0 else {
-            throw ManifestError.invalidLine(line: 1, reason: "'archive.size' is missing or negative")
+        let size: Int64
+        let sha256: String
+        if let measured {
+            (size, sha256) = measured
+        } else {
+            guard let recorded = archive?["size"]?.int64Value, recorded >= 0 else {
+                throw ManifestError.invalidLine(line: 1, reason: "'archive.size' is missing or negative")
+            }
+            (size, sha256) = (recorded, try text("archive.sha256", archive?["sha256"]))
         }
         var manifest = SupplementManifest(id: id, host: try text("host", header["host"]), owner: owner, created: created,
                                           archiveName: try text("archive.name", archive?["name"]), archiveSize: size,
-                                          archiveSHA256: try text("archive.sha256", archive?["sha256"]), entries: [])
+                                          archiveSHA256: sha256, entries: [])
         var seen = Set<HeldFile>()
         for (offset, line) in lines.enumerated() {
             let number = offset + 2

@@ -27,6 +27,11 @@ public enum SupplementNaming {
         "\(host)_\(id.rawValue)\(manifestSuffix)"
     }
 
+    /// The last entry of a supplement's archive: a copy of its manifest without the
+    /// archive's own size and SHA-256 (which it cannot know), so that a supplement whose
+    /// manifest object was lost is committed again from the archive alone.
+    public static let innerManifestPath = Array(".keepsake/supplement.jsonl".utf8)
+
     // MARK: Reading names
 
     /// The host and id of a supplement's manifest name, or nil when `name` is not one.
