@@ -438,6 +438,39 @@ final class ConsolidationTests: FaultTestCase {
         }
     }
 
+    /// A lone archive file restored elsewhere: with the archives of its chain and the
+    /// supplements beside it (no manifest of any backup), the newest kept backup restores
+    /// whole from its own manifest inside it; without the supplements, the files they held
+    /// are named missing (exit 3), never restored wrong.
+    func testALoneArchiveRestoresWithTheSupplementsBesideIt() throws {
+        let dest = path("dest")
+        var home = try SimulatedHome(root: path("home"), seed: 3)
+        var newest = ""
+        for night in 0..<6 {
+            if night > 0 { try home.liveADay(night) }
+            newest = try backUp(home, dest: dest, night: night)
+            assertExit(try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "2", "--quiet"],
+                               environment: ConsolidationTests.clock(night, minutes: 5)), 0)
+        }
+        let elsewhere = path("usb")
+        try RawFileSystem.makeDirectory(RawFileSystem.bytes(elsewhere))
+        for name in try names(in: dest) where name.hasSuffix(".tar.zst") || name.hasSuffix(".supplement.jsonl.zst") {
+            try toolSucceeds("cp", [dest + "/" + name, elsewhere + "/" + name])
+        }
+        let file = try XCTUnwrap(try names(in: elsewhere).first { $0.contains(newest) })
+        let target = path("target")
+        assertExit(try run(["restore", elsewhere + "/" + file, "--target", target, "--quiet"]), 0)
+        XCTAssertEqual(try SimulatedHome.differences(expected: home.nodes, actual: restored(home.root, into: target)), [])
+
+        for name in try names(in: elsewhere) where name.contains(".supplement.") { XCTAssertEqual(unlink(elsewhere + "/" + name), 0) }
+        let without = path("without")
+        let outcome = try run(["restore", elsewhere + "/" + file, "--target", without])
+        assertExit(outcome, 3)
+        let differences = try SimulatedHome.differences(expected: home.nodes, actual: restored(home.root, into: without))
+        XCTAssertFalse(differences.isEmpty)
+        XCTAssertEqual(differences.filter { !$0.hasSuffix(": missing") }, [], "what came back is right; the rest is missing")
+    }
+
     /// A byte flipped in a supplement's archive: verify names the supplement (exit 4), and
     /// a restore of a backup that takes files from it brings back every other file and
     /// names the damaged ones (exit 4); nothing is restored wrong.

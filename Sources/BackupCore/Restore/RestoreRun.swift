@@ -84,13 +84,15 @@ final class RestoreRun {
 
     /// Restores from `archive` (see `Restorer.restore(archive:archiveName:manifest:request:locateArchive:)`).
     func restore(archive: RandomAccessSource, archiveName: String, manifest: Manifest?,
-                 locateArchive: Restorer.ArchiveLocator?) throws -> RestoreResult {
+                 locateArchive: Restorer.ArchiveLocator?, relocate: Restorer.Relocator? = nil) throws -> RestoreResult {
         do {
             // Phase 1: this backup's own archive.
-            let final = try restoreOwnArchive(archive, name: archiveName, manifest: manifest)
+            let own = try restoreOwnArchive(archive, name: archiveName, manifest: manifest)
 
-            // Phase 2: unchanged files, from the earlier archives that hold them.
-            if let final {
+            // Phase 2: unchanged files, from the earlier archives that hold them (or, for
+            // backups prune let go, from the supplements that `relocate` points them at).
+            if var final = own {
+                try relocate?(&final)
                 try restoreFromEarlierArchives(final, locateArchive: locateArchive)
                 try restoreRecordedLinks(final)
             }

@@ -32,6 +32,9 @@ public final class Restorer {
     /// Finds the archive of an earlier backup that an incremental one relies on; nil when
     /// it cannot be found.
     public typealias ArchiveLocator = (BackupID) throws -> (source: RandomAccessSource, name: String)?
+    /// Points the files of a manifest that lie in backups no longer there at the supplements
+    /// that hold them (`LocatedBackup.relocatingToSupplements`), before they are restored.
+    public typealias Relocator = (inout Manifest) throws -> Void
 
     /// Restores a backup found by `BackupLocator`: the manifest beside its archive (when
     /// there is one) checks every file as it comes, and the earlier archives of its chain are
@@ -55,13 +58,12 @@ public final class Restorer {
             request.selectionPaths = resolved
             manifest = try backup.manifest(forRestoringPaths: resolved)
         }
-        // Files of backups prune let go are read from the supplements that hold them.
-        if var known = manifest, try backup.relocatingToSupplements(&known) > 0 { manifest = known }
         let archive = try backup.openArchive()
         defer { archive.close() }
-        var result = try restore(archive: archive, archiveName: backup.archiveLabel, manifest: manifest, request: request) { holder in
-            try backup.earlierArchive(holder)
-        }
+        var result = try restore(archive: archive, archiveName: backup.archiveLabel, manifest: manifest, request: request,
+                                 locateArchive: { holder in try backup.earlierArchive(holder) },
+                                 // Files of backups prune let go: from the supplements that hold them.
+                                 relocate: { manifest in try backup.relocatingToSupplements(&manifest) })
         // The backup is damaged though every file may have come back: exit 4 all the same.
         if let unreadableManifest { result.noteArchiveProblem(unreadableManifest) }
         return result
@@ -108,8 +110,9 @@ public final class Restorer {
     /// incremental backup that did not change live in earlier archives: `locateArchive`
     /// opens those, and each is read once, front to back.
     public func restore(archive: RandomAccessSource, archiveName: String, manifest: Manifest?, request: RestoreRequest,
-                        locateArchive: ArchiveLocator? = nil) throws -> RestoreResult {
+                        locateArchive: ArchiveLocator? = nil, relocate: Relocator? = nil) throws -> RestoreResult {
         let run = try RestoreRun(manifest: manifest, request: request, events: events, cancellation: cancellation)
-        return try run.restore(archive: archive, archiveName: archiveName, manifest: manifest, locateArchive: locateArchive)
+        return try run.restore(archive: archive, archiveName: archiveName, manifest: manifest, locateArchive: locateArchive,
+                               relocate: relocate)
     }
 }
