@@ -411,8 +411,9 @@ final class ConsolidationTests: FaultTestCase {
     }
 
     /// A supplement whose manifest object is lost: verify says the files it held are not
-    /// found (exit 4); the next consolidating prune commits it again from the copy of its
-    /// manifest inside the archive (never deleting it), and everything verifies and restores.
+    /// found (exit 4); `repair`, and the next consolidating prune, commit it again from the
+    /// copy of its manifest inside the archive (never deleting it), and everything verifies
+    /// and restores.
     func testALostSupplementManifestIsCommittedAgainFromItsArchive() throws {
         let dest = path("dest")
         var home = try SimulatedHome(root: path("home"), seed: 5)
@@ -427,6 +428,15 @@ final class ConsolidationTests: FaultTestCase {
         XCTAssertEqual(unlink(dest + "/" + manifest), 0)
         assertExit(try run(["verify", "--dest", dest, "--quiet"]), 4, "files held by a supplement without its manifest")
 
+        // `repair` commits it again…
+        let repaired = try run(["repair", "--dest", dest])
+        assertExit(repaired, 0)
+        XCTAssertTrue(repaired.stdoutText.contains("REBUILT") && repaired.stdoutText.contains(".supplement.tar.zst"), "\(repaired)")
+        XCTAssertEqual(try supplementManifests(dest), [manifest])
+        assertExit(try run(["verify", "--dest", dest, "--quiet"]), 0)
+
+        // …and so does the next consolidating prune.
+        XCTAssertEqual(unlink(dest + "/" + manifest), 0)
         let pruned = try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "2"], environment: ConsolidationTests.clock(5, minutes: 1))
         assertExit(pruned, 0)
         XCTAssertTrue(pruned.stderrText.contains("committed supplement") && pruned.stderrText.contains("again"), "\(pruned)")

@@ -3,6 +3,7 @@ import KeepsakeArchive
 import KeepsakeEncryption
 import KeepsakeHashing
 import KeepsakeModel
+import KeepsakeStorage
 import KeepsakeSupport
 
 /// The files in a supplement's archive: copied into one (prune) and checked against its
@@ -46,6 +47,24 @@ enum SupplementContent {
         }
         try fill(to: header.size)
         return hasher.finalizeHex()
+    }
+
+    // MARK: Manifest
+
+    /// Writes the supplement's manifest, which commits it.
+    static func writeManifest(_ manifest: SupplementManifest, to storage: any WritableStorage) throws {
+        let lines = manifest.encoded()
+        let firstEnd = (lines.firstIndex(of: UInt8(ascii: "\n")) ?? lines.count - 1) + 1
+        let pending = try storage.create(SupplementNaming.manifestName(host: manifest.host, id: manifest.id))
+        do {
+            try SidecarManifest.write(summaryLine: Array(lines[..<firstEnd]), to: pending, workers: 1) { sink in
+                try lines[firstEnd...].withUnsafeBytes { try sink.write($0) }
+            }
+            try pending.commit()
+        } catch {
+            pending.abort()
+            throw error
+        }
     }
 
     // MARK: Checking
@@ -97,5 +116,32 @@ enum SupplementContent {
         guard hashing.count == manifest.archiveSize, hashing.finalizeHex() == manifest.archiveSHA256 else {
             throw Failure(reason: "\(manifest.archiveName) is not the archive its manifest records (size or SHA-256)")
         }
+    }
+
+    // MARK: Orphans
+
+    /// The supplement archives in `objects` without their manifest, with their ids.
+    static func orphans(in objects: [StoredObject]) -> [(id: BackupID, name: String)] {
+        let names = Set(objects.map(\.name))
+        return objects.compactMap { object in
+            guard let parts = SupplementNaming.parts(ofArchiveName: object.name),
+                  let manifest = SupplementNaming.manifestName(forArchive: object.name), !names.contains(manifest) else { return nil }
+            return (parts.id, object.name)
+        }
+    }
+
+    /// Commits the supplement archive `name` (id `id`) again from the copy of its manifest
+    /// inside it, once the archive checks out whole against that copy; returns the manifest
+    /// written. Throws what is wrong, having written nothing.
+    static func commitAgain(_ name: String, id: BackupID, in storage: any WritableStorage, keyring: AgeKeyring,
+                            cancellation: CancellationFlag) throws -> SupplementManifest {
+        let keyed = KeyedStorage(storage, keyring: keyring)
+        let manifest = try innerManifest(of: name, in: keyed, cancellation: cancellation)
+        guard manifest.id == id, manifest.archiveName == name else {
+            throw Failure(reason: "the copy of its manifest names another supplement")
+        }
+        try checkArchive(of: manifest, in: keyed, cancellation: cancellation)
+        try writeManifest(manifest, to: storage)
+        return manifest
     }
 }

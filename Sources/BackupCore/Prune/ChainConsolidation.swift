@@ -195,31 +195,21 @@ struct ChainConsolidation {
     /// manifest was lost. One that cannot be is set aside (`NAME.unrecoverable`), never
     /// deleted: kept backups may take files from it.
     private func recommitOrphans(_ objects: inout [StoredObject]) throws {
-        let names = Set(objects.map(\.name))
-        let keyed = KeyedStorage(storage, keyring: keyring)
-        let writer = SupplementWriter(storage: storage, reading: keyed, cancellation: cancellation)
-        var changed = false
-        for object in objects {
-            guard let parts = SupplementNaming.parts(ofArchiveName: object.name),
-                  let manifestName = SupplementNaming.manifestName(forArchive: object.name), !names.contains(manifestName) else { continue }
-            changed = true
+        let orphans = SupplementContent.orphans(in: objects)
+        for orphan in orphans {
             do {
-                let manifest = try SupplementContent.innerManifest(of: object.name, in: keyed, cancellation: cancellation)
-                guard manifest.id == parts.id, manifest.archiveName == object.name else {
-                    throw SupplementContent.Failure(reason: "the copy of its manifest names another supplement")
-                }
-                try SupplementContent.checkArchive(of: manifest, in: keyed, cancellation: cancellation)
-                try writer.writeManifest(manifest)
-                events?.handle(.notice("committed supplement \(parts.id) again from the copy of its manifest in \(object.name)"))
+                _ = try SupplementContent.commitAgain(orphan.name, id: orphan.id, in: storage, keyring: keyring, cancellation: cancellation)
+                events?.handle(.notice("committed supplement \(orphan.id) again from the copy of its manifest in \(orphan.name)"))
             } catch let error as Interruption {
                 throw error
             } catch {
-                let aside = object.name + ".unrecoverable"
-                try storage.move(object.name, to: aside)
-                events?.handle(.caution("\(object.name) has no manifest and cannot be read (\(error)); it was set aside as \(aside) "
+                let aside = orphan.name + ".unrecoverable"
+                try storage.move(orphan.name, to: aside)
+                events?.handle(.caution("\(orphan.name) has no manifest and cannot be read (\(error)); it was set aside as \(aside) "
                     + "— run 'keepsake verify' to see what needs it"))
             }
         }
+        let changed = !orphans.isEmpty
         if changed { objects = try storage.list() }
     }
 }

@@ -70,7 +70,7 @@ struct SupplementWriter {
         betweenCommits()
         let manifest = SupplementManifest(id: id, host: host, owner: owner, created: created, archiveName: archiveName,
                                           archiveSize: hashing.count, archiveSHA256: hashing.finalizeHex(), entries: entries)
-        try writeManifest(manifest)
+        try SupplementContent.writeManifest(manifest, to: storage)
         do {
             try check(manifest)
         } catch {
@@ -121,22 +121,6 @@ struct SupplementWriter {
         }
         if let missing = wanted.indices.first(where: { !done.contains($0) }) {
             throw SupplementContent.Failure(reason: "\(wanted[missing].entry.displayPath) is not in \(source)")
-        }
-    }
-
-    /// Writes the supplement's manifest, which commits it.
-    func writeManifest(_ manifest: SupplementManifest) throws {
-        let lines = manifest.encoded()
-        let firstEnd = (lines.firstIndex(of: UInt8(ascii: "\n")) ?? lines.count - 1) + 1
-        let pending = try storage.create(SupplementNaming.manifestName(host: manifest.host, id: manifest.id))
-        do {
-            try SidecarManifest.write(summaryLine: Array(lines[..<firstEnd]), to: pending, workers: 1) { sink in
-                try lines[firstEnd...].withUnsafeBytes { try sink.write($0) }
-            }
-            try pending.commit()
-        } catch {
-            pending.abort()
-            throw error
         }
     }
 

@@ -53,7 +53,27 @@ public final class ManifestRepairer {
             }
             damaged = chosen
         }
-        return try damaged.map { try rebuild(archiveName: $0.archive, id: $0.id, reason: $0.reason) }
+        var outcomes = try damaged.map { try rebuild(archiveName: $0.archive, id: $0.id, reason: $0.reason) }
+        if references.isEmpty { outcomes += try recommitSupplements() }
+        return outcomes
+    }
+
+    /// Commits again every supplement archive whose manifest is missing, from the copy of
+    /// its manifest inside it (see `SupplementContent.commitAgain`); one that cannot be is
+    /// left as it is and said unrecoverable.
+    private func recommitSupplements() throws -> [RepairOutcome] {
+        try SupplementContent.orphans(in: storage.list()).map { orphan in
+            do {
+                _ = try SupplementContent.commitAgain(orphan.name, id: orphan.id, in: storage, keyring: reading.keyring,
+                                                     cancellation: cancellation)
+                return RepairOutcome(id: orphan.id, archiveName: orphan.name, kind: .rebuilt, reason: "the supplement's manifest is missing")
+            } catch let error as Interruption {
+                throw error
+            } catch {
+                return RepairOutcome(id: orphan.id, archiveName: orphan.name, kind: .unrecoverable,
+                                     reason: "the supplement's manifest is missing and the copy inside it cannot be used (\(error))")
+            }
+        }
     }
 
     // MARK: Finding what needs repair
