@@ -18,7 +18,8 @@ from .yearhome import GeneratedSetNights, YearHome
 POLICY = {"day": 7, "week": 5, "month": 12, "year": 2}
 POLICY_ARGS = ["--keep-daily", "7", "--keep-weekly", "5", "--keep-monthly", "12", "--keep-yearly", "2"]
 FIRST_NIGHT = datetime.date(2027, 1, 1)
-YEAR_TOOLS = ("keepsake", "restic", "borg")
+# keepsake-consolidate: Keepsake with `prune --consolidate` (issue 34's supplements).
+YEAR_TOOLS = ("keepsake", "keepsake-consolidate", "restic", "borg")
 
 
 class YearData:
@@ -88,6 +89,7 @@ class YearBench(Bench):
             shutil.rmtree(self.year_dir)
         os.makedirs(os.path.join(self.work, "logs"), exist_ok=True)
         self.dest = os.path.join(self.year_dir, "keepsake")
+        self.consolidated_dest = os.path.join(self.year_dir, "keepsake-consolidate")
         self.restic_repo = os.path.join(self.year_dir, "restic")
         self.borg_repo = os.path.join(self.year_dir, "borg")
         self.env = {"RESTIC_PASSWORD": "keepsake-bench", "RESTIC_CACHE_DIR": os.path.join(self.year_dir, "restic-cache"),
@@ -143,6 +145,9 @@ class YearBench(Bench):
                     "tree_compressed": sum(size for pieces in tree.pieces[False].values() for _, size in pieces)}
         if "keepsake" in self.year_tools:
             self.end["restored"] = self.check_restore(home, night_date(FIRST_NIGHT, self.nights))
+        if "keepsake-consolidate" in self.year_tools:
+            self.end["restored_consolidated"] = self.check_restore(home, night_date(FIRST_NIGHT, self.nights),
+                                                                   tool="keepsake-consolidate")
 
     def _setup(self, cmd):
         r = subprocess.run(cmd, env={**os.environ, **self.env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -151,10 +156,12 @@ class YearBench(Bench):
 
     def commands(self, tool, night, date):
         stamp = date.strftime("%Y-%m-%d %H:%M:%S")
-        if tool == "keepsake":
+        if tool.startswith("keepsake"):
             clock = ["faketime", "-f", "@" + stamp]
-            return [clock + [self.keepsake, "backup", "-q", "-d", self.dest, self.data.root],
-                    clock + [self.keepsake, "prune", "-q", "-d", self.dest] + POLICY_ARGS]
+            dest = self.dest_of(tool)
+            consolidate = ["--consolidate"] if tool == "keepsake-consolidate" else []
+            return [clock + [self.keepsake, "backup", "-q", "-d", dest, self.data.root],
+                    clock + [self.keepsake, "prune", "-q", "-d", dest] + consolidate + POLICY_ARGS]
         if tool == "restic":
             return [["restic", "-r", self.restic_repo, "backup", "-q", "--host", "year", "--time", stamp, self.data.root],
                     ["restic", "-r", self.restic_repo, "forget", "-q", "--prune"] + POLICY_ARGS]
@@ -177,11 +184,15 @@ class YearBench(Bench):
 
     # MARK: - Measuring
 
+    def dest_of(self, tool):
+        """Where a Keepsake row keeps its backups."""
+        return self.consolidated_dest if tool == "keepsake-consolidate" else self.dest
+
     def kept_of(self, tool):
         env = {**os.environ, **self.env}
         try:
-            if tool == "keepsake":
-                out = subprocess.run([self.keepsake, "list", "--json", "-d", self.dest], env=env,
+            if tool.startswith("keepsake"):
+                out = subprocess.run([self.keepsake, "list", "--json", "-d", self.dest_of(tool)], env=env,
                                      stdout=subprocess.PIPE, check=True).stdout
                 rows = json.loads(out)["backups"]
                 return len(rows), sum(1 for r in rows if r.get("kind") == "full")
@@ -197,8 +208,8 @@ class YearBench(Bench):
             return None, None
 
     def stored_of(self, tool):
-        path = {"keepsake": getattr(self, "dest", ""), "restic": getattr(self, "restic_repo", ""),
-                "borg": getattr(self, "borg_repo", "")}[tool]
+        path = {"keepsake": getattr(self, "dest", ""), "keepsake-consolidate": getattr(self, "consolidated_dest", ""),
+                "restic": getattr(self, "restic_repo", ""), "borg": getattr(self, "borg_repo", "")}[tool]
         return tree_size(path) if os.path.exists(path) else 0
 
     def standing(self, night):
@@ -209,16 +220,16 @@ class YearBench(Bench):
         return {"night": night, "tools": tools,
                 "candidates": {m.c.name: {"kept": m.kept(), "stored": m.stored()} for m in self.models}}
 
-    def check_restore(self, home, date):
+    def check_restore(self, home, date, tool="keepsake"):
         """The last night's backup restores to exactly the tree (Keepsake's only: the bench
         measures the others, the test suite checks them). On the last night's clock: its
         backups are dated in the future of the real one."""
         target = os.path.join(self.year_dir, "restore-check")
         clock = ["faketime", "-f", "@" + (date + datetime.timedelta(hours=1)).strftime("%Y-%m-%d %H:%M:%S")]
-        r = subprocess.run(clock + [self.keepsake, "restore", "-q", "-d", self.dest, "latest", "-C", target],
+        r = subprocess.run(clock + [self.keepsake, "restore", "-q", "-d", self.dest_of(tool), "latest", "-C", target],
                            env={**os.environ, **self.env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         if r.returncode != 0:
-            self.note(f"restoring Keepsake's last backup failed: {r.stdout.decode(errors='replace')[-200:]}")
+            self.note(f"restoring {tool}'s last backup failed: {r.stdout.decode(errors='replace')[-200:]}")
             return False
         found = {}
         for dirpath, _, names in os.walk(target):
@@ -230,7 +241,7 @@ class YearBench(Bench):
         found = {p[len(prefix):] if p.startswith(prefix) else p: d for p, d in found.items()}
         shutil.rmtree(target, ignore_errors=True)
         if found != home.files:
-            self.note(f"Keepsake's last backup restored {len(found)} files; the tree holds {len(home.files)} "
+            self.note(f"{tool}'s last backup restored {len(found)} files; the tree holds {len(home.files)} "
                       "(or their bytes differ)")
             return False
         return True
@@ -306,7 +317,9 @@ def year_markdown(doc, level=2):
         L.append("")
         L.append(f"{h} Each tool, every night: backup, then the policy")
         L.append("")
-        L.append("Keepsake: `backup` and `prune` under `faketime` (the night's 02:00 UTC); restic: `backup --time` "
+        consolidating = ("keepsake-consolidate: the same with `prune --consolidate` (supplements, issue 34); "
+                         if "keepsake-consolidate" in y["tools"] else "")
+        L.append("Keepsake: `backup` and `prune` under `faketime` (the night's 02:00 UTC); " + consolidating + "restic: `backup --time` "
                  "and `forget --prune`; borg: `create --compression zstd,3 --timestamp`, `prune` and `compact`. "
                  "Kept = backups listed after the last night; stored = bytes in the destination or repository; "
                  "time = the nights' commands added up (wall, then CPU).")
@@ -359,6 +372,8 @@ def year_markdown(doc, level=2):
     if "restored" in y:
         L.append("")
         L.append(f"Keepsake's last backup restored to exactly the last night's tree: "
-                 f"{'yes' if y.get('restored') else '**no**'}.")
+                 f"{'yes' if y.get('restored') else '**no**'}"
+                 + (f"; with consolidation: {'yes' if y['restored_consolidated'] else '**no**'}."
+                    if "restored_consolidated" in y else "."))
     L += notes_lines(doc)
     return "\n".join(L) + "\n"
