@@ -481,6 +481,65 @@ final class ConsolidationTests: FaultTestCase {
         XCTAssertEqual(differences.filter { !$0.hasSuffix(": missing") }, [], "what came back is right; the rest is missing")
     }
 
+    /// A supplement planted beside the real one, newer, for the same kept backup, saying it
+    /// holds the same files with the right SHA-256 but holding other bytes. The next
+    /// consolidating prune does not take it for the real one, which stays; `verify` names
+    /// the planted one (exit 4); deleted, everything verifies and restores. Planted again,
+    /// a prune that lets their owner go copies the files from the real one, not the planted.
+    func testAPlantedSupplementNeverMakesPruneDeleteTheRealOne() throws {
+        let dest = path("dest")
+        var home = try SimulatedHome(root: path("home"), seed: 8)
+        var trees: [String: SimulatedHome.Snapshot] = [:]
+        for night in 0..<5 {
+            if night > 0 { try home.liveADay(night) }
+            trees[try backUp(home, dest: dest, night: night)] = home.nodes
+        }
+        assertExit(try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "3", "--quiet"],
+                           environment: ConsolidationTests.clock(5)), 0)
+        let real = try XCTUnwrap(try supplementManifests(dest).first)
+        let realStem = String(real.dropLast(".supplement.jsonl.zst".count))
+        let plantedStem = String(realStem.dropLast(25)) + "20991231T000000Z-0badf00d"
+        // The forgery: the real supplement's objects under a newer id, its archive's bytes
+        // changed and its manifest saying the new archive's size and SHA-256.
+        func plant() throws {
+            var archive = try Data(contentsOf: URL(fileURLWithPath: dest + "/" + realStem + ".supplement.tar.zst"))
+            archive[archive.count / 2] ^= 0x01
+            try archive.write(to: URL(fileURLWithPath: dest + "/" + plantedStem + ".supplement.tar.zst"))
+            let sha = String(try tool("sha256sum", [dest + "/" + plantedStem + ".supplement.tar.zst"]).stdoutText.prefix(64))
+            var lines = try tool("zstd", ["-dc", dest + "/" + real]).stdoutText.split(separator: "\n").map(String.init)
+            lines[0] = lines[0].replacingOccurrences(of: "\"id\":\"\(realStem.suffix(25))\"", with: "\"id\":\"20991231T000000Z-0badf00d\"")
+                .replacingOccurrences(of: realStem + ".supplement", with: plantedStem + ".supplement")
+                .replacingOccurrences(of: #""size":\d+,"sha256":"[0-9a-f]{64}""#, with: "\"size\":\(archive.count),\"sha256\":\"\(sha)\"",
+                                      options: .regularExpression)
+            let plain = path("planted.jsonl")
+            try (lines.joined(separator: "\n") + "\n").write(toFile: plain, atomically: true, encoding: .utf8)
+            try toolSucceeds("zstd", ["-q", "-f", plain, "-o", dest + "/" + plantedStem + ".supplement.jsonl.zst"])
+        }
+        try plant()
+
+        let pruned = try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "3"], environment: ConsolidationTests.clock(5, minutes: 1))
+        assertExit(pruned, 0)
+        XCTAssertTrue(try names(in: dest).contains(real), "the real supplement stays:\n\(pruned)")
+        XCTAssertTrue(pruned.stderrText.contains("is kept"), "and prune says why:\n\(pruned)")
+        let verified = try run(["verify", "--dest", dest])
+        assertExit(verified, 4, "the planted supplement is damage")
+        XCTAssertTrue((verified.stdoutText + verified.stderrText).contains(plantedStem), "\(verified)")
+        for name in try names(in: dest) where name.hasPrefix(plantedStem) { XCTAssertEqual(unlink(dest + "/" + name), 0) }
+        assertExit(try run(["verify", "--dest", dest, "--quiet"]), 0)
+
+        // Planted again; the next night lets their owner go: the files come from the real one.
+        try plant()
+        try home.liveADay(5)
+        trees[try backUp(home, dest: dest, night: 5)] = home.nodes
+        assertExit(try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "3", "--quiet"],
+                           environment: ConsolidationTests.clock(5, minutes: 5)), 0)
+        for name in try names(in: dest) where name.hasPrefix(plantedStem) { XCTAssertEqual(unlink(dest + "/" + name), 0) }
+        assertExit(try run(["verify", "--dest", dest, "--quiet"]), 0)
+        for id in try listedSet(dest).sorted() {
+            XCTAssertEqual(try restoreProblems(id, dest: dest, tree: trees[id] ?? [:], root: home.root), [])
+        }
+    }
+
     /// A byte flipped in a supplement's archive: verify names the supplement (exit 4), and
     /// a restore of a backup that takes files from it brings back every other file and
     /// names the damaged ones (exit 4); nothing is restored wrong.

@@ -16,8 +16,9 @@ public struct SupplementShelf: Sendable {
     public private(set) var supplements: [SupplementManifest] = []
     /// Supplement manifests that could not be read, by name, with the reason.
     public private(set) var unreadable: [(name: String, reason: String)] = []
-    /// Where each held file is: the supplement's position in `supplements` and the entry's.
-    private var held: [SupplementManifest.HeldFile: (supplement: Int, entry: Int)] = [:]
+    /// Where each held file is: the supplement's position in `supplements` and the entry's,
+    /// oldest supplement first.
+    private var held: [SupplementManifest.HeldFile: [(supplement: Int, entry: Int)]] = [:]
     /// The backups some supplement holds files of.
     private var origins = Set<BackupID>()
 
@@ -56,7 +57,7 @@ public struct SupplementShelf: Sendable {
         supplements.append(manifest)
         for (index, entry) in manifest.entries.enumerated() {
             guard let origin = entry.storedIn else { continue }
-            held[SupplementManifest.HeldFile(origin: origin, path: PathKey(entry.path))] = (position, index)
+            held[SupplementManifest.HeldFile(origin: origin, path: PathKey(entry.path)), default: []].append((position, index))
             origins.insert(origin)
         }
     }
@@ -66,11 +67,23 @@ public struct SupplementShelf: Sendable {
     /// True when there are no supplements (nor unreadable ones).
     public var isEmpty: Bool { supplements.isEmpty && unreadable.isEmpty }
 
-    /// The supplement holding the file at `path` of backup `origin`, and its entry there.
-    public func holding(_ origin: BackupID, path: [UInt8]) -> (supplement: SupplementManifest, entry: ManifestEntry)? {
-        guard let place = held[SupplementManifest.HeldFile(origin: origin, path: PathKey(path))] else { return nil }
-        let supplement = supplements[place.supplement]
-        return (supplement, supplement.entries[place.entry])
+    /// The newest supplement holding the file at `path` of backup `origin` with the SHA-256
+    /// `sha256` (a kept manifest records it), and its entry there. Another supplement that
+    /// says it holds the file with other content (planted, or damaged) is passed over.
+    public func holding(_ origin: BackupID, path: [UInt8], sha256: String?) -> (supplement: SupplementManifest, entry: ManifestEntry)? {
+        holders(origin, path: path, sha256: sha256).first
+    }
+
+    /// Every supplement holding the file at `path` of backup `origin` with the SHA-256
+    /// `sha256`, newest first (more than one only after an interrupted prune, a copy, or
+    /// objects planted by someone else).
+    public func holders(_ origin: BackupID, path: [UInt8], sha256: String?) -> [(supplement: SupplementManifest, entry: ManifestEntry)] {
+        guard let sha256, let places = held[SupplementManifest.HeldFile(origin: origin, path: PathKey(path))] else { return [] }
+        return places.reversed().compactMap { place in
+            let supplement = supplements[place.supplement]
+            let entry = supplement.entries[place.entry]
+            return entry.sha256 == sha256 ? (supplement, entry) : nil
+        }
     }
 
     /// True when some supplement holds files of backup `origin`.
@@ -94,8 +107,7 @@ public struct SupplementShelf: Sendable {
         var moves: [(position: Int, holder: BackupID, offset: Int64, length: Int64)] = []
         for position in entries.indices where entries.type(at: position) == .file {
             guard let holder = entries.storedIn(at: position), gone.contains(holder),
-                  let found = holding(holder, path: entries.path(at: position)),
-                  found.entry.sha256 == entries.sha256(at: position),
+                  let found = holding(holder, path: entries.path(at: position), sha256: entries.sha256(at: position)),
                   let offset = found.entry.archiveOffset, let length = found.entry.archiveLength else { continue }
             moves.append((position, found.supplement.id, offset, length))
             used.insert(found.supplement.id)

@@ -38,6 +38,11 @@ struct ChainConsolidation {
         var replaced: [SupplementManifest] = []
         /// The newest supplement id there is (new ones sort after it).
         var newestID: BackupID?
+        /// Every file kept backups take from backups that are gone or going, with the
+        /// SHA-256 they record: what a supplement may be removed only once others hold.
+        var needed: [SupplementManifest.HeldFile: String] = [:]
+        /// The supplements that stay (the newest of each kept backup that gets no new one).
+        var staying: [SupplementManifest] = []
         /// Files copied for the backups being removed (not those moved from a replaced
         /// supplement of the same owner), and their bytes before compression.
         var files = 0
@@ -51,9 +56,11 @@ struct ChainConsolidation {
         var replaced: [SupplementManifest] = []
         /// Bytes the new supplements store.
         var writtenBytes: Int64 = 0
-        /// The plan's files and bytes (see `Plan`).
+        /// The plan's files and bytes, what is needed and what stays (see `Plan`).
         var files = 0
         var bytes: Int64 = 0
+        var needed: [SupplementManifest.HeldFile: String] = [:]
+        var staying: [SupplementManifest] = []
     }
 
     // MARK: Consolidating
@@ -105,23 +112,27 @@ struct ChainConsolidation {
         var plan = Plan()
         plan.newestID = shelf.supplements.map(\.id).max()
         plan.replaced = shelf.supplements.filter { newestOfOwner[$0.owner]?.id != $0.id }
-        var served = Set<SupplementManifest.HeldFile>()
+        // What those hold (with the SHA-256 they say) need not be copied again.
+        var held: [SupplementManifest.HeldFile: String] = [:]
         for supplement in newestOfOwner.values {
             for entry in supplement.entries {
-                if let origin = entry.storedIn { served.insert(.init(origin: origin, path: PathKey(entry.path))) }
+                if let origin = entry.storedIn { held[.init(origin: origin, path: PathKey(entry.path))] = entry.sha256 }
             }
         }
 
         // Oldest kept first: each file goes to the oldest kept backup that takes it.
         var lost = 0
+        var checked: [BackupID: Bool] = [:]
         for item in kept.sorted(by: { $0.id < $1.id }) where ChainConsolidation.takesSupplements(item) {
             _ = try catalog.forEachEntry(of: item) { entry in
                 guard entry.type == .file, let origin = entry.storedIn, !keptIDs.contains(origin) else { return }
                 let key = SupplementManifest.HeldFile(origin: origin, path: PathKey(entry.path))
-                guard served.insert(key).inserted else { return }
+                guard plan.needed[key] == nil else { return }
+                plan.needed[key] = entry.sha256 ?? ""
+                if held[key] != nil, held[key] == entry.sha256 { return }
                 if let gone = byID[origin], let archive = gone.summary?.archive?.name {
                     plan.wanted[item.id, default: []].append(.init(entry: entry, source: archive, location: entry.archiveRange))
-                } else if let found = shelf.holding(origin, path: entry.path), found.entry.sha256 == entry.sha256 {
+                } else if let found = wholeHolder(origin, entry: entry, shelf: shelf, keyed: keyed, checked: &checked) {
                     plan.wanted[item.id, default: []].append(.init(entry: entry, source: found.supplement.archiveName,
                                                                    location: found.entry.archiveRange))
                 } else {
@@ -146,14 +157,32 @@ struct ChainConsolidation {
             }
             plan.replaced.append(present)
         }
+        plan.staying = newestOfOwner.values.filter { plan.wanted[$0.owner] == nil }
         return plan
+    }
+
+    /// The supplement to copy `entry` (a file of backup `origin`) from: the only one that
+    /// holds it, or, when several say they do, the newest that reads whole (each read once,
+    /// `checked`), so that a planted one cannot stand in for the real one.
+    private func wholeHolder(_ origin: BackupID, entry: ManifestEntry, shelf: SupplementShelf, keyed: KeyedStorage,
+                             checked: inout [BackupID: Bool]) -> (supplement: SupplementManifest, entry: ManifestEntry)? {
+        let holders = shelf.holders(origin, path: entry.path, sha256: entry.sha256)
+        guard holders.count > 1 else { return holders.first }
+        return holders.first { holder in
+            if checked[holder.supplement.id] == nil {
+                checked[holder.supplement.id] = (try? SupplementContent.checkArchive(of: holder.supplement, in: keyed,
+                                                                                       cancellation: cancellation)) != nil
+            }
+            return checked[holder.supplement.id] == true
+        }
     }
 
     /// Writes the supplements of `plan`, each committed and read back.
     func write(_ plan: Plan, now: Date) throws -> Outcome {
         var writer = SupplementWriter(storage: storage, reading: KeyedStorage(storage, keyring: keyring), cancellation: cancellation)
         writer.betweenCommits = beforeEachStep
-        var outcome = Outcome(replaced: plan.replaced, files: plan.files, bytes: plan.bytes)
+        var outcome = Outcome(replaced: plan.replaced, files: plan.files, bytes: plan.bytes, needed: plan.needed,
+                              staying: plan.staying)
         var previous = plan.newestID
         for owner in plan.wanted.keys.sorted() {
             guard let files = plan.wanted[owner], let host = plan.hosts[owner] else { continue }
@@ -171,10 +200,51 @@ struct ChainConsolidation {
     }
 
     /// Deletes the supplements `outcome` replaced (manifest first, which un-commits each);
-    /// returns the bytes freed. A failure is said, and the next prune finishes the job.
+    /// returns the bytes freed. One is deleted only when every file it holds that a kept
+    /// backup needs is held, with the SHA-256 recorded, by a supplement this prune wrote and
+    /// read back, or by one that stays and reads whole (checked then, once): a supplement
+    /// planted or copied in with a newer id never makes prune delete what only an older one
+    /// holds. A failure is said, and the next prune finishes the job.
     func removeReplaced(_ outcome: Outcome) -> Int64 {
+        var written: [SupplementManifest.HeldFile: String] = [:]
+        for supplement in outcome.written {
+            for entry in supplement.entries {
+                if let origin = entry.storedIn { written[.init(origin: origin, path: PathKey(entry.path))] = entry.sha256 }
+            }
+        }
+        var staying: [SupplementManifest.HeldFile: SupplementManifest] = [:]
+        for supplement in outcome.staying {
+            for entry in supplement.entries {
+                if let origin = entry.storedIn { staying[.init(origin: origin, path: PathKey(entry.path))] = supplement }
+            }
+        }
+        var whole: [BackupID: Bool] = [:]
+        let keyed = KeyedStorage(storage, keyring: keyring)
         var freed: Int64 = 0
         for supplement in outcome.replaced {
+            var safe = true
+            for entry in supplement.entries {
+                guard let origin = entry.storedIn else { continue }
+                let key = SupplementManifest.HeldFile(origin: origin, path: PathKey(entry.path))
+                guard let sha = outcome.needed[key], written[key] != sha else { continue }
+                guard let other = staying[key], other.entries.contains(where: { $0.storedIn == origin && $0.path == entry.path
+                    && $0.sha256 == sha }) else {
+                    safe = false
+                    break
+                }
+                if whole[other.id] == nil {
+                    whole[other.id] = (try? SupplementContent.checkArchive(of: other, in: keyed, cancellation: cancellation)) != nil
+                }
+                if whole[other.id] != true {
+                    safe = false
+                    break
+                }
+            }
+            guard safe else {
+                events?.handle(.caution("the supplement \(supplement.id) is kept: it holds files kept backups need that no other "
+                    + "supplement holds whole (run 'keepsake verify')"))
+                continue
+            }
             do {
                 beforeEachStep()
                 try storage.delete(SupplementNaming.manifestName(host: supplement.host, id: supplement.id))

@@ -404,7 +404,7 @@ public final class Verifier {
         var damaged = Set<BackupID>()
         for position in positions {
             let path = entries.path(at: position)
-            guard let found = shelf.holding(holder, path: path), found.entry.sha256 == entries.sha256(at: position) else {
+            guard let found = shelf.holding(holder, path: path, sha256: entries.sha256(at: position)) else {
                 report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
                                                    reason: "backup \(holder) is gone and no supplement holds this file as recorded"))
                 continue
