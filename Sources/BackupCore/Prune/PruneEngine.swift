@@ -162,6 +162,18 @@ public final class PruneEngine {
         var decisions = try applyPolicy(request, to: items, sizes: sizes)
         var unchecked = Set<BackupID>()
         protectChains(&decisions, items: items, catalog: catalog, consolidating: request.consolidate, unchecked: &unchecked)
+        if request.consolidate {
+            // Kept encrypted incrementals: what they take files from stays, as without it.
+            let encrypted = items.filter { item in
+                guard decisions[item.manifestName]?.keep ?? false, let summary = item.summary else { return false }
+                return (summary.encryption != nil || summary.sourcesHidden) && summary.isIncremental
+            }.count
+            if encrypted > 0 {
+                events?.handle(.notice((encrypted == 1 ? "1 encrypted backup keeps the backups it takes"
+                    : "\(encrypted) encrypted backups keep the backups they take") + " files from: --consolidate does not write "
+                    + "encrypted supplements yet"))
+            }
+        }
         if !unchecked.isEmpty {
             let count = unchecked.count == 1 ? "1 encrypted backup" : "\(unchecked.count) encrypted backups"
             events?.handle(.notice("what \(count) relies on is taken from the summaries in the clear beside them: no key given "
