@@ -69,7 +69,8 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
             self = .failure
         case is SigningError:
             self = .signature
-        case EngineError.archiveMissing, EngineError.manifestUnreadable, EngineError.misnamed, ArchiveError.damaged, is CopyError:
+        case EngineError.archiveMissing, EngineError.manifestUnreadable, EngineError.misnamed, ArchiveError.damaged, is CopyError,
+             is SupplementDamage:
             // A backup found damaged: its archive gone, its manifest unreadable or hostile.
             self = .integrity
         default:

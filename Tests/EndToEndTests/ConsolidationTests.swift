@@ -577,7 +577,8 @@ final class ConsolidationTests: FaultTestCase {
 
     /// A byte flipped in a supplement's archive: verify names the supplement (exit 4), and
     /// a restore of a backup that takes files from it brings back every other file and
-    /// names the damaged ones (exit 4); nothing is restored wrong.
+    /// names the damaged ones (exit 4); nothing is restored wrong; and a prune that would
+    /// copy from it removes nothing (exit 4).
     func testADamagedSupplementIsNamedByVerifyAndRestore() throws {
         let dest = path("dest")
         var home = try SimulatedHome(root: path("home"), seed: 11)
@@ -605,5 +606,14 @@ final class ConsolidationTests: FaultTestCase {
         let differences = try SimulatedHome.differences(expected: home.nodes, actual: self.restored(home.root, into: target))
         XCTAssertFalse(differences.isEmpty, "the damage cost files")
         XCTAssertEqual(differences.filter { !$0.hasSuffix(": missing") }, [], "what came back is right; the rest is missing")
+
+        // A prune that would copy from it stops before removing anything (exit 4).
+        try home.liveADay(4)
+        let next = try backUp(home, dest: dest, night: 4)
+        let pruned = try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "1"], environment: ConsolidationTests.clock(4, minutes: 5))
+        assertExit(pruned, 4)
+        XCTAssertTrue(pruned.stderrText.contains("Prune removed nothing") && pruned.stderrText.contains("keepsake verify"), "\(pruned)")
+        XCTAssertEqual(try listedSet(dest), [ids[3], next])
+        XCTAssertEqual(try strayNames(dest), [])
     }
 }

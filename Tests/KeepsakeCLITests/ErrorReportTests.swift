@@ -23,6 +23,7 @@ final class ErrorReportTests: InProcessTestCase {
             (EngineError.misnamed(name: "m", reason: "r"), .integrity),
             (CopyError.reliesOnDamaged(backup: BackupID(date: Date(timeIntervalSince1970: 0)),
                                        on: BackupID(date: Date(timeIntervalSince1970: 1))), .integrity),
+            (SupplementDamage(reason: "r"), .integrity),
             (EncryptionError.unusableKey("no key"), .key),
             (SigningError.unsigned(backup: "b", destination: "/d", signature: "s"), .signature),
             (SigningError.otherKey(backup: "b", signedBy: "ed25519:x", expected: "ed25519:y"), .signature),

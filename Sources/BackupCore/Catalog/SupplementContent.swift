@@ -9,14 +9,6 @@ import KeepsakeSupport
 /// The files in a supplement's archive: copied into one (prune) and checked against its
 /// manifest (prune's read-back, verify).
 enum SupplementContent {
-    // MARK: Kinds
-
-    /// Why a supplement could not be written, or is not what its manifest records.
-    struct Failure: Error, CustomStringConvertible {
-        var reason: String
-        var description: String { reason }
-    }
-
     // MARK: Content
 
     /// Copies the current entry's content into `writer` (only hashes it without one), holes
@@ -38,7 +30,7 @@ enum SupplementContent {
         }
         while let block = try reader.nextBlock() {
             guard block.offset >= written, block.offset <= header.size - Int64(block.bytes.count) else {
-                throw Failure(reason: "\(PathBytes.display(header.path)): its content is out of order in its archive")
+                throw SupplementDamage(reason: "\(PathBytes.display(header.path)): its content is out of order in its archive")
             }
             try fill(to: block.offset)
             hasher.update(block.bytes)
@@ -85,11 +77,11 @@ enum SupplementContent {
             }
         }
         try reader.readToEnd()
-        guard let inner else { throw Failure(reason: "\(name) holds no copy of its manifest") }
+        guard let inner else { throw SupplementDamage(reason: "\(name) holds no copy of its manifest") }
         return try SupplementManifest.parse(inner, archive: (hashing.count, hashing.finalizeHex()))
     }
 
-    /// Checks a supplement's archive against its manifest (see `check`); throws `Failure`
+    /// Checks a supplement's archive against its manifest (see `check`); throws `SupplementDamage`
     /// naming what differs.
     static func checkArchive(of manifest: SupplementManifest, in storage: KeyedStorage, cancellation: CancellationFlag) throws {
         var expected: [PathKey: String] = [:]
@@ -106,15 +98,15 @@ enum SupplementContent {
             }
             guard header.type == .file, let sha = expected.removeValue(forKey: PathKey(header.path)),
                   sha == (try copy(of: header, from: reader, into: nil)) else {
-                throw Failure(reason: "\(PathBytes.display(header.path)) in \(manifest.archiveName) is not as its manifest records")
+                throw SupplementDamage(reason: "\(PathBytes.display(header.path)) in \(manifest.archiveName) is not as its manifest records")
             }
         }
         try reader.readToEnd()
         if let missing = expected.keys.first {
-            throw Failure(reason: "\(PathBytes.display(missing.bytes)) is missing from \(manifest.archiveName)")
+            throw SupplementDamage(reason: "\(PathBytes.display(missing.bytes)) is missing from \(manifest.archiveName)")
         }
         guard hashing.count == manifest.archiveSize, hashing.finalizeHex() == manifest.archiveSHA256 else {
-            throw Failure(reason: "\(manifest.archiveName) is not the archive its manifest records (size or SHA-256)")
+            throw SupplementDamage(reason: "\(manifest.archiveName) is not the archive its manifest records (size or SHA-256)")
         }
     }
 
@@ -138,7 +130,7 @@ enum SupplementContent {
         let keyed = KeyedStorage(storage, keyring: keyring)
         let manifest = try innerManifest(of: name, in: keyed, cancellation: cancellation)
         guard manifest.id == id, manifest.archiveName == name else {
-            throw Failure(reason: "the copy of its manifest names another supplement")
+            throw SupplementDamage(reason: "the copy of its manifest names another supplement")
         }
         try checkArchive(of: manifest, in: keyed, cancellation: cancellation)
         try writeManifest(manifest, to: storage)

@@ -96,8 +96,7 @@ struct ChainConsolidation {
         let catalog = BackupCatalog(storage: keyed)
         let shelf = SupplementShelf(storage: keyed, objects: objects)
         if let bad = shelf.unreadable.first {
-            throw SupplementContent.Failure(reason: "the supplement \(bad.name) cannot be read (\(bad.reason)); prune removes nothing "
-                + "until it can: run 'keepsake verify'")
+            throw SupplementDamage(reason: "the supplement \(bad.name) cannot be read (\(bad.reason))")
         }
         let kept = items.filter { !removing.contains($0.manifestName) }
         let keptIDs = Set(kept.map(\.id))

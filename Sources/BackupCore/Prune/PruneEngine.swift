@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeArchive
 import KeepsakeAge
 import KeepsakeEncryption
 import KeepsakeModel
@@ -102,10 +103,18 @@ public final class PruneEngine {
         let pause = request.removalPause
         if pause > 0 { consolidation.beforeEachStep = { usleep(useconds_t(min(pause, 10) * 1_000_000)) } }
         // Written, committed and read back before anything they replace is removed.
-        let consolidated = try request.consolidate
-            ? consolidation.prepare(items: BackupCatalog(storage: storage, keyring: keyring).items(),
-                                    removing: Set(plan.removals.map(\.manifest.name)), now: request.now)
-            : nil
+        var consolidated: ChainConsolidation.Outcome?
+        if request.consolidate {
+            do {
+                consolidated = try consolidation.prepare(items: BackupCatalog(storage: storage, keyring: keyring).items(),
+                                                         removing: Set(plan.removals.map(\.manifest.name)), now: request.now)
+            } catch let damage as SupplementDamage {
+                throw SupplementDamage(reason: "Prune removed nothing: \(damage.reason) (run 'keepsake verify')")
+            } catch let damage as ArchiveError {
+                // An archive or supplement a file was to be copied from, found damaged.
+                throw SupplementDamage(reason: "Prune removed nothing: \(damage) (run 'keepsake verify')")
+            }
+        }
         for removal in plan.removals {
             if request.removalPause > 0 { usleep(useconds_t(min(request.removalPause, 10) * 1_000_000)) }
             try cancellation.check()

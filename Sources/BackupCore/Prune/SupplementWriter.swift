@@ -110,7 +110,7 @@ struct SupplementWriter {
             let sha = try SupplementContent.copy(of: header, from: reader, into: writer)
             try writer.finishEntry()
             guard sha == file.entry.sha256, header.size == file.entry.size else {
-                throw SupplementContent.Failure(reason: "\(file.entry.displayPath) in \(source) is not the file backup "
+                throw SupplementDamage(reason: "\(file.entry.displayPath) in \(source) is not the file backup "
                     + "\(file.entry.storedIn?.rawValue ?? "?") recorded (its SHA-256 or size differs)")
             }
             var held = file.entry
@@ -120,7 +120,7 @@ struct SupplementWriter {
             done.insert(index)
         }
         if let missing = wanted.indices.first(where: { !done.contains($0) }) {
-            throw SupplementContent.Failure(reason: "\(wanted[missing].entry.displayPath) is not in \(source)")
+            throw SupplementDamage(reason: "\(wanted[missing].entry.displayPath) is not in \(source)")
         }
     }
 
@@ -132,7 +132,7 @@ struct SupplementWriter {
     func check(_ manifest: SupplementManifest) throws {
         let name = SupplementNaming.manifestName(host: manifest.host, id: manifest.id)
         guard try SupplementShelf.readManifest(name, from: reading) == manifest else {
-            throw SupplementContent.Failure(reason: "\(name) does not read back as written")
+            throw SupplementDamage(reason: "\(name) does not read back as written")
         }
         try SupplementContent.checkArchive(of: manifest, in: reading, cancellation: cancellation)
     }
