@@ -76,6 +76,22 @@ final class ConsolidationTests: FaultTestCase {
         return try XCTUnwrap(try json(outcome)["id"] as? String)
     }
 
+    /// A home folder (seed `seed`) backed up into `dest` for `nights` nights, then pruned
+    /// once with `--consolidate --keep-last KEEP` on the next night's clock: the folder, and
+    /// each backup's tree by id.
+    private func consolidatedNights(_ nights: Int, seed: UInt64, dest: String,
+                                    keeping keep: Int) throws -> (home: SimulatedHome, trees: [String: SimulatedHome.Snapshot]) {
+        var home = try SimulatedHome(root: path("home"), seed: seed)
+        var trees: [String: SimulatedHome.Snapshot] = [:]
+        for night in 0..<nights {
+            if night > 0 { try home.liveADay(night) }
+            trees[try backUp(home, dest: dest, night: night)] = home.nodes
+        }
+        assertExit(try run(["prune", "--dest", dest, "--consolidate", "--keep-last", String(keep), "--quiet"],
+                           environment: ConsolidationTests.clock(nights)), 0)
+        return (home, trees)
+    }
+
     // MARK: Nights
 
     /// Seventy nights of a home folder, each backed up and pruned with `--consolidate` and
@@ -423,14 +439,7 @@ final class ConsolidationTests: FaultTestCase {
     /// and restores.
     func testALostSupplementManifestIsCommittedAgainFromItsArchive() throws {
         let dest = path("dest")
-        var home = try SimulatedHome(root: path("home"), seed: 5)
-        var trees: [String: SimulatedHome.Snapshot] = [:]
-        for night in 0..<5 {
-            if night > 0 { try home.liveADay(night) }
-            trees[try backUp(home, dest: dest, night: night)] = home.nodes
-        }
-        assertExit(try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "2", "--quiet"],
-                           environment: ConsolidationTests.clock(5)), 0)
+        let (home, trees) = try consolidatedNights(5, seed: 5, dest: dest, keeping: 2)
         let manifest = try XCTUnwrap(try supplementManifests(dest).first)
         XCTAssertEqual(unlink(dest + "/" + manifest), 0)
         assertExit(try run(["verify", "--dest", dest, "--quiet"]), 4, "files held by a supplement without its manifest")
@@ -495,14 +504,7 @@ final class ConsolidationTests: FaultTestCase {
     /// a prune that lets their owner go copies the files from the real one, not the planted.
     func testAPlantedSupplementNeverMakesPruneDeleteTheRealOne() throws {
         let dest = path("dest")
-        var home = try SimulatedHome(root: path("home"), seed: 8)
-        var trees: [String: SimulatedHome.Snapshot] = [:]
-        for night in 0..<5 {
-            if night > 0 { try home.liveADay(night) }
-            trees[try backUp(home, dest: dest, night: night)] = home.nodes
-        }
-        assertExit(try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "3", "--quiet"],
-                           environment: ConsolidationTests.clock(5)), 0)
+        var (home, trees) = try consolidatedNights(5, seed: 8, dest: dest, keeping: 3)
         let real = try XCTUnwrap(try supplementManifests(dest).first)
         let realStem = String(real.dropLast(".supplement.jsonl.zst".count))
         let plantedStem = String(realStem.dropLast(25)) + "20991231T000000Z-0badf00d"
@@ -581,15 +583,9 @@ final class ConsolidationTests: FaultTestCase {
     /// copy from it removes nothing (exit 4).
     func testADamagedSupplementIsNamedByVerifyAndRestore() throws {
         let dest = path("dest")
-        var home = try SimulatedHome(root: path("home"), seed: 11)
-        var ids: [String] = []
-        for night in 0..<4 {
-            if night > 0 { try home.liveADay(night) }
-            ids.append(try backUp(home, dest: dest, night: night))
-        }
-        assertExit(try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "1", "--quiet"],
-                           environment: ConsolidationTests.clock(4)), 0)
-        XCTAssertEqual(try listedSet(dest), [ids[3]])
+        var (home, trees) = try consolidatedNights(4, seed: 11, dest: dest, keeping: 1)
+        let newest = try XCTUnwrap(trees.keys.max())
+        XCTAssertEqual(try listedSet(dest), [newest])
         let archive = try XCTUnwrap(try names(in: dest).first { $0.hasSuffix(".supplement.tar.zst") })
         let file = dest + "/" + archive
         var bytes = try Data(contentsOf: URL(fileURLWithPath: file))
@@ -601,7 +597,7 @@ final class ConsolidationTests: FaultTestCase {
         XCTAssertTrue(verified.stdoutText.contains(archive) || verified.stderrText.contains(archive), "\(verified)")
 
         let target = path("target")
-        let restored = try run(["restore", ids[3], "--dest", dest, "--target", target])
+        let restored = try run(["restore", newest, "--dest", dest, "--target", target])
         assertExit(restored, 4)
         let differences = try SimulatedHome.differences(expected: home.nodes, actual: self.restored(home.root, into: target))
         XCTAssertFalse(differences.isEmpty, "the damage cost files")
@@ -613,7 +609,7 @@ final class ConsolidationTests: FaultTestCase {
         let pruned = try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "1"], environment: ConsolidationTests.clock(4, minutes: 5))
         assertExit(pruned, 4)
         XCTAssertTrue(pruned.stderrText.contains("Prune removed nothing") && pruned.stderrText.contains("keepsake verify"), "\(pruned)")
-        XCTAssertEqual(try listedSet(dest), [ids[3], next])
+        XCTAssertEqual(try listedSet(dest), [newest, next])
         XCTAssertEqual(try strayNames(dest), [])
     }
 }
