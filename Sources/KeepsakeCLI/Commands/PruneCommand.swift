@@ -34,7 +34,8 @@ struct PruneCommand: KeepsakeCommand {
                 OptionSpec(.keepTag, kind: .value(valueName: "tags"), repeatable: true,
                            help: "Keep every backup that carries all of these comma-separated tags ('' for backups without tags)."),
                 OptionSpec(.dryRun, short: "n", help: "Show what would be kept and removed, and why; remove nothing."),
-                // Hidden until every reader knows supplements (issue 34): copy and repair do not yet.
+                // Hidden until it becomes what prune does (issue 34): encrypted supplements and
+                // profiles (`run`) come first.
                 OptionSpec(.consolidate,
                            help: "Remove the backups the policy lets go even when kept ones take files from them: those files are first copied into supplements.",
                            hidden: true),
