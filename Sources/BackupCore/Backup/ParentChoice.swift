@@ -232,7 +232,7 @@ struct ParentChoice {
                 if id != newest {
                     let supplements = shelf ?? SupplementShelf(storage: storage, objects: sizes.map { StoredObject(name: $0.key, size: $0.value) })
                     shelf = supplements
-                    let holding = supplements.supplements.filter { $0.entries.contains { $0.storedIn == id } }
+                    let holding = supplements.supplements(holdingFilesOf: [id])
                     if !holding.isEmpty, holding.allSatisfy({ sizes[$0.archiveName] == $0.archiveSize }) { continue }
                 }
                 return "\(which) is missing or damaged"

@@ -204,7 +204,8 @@ public final class LocatedBackup {
             if catalogItems == nil { catalogItems = try? catalog.items() }
             present = Set((catalogItems ?? []).map(\.id))
         case .archiveFile:
-            present = Set(holders.filter { (try? lonelyArchiveName($0)) ?? nil != nil })
+            let names = try storage.list().map(\.name)
+            present = holders.filter { LocatedBackup.lonelyArchiveName($0, among: names) != nil }
         }
         let gone = holders.subtracting(present)
         guard !gone.isEmpty else { return 0 }
@@ -245,7 +246,7 @@ public final class LocatedBackup {
             }
             return (try storage.open(name), name)
         case .archiveFile:
-            guard let match = try lonelyArchiveName(holder) else { return nil }
+            guard let match = LocatedBackup.lonelyArchiveName(holder, among: try storage.list().map(\.name)) else { return nil }
             if let signatureCheck, let stem = BackupNaming.stem(of: match) {
                 try signatureCheck.check(stem: stem, label: storage.location + "/" + match, in: storage.stored, sizes: signatureSizes,
                                          reading: [match], lone: true, cancellation: signatureCancellation)
@@ -254,10 +255,10 @@ public final class LocatedBackup {
         }
     }
 
-    /// Beside a lone archive: the file of the same folder named like backup `holder`'s archive.
-    private func lonelyArchiveName(_ holder: BackupID) throws -> String? {
+    /// Beside a lone archive: the file of its folder (`names`) named like backup `holder`'s archive.
+    private static func lonelyArchiveName(_ holder: BackupID, among names: [String]) -> String? {
         let marker = "_" + holder.rawValue
-        return try storage.list().map(\.name).first { name in
+        return names.first { name in
             guard let stem = BackupNaming.stem(of: name), !BackupNaming.isManifestName(name), !BackupNaming.isSideObject(name) else { return false }
             return stem.hasSuffix(marker) || stem == holder.rawValue
         }

@@ -19,8 +19,8 @@ public struct SupplementShelf: Sendable {
     /// Where each held file is: the supplement's position in `supplements` and the entry's,
     /// oldest supplement first.
     private var held: [SupplementManifest.HeldFile: [(supplement: Int, entry: Int)]] = [:]
-    /// The backups some supplement holds files of.
-    private var origins = Set<BackupID>()
+    /// For each backup some supplement holds files of, those supplements' positions.
+    private var byOrigin: [BackupID: Set<Int>] = [:]
 
     /// A shelf without supplements.
     public init() {}
@@ -58,7 +58,7 @@ public struct SupplementShelf: Sendable {
         for (index, entry) in manifest.entries.enumerated() {
             guard let origin = entry.storedIn else { continue }
             held[SupplementManifest.HeldFile(origin: origin, path: PathKey(entry.path)), default: []].append((position, index))
-            origins.insert(origin)
+            byOrigin[origin, default: []].insert(position)
         }
     }
 
@@ -87,7 +87,12 @@ public struct SupplementShelf: Sendable {
     }
 
     /// True when some supplement holds files of backup `origin`.
-    public func holdsFiles(of origin: BackupID) -> Bool { origins.contains(origin) }
+    public func holdsFiles(of origin: BackupID) -> Bool { byOrigin[origin] != nil }
+
+    /// The supplements that hold files of any of `origins`, oldest first.
+    public func supplements(holdingFilesOf origins: some Sequence<BackupID>) -> [SupplementManifest] {
+        Set(origins.flatMap { byOrigin[$0] ?? [] }).sorted().map { supplements[$0] }
+    }
 
     /// The supplement whose id is `id`.
     public func supplement(_ id: BackupID) -> SupplementManifest? {

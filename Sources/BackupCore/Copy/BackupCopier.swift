@@ -121,8 +121,7 @@ public final class BackupCopier {
                     continue
                 }
                 do {
-                    for supplement in supplements.supplements where !copiedSupplements.contains(supplement.id)
-                        && supplement.entries.contains(where: { $0.storedIn.map(gone.contains) ?? false }) {
+                    for supplement in supplements.supplements(holdingFilesOf: gone) where !copiedSupplements.contains(supplement.id) {
                         result.bytes += try copySupplement(supplement, of: id, present: present)
                         copiedSupplements.insert(supplement.id)
                     }
@@ -300,8 +299,7 @@ public final class BackupCopier {
             throw EngineError.archiveMissing(name: name, backup: id.rawValue, destination: source.location)
         }
         defer { archive.close() }
-        let facts = (name: name, size: size, sha256: sha256)
-        let pending = try destination.create(facts.name)
+        let pending = try destination.create(name)
         do {
             let hashing = HashingSink(target: pending)
             var buffer = [UInt8](repeating: 0, count: 1 << 20)
@@ -310,12 +308,12 @@ public final class BackupCopier {
                 let count = try buffer.withUnsafeMutableBytes { try archive.read(into: $0) }
                 if count == 0 { break }
                 try buffer.withUnsafeBytes { try hashing.write(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
-                reportProgress(hashing.count, total: facts.size, name: facts.name)
+                reportProgress(hashing.count, total: size, name: name)
             }
-            guard hashing.count == facts.size, hashing.finalizeHex() == facts.sha256 else {
-                throw CopyError.damaged(backup: id, archive: facts.name, source: source.location,
-                                        reason: hashing.count == facts.size ? "has another SHA-256 than its manifest records"
-                                            : "is \(hashing.count) bytes where its manifest records \(facts.size)")
+            guard hashing.count == size, hashing.finalizeHex() == sha256 else {
+                throw CopyError.damaged(backup: id, archive: name, source: source.location,
+                                        reason: hashing.count == size ? "has another SHA-256 than its manifest records"
+                                            : "is \(hashing.count) bytes where its manifest records \(size)")
             }
             try pending.commit()
         } catch {
