@@ -43,6 +43,8 @@ struct ChainConsolidation {
         var needed: [SupplementManifest.HeldFile: String] = [:]
         /// The supplements that stay (the newest of each kept backup that gets no new one).
         var staying: [SupplementManifest] = []
+        /// Supplements read whole while planning (true when they checked out).
+        var checked: [BackupID: Bool] = [:]
         /// Files copied for the backups being removed (not those moved from a replaced
         /// supplement of the same owner), and their bytes before compression.
         var files = 0
@@ -61,6 +63,7 @@ struct ChainConsolidation {
         var bytes: Int64 = 0
         var needed: [SupplementManifest.HeldFile: String] = [:]
         var staying: [SupplementManifest] = []
+        var checked: [BackupID: Bool] = [:]
     }
 
     // MARK: Consolidating
@@ -121,7 +124,6 @@ struct ChainConsolidation {
 
         // Oldest kept first: each file goes to the oldest kept backup that takes it.
         var lost = 0
-        var checked: [BackupID: Bool] = [:]
         for item in kept.sorted(by: { $0.id < $1.id }) where ChainConsolidation.takesSupplements(item) {
             _ = try catalog.forEachEntry(of: item) { entry in
                 guard entry.type == .file, let origin = entry.storedIn, !keptIDs.contains(origin) else { return }
@@ -131,7 +133,7 @@ struct ChainConsolidation {
                 if held[key] != nil, held[key] == entry.sha256 { return }
                 if let gone = byID[origin], let archive = gone.summary?.archive?.name {
                     plan.wanted[item.id, default: []].append(.init(entry: entry, source: archive, location: entry.archiveRange))
-                } else if let found = wholeHolder(origin, entry: entry, shelf: shelf, keyed: keyed, checked: &checked) {
+                } else if let found = wholeHolder(origin, entry: entry, shelf: shelf, keyed: keyed, checked: &plan.checked) {
                     plan.wanted[item.id, default: []].append(.init(entry: entry, source: found.supplement.archiveName,
                                                                    location: found.entry.archiveRange))
                 } else {
@@ -181,7 +183,7 @@ struct ChainConsolidation {
         var writer = SupplementWriter(storage: storage, reading: KeyedStorage(storage, keyring: keyring), cancellation: cancellation)
         writer.betweenCommits = beforeEachStep
         var outcome = Outcome(replaced: plan.replaced, files: plan.files, bytes: plan.bytes, needed: plan.needed,
-                              staying: plan.staying)
+                              staying: plan.staying, checked: plan.checked)
         var previous = plan.newestID
         for owner in plan.wanted.keys.sorted() {
             guard let files = plan.wanted[owner], let host = plan.hosts[owner] else { continue }
@@ -217,7 +219,7 @@ struct ChainConsolidation {
                 if let origin = entry.storedIn { staying[.init(origin: origin, path: PathKey(entry.path))] = supplement }
             }
         }
-        var whole: [BackupID: Bool] = [:]
+        var whole = outcome.checked
         let keyed = KeyedStorage(storage, keyring: keyring)
         var freed: Int64 = 0
         for supplement in outcome.replaced {
@@ -278,8 +280,7 @@ struct ChainConsolidation {
                     + "— run 'keepsake verify' to see what needs it"))
             }
         }
-        let changed = !orphans.isEmpty
-        if changed { objects = try storage.list() }
+        if !orphans.isEmpty { objects = try storage.list() }
     }
 }
 

@@ -80,8 +80,8 @@ public final class PruneEngine {
                                      freedBytes: plan.removals.reduce(0) { $0 + $1.bytes })
             if request.consolidate {
                 let consolidation = ChainConsolidation(storage: storage, keyring: keyring, cancellation: cancellation, events: events)
-                let planned = try consolidation.plan(items: BackupCatalog(storage: storage, keyring: keyring).items(),
-                                                     removing: Set(plan.removals.map(\.manifest.name)), objects: storage.list())
+                let planned = try consolidation.plan(items: plan.items, removing: Set(plan.removals.map(\.manifest.name)),
+                                                     objects: plan.objects)
                 result.freedBytes += planned.replaced.reduce(0) { $0 + $1.archiveSize }
                 result.supplementedFiles = planned.files
                 result.supplementedBytes = planned.bytes
@@ -106,8 +106,8 @@ public final class PruneEngine {
         var consolidated: ChainConsolidation.Outcome?
         if request.consolidate {
             do {
-                consolidated = try consolidation.prepare(items: BackupCatalog(storage: storage, keyring: keyring).items(),
-                                                         removing: Set(plan.removals.map(\.manifest.name)), now: request.now)
+                consolidated = try consolidation.prepare(items: plan.items, removing: Set(plan.removals.map(\.manifest.name)),
+                                                         now: request.now)
             } catch let damage as SupplementDamage {
                 throw SupplementDamage(reason: "Prune removed nothing: \(damage.reason) (run 'keepsake verify')")
             } catch let damage as ArchiveError {
@@ -140,6 +140,10 @@ public final class PruneEngine {
         var decisions: [PruneDecision]
         /// The backups to remove, newest first.
         var removals: [Removal]
+        /// The catalog and the listing the decisions were made from (a consolidation plans
+        /// from them too).
+        var items: [BackupCatalog.Item]
+        var objects: [StoredObject]
     }
 
     /// The objects of one backup to delete, manifest first.
@@ -204,7 +208,7 @@ public final class PruneEngine {
                 removals.append(removal(of: item, objects: objects, sizes: sizes))
             }
         }
-        return Plan(decisions: ordered, removals: removals)
+        return Plan(decisions: ordered, removals: removals, items: items, objects: objects)
     }
 
     /// The policy's decision for every backup (by manifest name), group by group; a backup
