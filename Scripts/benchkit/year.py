@@ -18,7 +18,8 @@ from .yearhome import GeneratedSetNights, YearHome
 POLICY = {"day": 7, "week": 5, "month": 12, "year": 2}
 POLICY_ARGS = ["--keep-daily", "7", "--keep-weekly", "5", "--keep-monthly", "12", "--keep-yearly", "2"]
 FIRST_NIGHT = datetime.date(2027, 1, 1)
-# keepsake-consolidate: Keepsake with `prune --consolidate` (issue 34's supplements).
+# keepsake: prune with --keep-chains (every backup a kept one takes files from stays, as before
+# issue 34); keepsake-consolidate: prune as it is by default (supplements, issue 34).
 YEAR_TOOLS = ("keepsake", "keepsake-consolidate", "restic", "borg")
 
 
@@ -159,9 +160,9 @@ class YearBench(Bench):
         if tool.startswith("keepsake"):
             clock = ["faketime", "-f", "@" + stamp]
             dest = self.dest_of(tool)
-            consolidate = ["--consolidate"] if tool == "keepsake-consolidate" else []
+            chains = [] if tool == "keepsake-consolidate" else ["--keep-chains"]
             return [clock + [self.keepsake, "backup", "-q", "-d", dest, self.data.root],
-                    clock + [self.keepsake, "prune", "-q", "-d", dest] + consolidate + POLICY_ARGS]
+                    clock + [self.keepsake, "prune", "-q", "-d", dest] + chains + POLICY_ARGS]
         if tool == "restic":
             return [["restic", "-r", self.restic_repo, "backup", "-q", "--host", "year", "--time", stamp, self.data.root],
                     ["restic", "-r", self.restic_repo, "forget", "-q", "--prune"] + POLICY_ARGS]
@@ -317,9 +318,10 @@ def year_markdown(doc, level=2):
         L.append("")
         L.append(f"{h} Each tool, every night: backup, then the policy")
         L.append("")
-        consolidating = ("keepsake-consolidate: the same with `prune --consolidate` (supplements, issue 34); "
+        consolidating = ("keepsake-consolidate: the same with `prune` as it is by default (supplements, issue 34); "
                          if "keepsake-consolidate" in y["tools"] else "")
-        L.append("Keepsake: `backup` and `prune` under `faketime` (the night's 02:00 UTC); " + consolidating + "restic: `backup --time` "
+        L.append("Keepsake: `backup` and `prune --keep-chains` under `faketime` (the night's 02:00 UTC); " + consolidating
+                 + "restic: `backup --time` "
                  "and `forget --prune`; borg: `create --compression zstd,3 --timestamp`, `prune` and `compact`. "
                  "Kept = backups listed after the last night; stored = bytes in the destination or repository; "
                  "time = the nights' commands added up (wall, then CPU).")

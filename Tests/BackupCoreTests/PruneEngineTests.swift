@@ -7,8 +7,8 @@ import XCTest
 
 @testable import BackupCore
 
-/// `PruneEngine`: retention over a simulated calendar, chain protection, dry runs, removal
-/// order and the refusals.
+/// `PruneEngine`: retention over a simulated calendar, chain protection (`--keep-chains`),
+/// dry runs, removal order and the refusals.
 final class PruneEngineTests: KeepsakeTestCase {
     // MARK: Setup
 
@@ -100,6 +100,9 @@ final class PruneEngineTests: KeepsakeTestCase {
         var request = PruneRequest(policy: policy, dryRun: dryRun, now: now, calendar: utc)
         // The backups here are made up, by hosts that are not this one.
         request.hosts = hosts
+        // Their archives are made up too (nothing to copy into a supplement): these are the
+        // rules of `--keep-chains`; consolidation is ConsolidationTests' (the built binary).
+        request.consolidate = false
         return try engine.run(request)
     }
 

@@ -5,7 +5,7 @@ import XCTest
 import Glibc
 #endif
 
-/// `prune --consolidate` (issue 34): prune removes the backups its policy lets go even when
+/// Consolidating prune (issue 34): prune removes the backups its policy lets go even when
 /// kept ones take files from them, copying those files into supplements first. Checked with
 /// the built binary against the test's own record of every night's tree and its own reading
 /// of the policy (`RetentionReference`, with no chain to follow: the kept set is exactly the
@@ -71,13 +71,18 @@ final class ConsolidationTests: FaultTestCase {
 
     /// Backs up `home` on `night`; returns the new backup's id.
     private func backUp(_ home: SimulatedHome, dest: String, night: Int) throws -> String {
-        let outcome = try run(["backup", home.root, "--dest", dest, "--json"], environment: ConsolidationTests.clock(night))
+        try backUp(at: home.root, dest: dest, night: night)
+    }
+
+    /// Backs up the folder `source` on `night`; returns the new backup's id.
+    private func backUp(at source: String, dest: String, night: Int) throws -> String {
+        let outcome = try run(["backup", source, "--dest", dest, "--json"], environment: ConsolidationTests.clock(night))
         assertExit(outcome, 0, "night \(night)")
         return try XCTUnwrap(try json(outcome)["id"] as? String)
     }
 
     /// A home folder (seed `seed`) backed up into `dest` for `nights` nights, then pruned
-    /// once with `--consolidate --keep-last KEEP` on the next night's clock: the folder, and
+    /// once with `--keep-last KEEP` on the next night's clock: the folder, and
     /// each backup's tree by id.
     private func consolidatedNights(_ nights: Int, seed: UInt64, dest: String,
                                     keeping keep: Int) throws -> (home: SimulatedHome, trees: [String: SimulatedHome.Snapshot]) {
@@ -87,14 +92,14 @@ final class ConsolidationTests: FaultTestCase {
             if night > 0 { try home.liveADay(night) }
             trees[try backUp(home, dest: dest, night: night)] = home.nodes
         }
-        assertExit(try run(["prune", "--dest", dest, "--consolidate", "--keep-last", String(keep), "--quiet"],
+        assertExit(try run(["prune", "--dest", dest, "--keep-last", String(keep), "--quiet"],
                            environment: ConsolidationTests.clock(nights)), 0)
         return (home, trees)
     }
 
     // MARK: Nights
 
-    /// Seventy nights of a home folder, each backed up and pruned with `--consolidate` and
+    /// Seventy nights of a home folder, each backed up and pruned (consolidating, as prune does) with
     /// keep-daily 7, weekly 5, monthly 12, yearly 2: after every night the backups listed
     /// are exactly those the policy names, the destination holds nothing else but their
     /// supplements (at most one per kept backup); every ten nights the destination verifies
@@ -112,7 +117,7 @@ final class ConsolidationTests: FaultTestCase {
             let id = try backUp(home, dest: dest, night: night)
             trees[id] = home.nodes
             made.append(RetentionReference.Backup(id: id, created: ConsolidationTests.instant(night), takesFrom: []))
-            let pruned = try run(["prune", "--dest", dest, "--consolidate", "--quiet"] + ConsolidationTests.policyOptions,
+            let pruned = try run(["prune", "--dest", dest, "--quiet"] + ConsolidationTests.policyOptions,
                                  environment: ConsolidationTests.clock(night, minutes: 5))
             assertExit(pruned, 0, "night \(night)")
             let expected = ConsolidationTests.policy.kept(made)
@@ -161,7 +166,7 @@ final class ConsolidationTests: FaultTestCase {
     // MARK: Remote destinations
 
     /// `nights` nights into `dest` (reached with `environment`), each pruned with
-    /// `--consolidate --keep-last KEEP`: the newest KEEP are listed, the destination
+    /// `--keep-last KEEP`: the newest KEEP are listed, the destination
     /// verifies, and each restores to its night's tree.
     private func live(_ nights: Int, keeping keep: Int, dest: String, environment: [String: String?], label: String) throws {
         var home = try SimulatedHome(root: path("home-\(label)"), seed: 12)
@@ -175,7 +180,7 @@ final class ConsolidationTests: FaultTestCase {
             let id = try XCTUnwrap(try json(made)["id"] as? String)
             trees[id] = home.nodes
             ids.append(id)
-            assertExit(try run(["prune", "--dest", dest, "--consolidate", "--keep-last", String(keep), "--quiet"],
+            assertExit(try run(["prune", "--dest", dest, "--keep-last", String(keep), "--quiet"],
                                environment: environment.merging(ConsolidationTests.clock(night, minutes: 5)) { $1 }),
                        0, "\(label), night \(night)")
         }
@@ -224,8 +229,8 @@ final class ConsolidationTests: FaultTestCase {
 
     // MARK: Faults
 
-    /// Ten nights backed up (the first eight pruned with `--consolidate --keep-last 3`, so a
-    /// supplement is there), then `prune --consolidate --keep-last 3` killed with SIGKILL at
+    /// Ten nights backed up (the first eight pruned with `--keep-last 3`, so a
+    /// supplement is there), then `prune --keep-last 3` killed with SIGKILL at
     /// each step it takes in the destination (writing a supplement, removing backups and the
     /// supplement it replaces; the k-th change of its listing, k = 1, 2, …, until one prune
     /// ends first): afterwards the three kept backups are listed and restore
@@ -244,7 +249,7 @@ final class ConsolidationTests: FaultTestCase {
             ids.append(id)
             // Supplements already there, so that the prune killed replaces one and removes it.
             if night < 8 {
-                assertExit(try run(["prune", "--dest", template, "--consolidate", "--keep-last", "3", "--quiet"],
+                assertExit(try run(["prune", "--dest", template, "--keep-last", "3", "--quiet"],
                                    environment: ConsolidationTests.clock(night, minutes: 5)), 0)
             }
         }
@@ -258,7 +263,7 @@ final class ConsolidationTests: FaultTestCase {
             try toolSucceeds("cp", ["-a", template, dest])
             var environment = ConsolidationTests.clock(10)
             environment["KEEPSAKE_TEST_REMOVAL_PAUSE_MS"] = "60"
-            let running = try keepsake.start(["prune", "--dest", dest, "--consolidate", "--keep-last", "3", "--quiet"],
+            let running = try keepsake.start(["prune", "--dest", dest, "--keep-last", "3", "--quiet"],
                                              environment: environment)
             defer { running.kill() }
             var last = try names(in: dest)
@@ -285,7 +290,7 @@ final class ConsolidationTests: FaultTestCase {
             for id in kept.sorted() {
                 XCTAssertEqual(try restoreProblems(id, dest: dest, tree: trees[id] ?? [:], root: home.root), [], context)
             }
-            assertExit(try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "3", "--quiet"],
+            assertExit(try run(["prune", "--dest", dest, "--keep-last", "3", "--quiet"],
                            environment: ConsolidationTests.clock(10, minutes: 1)), 0, context + ": the next prune")
             XCTAssertEqual(try listedSet(dest), kept, context)
             // A killed run's lock (and its temporary) are the next backup's to clean up.
@@ -347,14 +352,14 @@ final class ConsolidationTests: FaultTestCase {
             _ = try tool("rm", ["-f", filler])
             let room = freeBytes(dest) - left
             if room > 0 { try FaultFixtures.writeIncompressible(filler, size: room, seed: 9) }
-            let outcome = try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "1"])
+            let outcome = try run(["prune", "--dest", dest, "--keep-last", "1"])
             XCTAssertNotEqual(outcome.exitCode, 0, "\(context): \(outcome)")
             XCTAssertEqual(try listedSet(dest), Set(ids), "\(context): nothing removed")
             XCTAssertEqual(try strayNames(dest).filter { $0 != "filler" }, [], "\(context): nothing half-written")
             try assertEveryBackupRestores(context)
         }
         _ = try tool("rm", ["-f", filler])
-        assertExit(try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "1"]), 0, "with the space back")
+        assertExit(try run(["prune", "--dest", dest, "--keep-last", "1"]), 0, "with the space back")
         XCTAssertEqual(try listedSet(dest), [ids[3]])
         XCTAssertEqual(try strayNames(dest), [])
         try assertEveryBackupRestores("with the space back")
@@ -373,7 +378,7 @@ final class ConsolidationTests: FaultTestCase {
             ids.append(try backup([source], dest: dest, options: ["--quiet"]))
         }
         let before = try names(in: dest)
-        let dry = try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "1", "--dry-run", "--json"])
+        let dry = try run(["prune", "--dest", dest, "--keep-last", "1", "--dry-run", "--json"])
         assertExit(dry, 0)
         XCTAssertEqual(try names(in: dest), before, "a dry run changes nothing")
         let planned = try XCTUnwrap(try json(dry)["supplements"] as? [String: Any], "\(dry)")
@@ -381,11 +386,11 @@ final class ConsolidationTests: FaultTestCase {
         XCTAssertEqual(planned["files"] as? Int, 3, "\(dry)")
         XCTAssertEqual(planned["bytes"] as? Int, 27 * 40 + 8 + 8, "\(dry)")
         XCTAssertEqual(planned["written"] as? Int, 0)
-        let text = try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "1", "--dry-run"])
+        let text = try run(["prune", "--dest", dest, "--keep-last", "1", "--dry-run"])
         XCTAssertTrue(text.stdoutText.contains("Would remove 2 backups, freeing ") && text.stdoutText.contains(
             "after copying 3 files (1.1 KiB) that kept backups take from them into supplements."), "\(text)")
 
-        let pruned = try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "1", "--json"])
+        let pruned = try run(["prune", "--dest", dest, "--keep-last", "1", "--json"])
         assertExit(pruned, 0)
         let done = try XCTUnwrap(try json(pruned)["supplements"] as? [String: Any], "\(pruned)")
         XCTAssertEqual(done["files"] as? Int, 3)
@@ -407,7 +412,7 @@ final class ConsolidationTests: FaultTestCase {
         for night in 0..<9 {
             if night > 0 { try home.liveADay(night) }
             trees[try backUp(home, dest: dest, night: night)] = home.nodes
-            assertExit(try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "3", "--quiet"],
+            assertExit(try run(["prune", "--dest", dest, "--keep-last", "3", "--quiet"],
                                environment: ConsolidationTests.clock(night, minutes: 5)), 0)
         }
         let kept = try listedSet(dest)
@@ -453,7 +458,7 @@ final class ConsolidationTests: FaultTestCase {
 
         // …and so does the next consolidating prune.
         XCTAssertEqual(unlink(dest + "/" + manifest), 0)
-        let pruned = try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "2"], environment: ConsolidationTests.clock(5, minutes: 1))
+        let pruned = try run(["prune", "--dest", dest, "--keep-last", "2"], environment: ConsolidationTests.clock(5, minutes: 1))
         assertExit(pruned, 0)
         XCTAssertTrue(pruned.stderrText.contains("committed supplement") && pruned.stderrText.contains("again"), "\(pruned)")
         XCTAssertEqual(try supplementManifests(dest), [manifest], "the same supplement, committed again")
@@ -475,7 +480,7 @@ final class ConsolidationTests: FaultTestCase {
         for night in 0..<6 {
             if night > 0 { try home.liveADay(night) }
             newest = try backUp(home, dest: dest, night: night)
-            assertExit(try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "2", "--quiet"],
+            assertExit(try run(["prune", "--dest", dest, "--keep-last", "2", "--quiet"],
                                environment: ConsolidationTests.clock(night, minutes: 5)), 0)
         }
         let elsewhere = path("usb")
@@ -526,7 +531,7 @@ final class ConsolidationTests: FaultTestCase {
         }
         try plant()
 
-        let pruned = try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "3"], environment: ConsolidationTests.clock(5, minutes: 1))
+        let pruned = try run(["prune", "--dest", dest, "--keep-last", "3"], environment: ConsolidationTests.clock(5, minutes: 1))
         assertExit(pruned, 0)
         XCTAssertTrue(try names(in: dest).contains(real), "the real supplement stays:\n\(pruned)")
         XCTAssertTrue(pruned.stderrText.contains("is kept"), "and prune says why:\n\(pruned)")
@@ -540,7 +545,7 @@ final class ConsolidationTests: FaultTestCase {
         try plant()
         try home.liveADay(5)
         trees[try backUp(home, dest: dest, night: 5)] = home.nodes
-        assertExit(try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "3", "--quiet"],
+        assertExit(try run(["prune", "--dest", dest, "--keep-last", "3", "--quiet"],
                            environment: ConsolidationTests.clock(5, minutes: 5)), 0)
         for name in try names(in: dest) where name.hasPrefix(plantedStem) { XCTAssertEqual(unlink(dest + "/" + name), 0) }
         assertExit(try run(["verify", "--dest", dest, "--quiet"]), 0)
@@ -549,7 +554,7 @@ final class ConsolidationTests: FaultTestCase {
         }
     }
 
-    /// Encrypted backups are not consolidated yet: with `--consolidate`, a kept encrypted
+    /// Encrypted backups are not consolidated yet: a kept encrypted
     /// incremental keeps the backups it takes files from, as without it, and prune says so;
     /// nothing is written in the clear beside them.
     func testEncryptedBackupsKeepTheirChainAndPruneSaysSo() throws {
@@ -564,7 +569,7 @@ final class ConsolidationTests: FaultTestCase {
             try Fixtures.makeTree(at: source, files: ["night-\(night).txt": "night \(night)\n"])
             ids.append(try backup([source], dest: dest, options: ["--recipient", recipient, "--quiet"]))
         }
-        let pruned = try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "1", "--identity", key])
+        let pruned = try run(["prune", "--dest", dest, "--keep-last", "1", "--identity", key])
         assertExit(pruned, 0)
         XCTAssertTrue(pruned.stderrText.contains("2 encrypted backups keep the backups they take files from"), "\(pruned)")
         XCTAssertEqual(try listedSet(dest), Set(ids), "the chain stays whole")
@@ -575,6 +580,55 @@ final class ConsolidationTests: FaultTestCase {
             XCTAssertEqual(try String(contentsOfFile: restored(source, into: target) + "/night-\(night).txt", encoding: .utf8),
                            "night \(night)\n")
         }
+    }
+
+    /// A byte flipped in the archive of a backup the policy lets go, inside a file a kept
+    /// backup takes from it: prune keeps that backup (`needed by ID; damaged`, a warning
+    /// naming it) and still removes the rest, the kept one's other files copied into its
+    /// supplement; every night after, the same (exit 0), until the kept one goes too.
+    func testADamagedBackupAKeptOneTakesFromIsKeptAndTheRestGo() throws {
+        let dest = path("dest")
+        let source = path("src")
+        try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
+        func write(_ name: String, _ data: Data) throws { try data.write(to: URL(fileURLWithPath: source + "/" + name)) }
+        var generator = SeededGenerator(seed: 34)
+        let noise = Data((0..<(256 * 1024)).map { _ in UInt8(truncatingIfNeeded: generator.next()) })
+        try write("kept-from-the-full.txt", Data("the full backup holds this\n".utf8))
+        let full = try backUp(at: source, dest: dest, night: 0)
+        try write("changed-on-night-1.bin", noise)
+        let damaged = try backUp(at: source, dest: dest, night: 1)
+        try write("changed-on-night-2.txt", Data("night 2\n".utf8))
+        let kept = try backUp(at: source, dest: dest, night: 2)
+        // The night-1 archive is mostly the noise file: its middle byte is inside it.
+        let archive = try XCTUnwrap(try names(in: dest).first { $0.contains(damaged) && $0.hasSuffix(".tar.zst") })
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: dest + "/" + archive))
+        bytes[bytes.count / 2] ^= 0x5A
+        try bytes.write(to: URL(fileURLWithPath: dest + "/" + archive))
+
+        for night in 3...4 {
+            let pruned = try run(["prune", "--dest", dest, "--keep-last", "1", "--json"], environment: ConsolidationTests.clock(night))
+            assertExit(pruned, 0)
+            XCTAssertTrue(pruned.stderrText.contains("warning: backup \(damaged) is kept: backup \(kept) takes files from it")
+                && pruned.stderrText.contains("keepsake verify"), "night \(night): \(pruned)")
+            let decisions = try XCTUnwrap(try json(pruned)["decisions"] as? [[String: Any]])
+            let reasons = decisions.first { $0["id"] as? String == damaged }?["reasons"] as? [String]
+            XCTAssertEqual(reasons, ["needed by \(kept); damaged"], "night \(night): \(pruned.stdoutText)")
+            XCTAssertEqual(try listedSet(dest), [damaged, kept], "night \(night): the full backup goes, the damaged one stays")
+            XCTAssertFalse(try names(in: dest).contains { $0.contains(full) })
+            XCTAssertEqual(try supplementManifests(dest).count, 1, "night \(night)")
+            XCTAssertEqual(try strayNames(dest), [])
+        }
+        // What the kept backup took from the full backup comes back from its supplement; the
+        // damaged file is named (exit 4), never restored wrong.
+        let target = path("target")
+        let restored = try run(["restore", kept, "--dest", dest, "--target", target])
+        assertExit(restored, 4)
+        XCTAssertTrue(restored.stderrText.contains("changed-on-night-1.bin"), "\(restored)")
+        let back = self.restored(source, into: target)
+        XCTAssertEqual(try String(contentsOfFile: back + "/kept-from-the-full.txt", encoding: .utf8), "the full backup holds this\n")
+        XCTAssertEqual(try String(contentsOfFile: back + "/changed-on-night-2.txt", encoding: .utf8), "night 2\n")
+        XCTAssertNotEqual(FileManager.default.contents(atPath: back + "/changed-on-night-1.bin"), noise)
+        assertExit(try run(["verify", "--dest", dest, "--quiet"]), 4)
     }
 
     /// A byte flipped in a supplement's archive: verify names the supplement (exit 4), and
@@ -606,7 +660,7 @@ final class ConsolidationTests: FaultTestCase {
         // A prune that would copy from it stops before removing anything (exit 4).
         try home.liveADay(4)
         let next = try backUp(home, dest: dest, night: 4)
-        let pruned = try run(["prune", "--dest", dest, "--consolidate", "--keep-last", "1"], environment: ConsolidationTests.clock(4, minutes: 5))
+        let pruned = try run(["prune", "--dest", dest, "--keep-last", "1"], environment: ConsolidationTests.clock(4, minutes: 5))
         assertExit(pruned, 4)
         XCTAssertTrue(pruned.stderrText.contains("Prune removed nothing") && pruned.stderrText.contains("keepsake verify"), "\(pruned)")
         XCTAssertEqual(try listedSet(dest), [newest, next])

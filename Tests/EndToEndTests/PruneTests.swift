@@ -108,7 +108,10 @@ final class PruneTests: EndToEndTestCase {
         XCTAssertEqual(dry["freed_bytes"] as? Int, 0)
     }
 
-    func testIncrementalChainIsKeptWithNeededByReasons() throws {
+    /// With `--keep-chains`, every backup a kept incremental takes files from is kept
+    /// (`needed by ID`); without it (the default), those files are copied into a supplement
+    /// and the backups go, and the kept one still restores whole.
+    func testIncrementalChainIsKeptWithNeededByReasonsOrConsolidated() throws {
         let dest = path("dest")
         let source = path("chain")
         try Fixtures.makeTree(at: source, files: ["stable.txt": "never changes\n"])
@@ -117,7 +120,7 @@ final class PruneTests: EndToEndTestCase {
             try Data("step \(index)\n".utf8).write(to: URL(fileURLWithPath: source + "/new-\(index).txt"))
             ids.append(try backup([source], dest: dest))
         }
-        let outcome = try run(["prune", "--dest", dest, "--keep-last", "1", "--json"])
+        let outcome = try run(["prune", "--dest", dest, "--keep-last", "1", "--keep-chains", "--json"])
         assertExit(outcome, 0)
         let object = try json(outcome)
         let decisions = try XCTUnwrap(object["decisions"] as? [[String: Any]])
@@ -127,6 +130,16 @@ final class PruneTests: EndToEndTestCase {
         XCTAssertEqual(oldest["id"] as? String, ids[0])
         XCTAssertTrue((oldest["reasons"] as? [String] ?? []).contains("needed by \(ids[2])"), "\(outcome)")
         assertExit(try run(["verify", "--dest", dest]), 0)
+
+        let consolidated = try json(try run(["prune", "--dest", dest, "--keep-last", "1", "--json"]))
+        XCTAssertEqual(consolidated["removed"] as? [String], [ids[1], ids[0]])
+        XCTAssertEqual((consolidated["supplements"] as? [String: Any])?["written"] as? Int, 1, "\(consolidated)")
+        XCTAssertEqual(try listedIDs(dest), [ids[2]])
+        assertExit(try run(["verify", "--dest", dest]), 0)
+        let target = path("target")
+        assertExit(try run(["restore", ids[2], "--dest", dest, "--target", target, "--quiet"]), 0)
+        XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: restored(source, into: target))),
+                       ["stable.txt", "new-0.txt", "new-1.txt", "new-2.txt"])
     }
 
     func testHeldLockExitsFive() throws {

@@ -4,7 +4,7 @@ import KeepsakeModel
 import KeepsakeStorage
 import KeepsakeSupport
 
-/// What lets prune remove backups that kept ones take files from (`prune --consolidate`):
+/// What lets prune remove backups that kept ones take files from (what prune does unless `--keep-chains`):
 /// before anything is removed, every file a kept backup takes from a backup being removed
 /// (or from a supplement going with its owner) is copied into a supplement of the oldest
 /// kept backup that takes it (see `SupplementManifest`), written, committed and read back.
@@ -45,10 +45,22 @@ struct ChainConsolidation {
         var staying: [SupplementManifest] = []
         /// Supplements read whole while planning (true when they checked out).
         var checked: [BackupID: Bool] = [:]
+        /// The archive of each backup being removed that files are copied from, and its id.
+        var archives: [String: BackupID] = [:]
         /// Files copied for the backups being removed (not those moved from a replaced
         /// supplement of the same owner), and their bytes before compression.
         var files = 0
         var bytes: Int64 = 0
+    }
+
+    /// A backup being removed whose archive does not hold what a kept backup takes from it
+    /// (`SupplementWriter.DamagedSource`): prune keeps it, as it would without supplements,
+    /// and plans again.
+    struct DamagedBackup: Error {
+        var backup: BackupID
+        /// The kept backup whose supplement was being written.
+        var neededBy: BackupID
+        var reason: String
     }
 
     /// What a consolidation did before the removals, and what it removes after them.
@@ -133,6 +145,7 @@ struct ChainConsolidation {
                 if held[key] != nil, held[key] == entry.sha256 { return }
                 if let gone = byID[origin], let archive = gone.summary?.archive?.name {
                     plan.wanted[item.id, default: []].append(.init(entry: entry, source: archive, location: entry.archiveRange))
+                    plan.archives[archive] = origin
                 } else if let found = wholeHolder(origin, entry: entry, shelf: shelf, keyed: keyed, checked: &plan.checked) {
                     plan.wanted[item.id, default: []].append(.init(entry: entry, source: found.supplement.archiveName,
                                                                    location: found.entry.archiveRange))
@@ -191,7 +204,16 @@ struct ChainConsolidation {
             try cancellation.check()
             let id = BackupID(date: now, after: previous)
             previous = id
-            let written = try writer.write(host: host, id: id, owner: owner, now: now, wanted: files)
+            let written: SupplementManifest
+            do {
+                written = try writer.write(host: host, id: id, owner: owner, now: now, wanted: files)
+            } catch let damaged as SupplementWriter.DamagedSource {
+                guard let backup = plan.archives[damaged.archive] else {
+                    // A supplement's archive: what only it holds cannot be had elsewhere.
+                    throw SupplementDamage(reason: "the supplement archive \(damaged.archive) is damaged: \(damaged.reason)")
+                }
+                throw DamagedBackup(backup: backup, neededBy: owner, reason: damaged.reason)
+            }
             outcome.written.append(written)
             outcome.writtenBytes += written.archiveSize
             events?.handle(.notice("wrote supplement \(id) for backup \(owner): \(files.count == 1 ? "1 file" : "\(files.count) files") "

@@ -19,7 +19,11 @@ import KeepsakeSupport
 /// 2. Chain protection: every kept backup's manifest is read, and every backup named by an
 ///    entry's `in` (the archive that holds the file's content) is kept too, with the reason
 ///    `needed by <id>`, transitively. When a kept backup's manifest cannot be read whole, every
-///    backup id found in its bytes and its whole parent chain are kept instead.
+///    backup id found in its bytes and its whole parent chain are kept instead. Consolidating
+///    (`PruneRequest.consolidate`, the default), a kept backup in the clear protects nothing:
+///    what it takes from backups let go is copied into its supplement first
+///    (`ChainConsolidation`); a backup whose archive is found not to hold it is kept after all
+///    (`needed by <id>; damaged`).
 /// 3. A backup whose manifest cannot be read is never removed (`manifest unreadable; kept`).
 ///
 /// How it removes: holding the destination's lock for the whole run, each backup is
@@ -96,7 +100,7 @@ public final class PruneEngine {
                                            cancellation: cancellation, events: events)
         defer { lock.release() }
         lock.report(to: events)
-        let plan = try makePlan(request)
+        var plan = try makePlan(request)
         var removed: [BackupID] = []
         var freed: Int64 = 0
         var consolidation = ChainConsolidation(storage: storage, keyring: keyring, cancellation: cancellation, events: events)
@@ -104,10 +108,22 @@ public final class PruneEngine {
         if pause > 0 { consolidation.beforeEachStep = { usleep(useconds_t(min(pause, 10) * 1_000_000)) } }
         // Written, committed and read back before anything they replace is removed.
         var consolidated: ChainConsolidation.Outcome?
-        if request.consolidate {
+        // Backups whose archive was found not to hold what a kept backup takes from them:
+        // kept (as without supplements), and the consolidation planned again without them.
+        var damaged: [BackupID: BackupID] = [:]
+        while request.consolidate {
             do {
                 consolidated = try consolidation.prepare(items: plan.items, removing: Set(plan.removals.map(\.manifest.name)),
                                                          now: request.now)
+                break
+            } catch let damage as ChainConsolidation.DamagedBackup where damaged[damage.backup] == nil {
+                events?.handle(.caution("backup \(damage.backup) is kept: backup \(damage.neededBy) takes files from it that its "
+                    + "archive does not hold as recorded (\(damage.reason)); run 'keepsake verify'"))
+                damaged[damage.backup] = damage.neededBy
+                plan.keep(damage.backup, because: "needed by \(damage.neededBy); damaged")
+            } catch let damage as ChainConsolidation.DamagedBackup {
+                throw SupplementDamage(reason: "Prune removed nothing: backup \(damage.backup) is damaged: \(damage.reason) "
+                    + "(run 'keepsake verify')")
             } catch let damage as SupplementDamage {
                 throw SupplementDamage(reason: "Prune removed nothing: \(damage.reason) (run 'keepsake verify')")
             } catch let damage as ArchiveError {
@@ -144,6 +160,15 @@ public final class PruneEngine {
         /// from them too).
         var items: [BackupCatalog.Item]
         var objects: [StoredObject]
+
+        /// Keeps the backup `id` after all, for `reason`.
+        mutating func keep(_ id: BackupID, because reason: String) {
+            removals.removeAll { $0.id == id }
+            for index in decisions.indices where decisions[index].id == id {
+                decisions[index].keep = true
+                decisions[index].reasons.append(reason)
+            }
+        }
     }
 
     /// The objects of one backup to delete, manifest first.
@@ -183,7 +208,7 @@ public final class PruneEngine {
             }.count
             if encrypted > 0 {
                 events?.handle(.notice((encrypted == 1 ? "1 encrypted backup keeps the backups it takes"
-                    : "\(encrypted) encrypted backups keep the backups they take") + " files from: --consolidate does not write "
+                    : "\(encrypted) encrypted backups keep the backups they take") + " files from: prune does not write "
                     + "encrypted supplements yet"))
             }
         }
@@ -297,7 +322,11 @@ public final class PruneEngine {
         while !pending.isEmpty {
             let item = pending.removeFirst()
             guard examined.insert(item.manifestName).inserted else { continue }
-            if consolidating, ChainConsolidation.takesSupplements(item), (try? catalog.reliedOn(item)) != nil { continue }
+            // Consolidated only when its manifest reads whole (the plan reads every entry);
+            // else its chain is kept, as below.
+            if consolidating, ChainConsolidation.takesSupplements(item), (try? catalog.forEachEntry(of: item) { _ in }) != nil {
+                continue
+            }
             var needs = neededBackups(of: item, catalog: catalog, itemsByID: itemsByID)
             if let clear = item.summary, clear.sourcesHidden {
                 if let encrypted = encryptedNeeds(of: item, clear: clear, catalog: catalog) {

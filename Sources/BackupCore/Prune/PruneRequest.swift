@@ -27,10 +27,10 @@ public struct PruneRequest: Sendable {
     /// When set, only backups this key signed count for the policy (`SignatureCheck.vouchesFor`);
     /// the others are kept and named: planted ones must not push genuine ones out.
     public var signedBy: SigningPublicKey?
-    /// Consolidate (`--consolidate`): what kept backups in the clear take from backups the
-    /// policy lets go is copied into supplements (`ChainConsolidation`), so those backups are
-    /// removed rather than kept as `needed by`.
-    public var consolidate = false
+    /// Consolidate (the default; `--keep-chains` turns it off): what kept backups in the
+    /// clear take from backups the policy lets go is copied into supplements
+    /// (`ChainConsolidation`), so those backups are removed rather than kept as `needed by`.
+    public var consolidate = true
 
     // MARK: Creation
 

@@ -24,6 +24,16 @@ struct SupplementWriter {
         var location: Range<Int64>?
     }
 
+    /// An archive files were to be copied from that does not hold them as the kept
+    /// manifests record (read again without writing, to tell its damage from a failure
+    /// to write): prune keeps the backup it belongs to rather than stopping.
+    struct DamagedSource: Error {
+        /// The archive object.
+        var archive: String
+        /// What was wrong, naming the file.
+        var reason: String
+    }
+
     // MARK: Dependencies
 
     let storage: any WritableStorage
@@ -52,7 +62,24 @@ struct SupplementWriter {
         var entries: [ManifestEntry] = []
         let bySource = Dictionary(grouping: wanted, by: \.source)
         for source in bySource.keys.sorted() {
-            try copy(bySource[source] ?? [], from: source, into: writer, entries: &entries)
+            let files = bySource[source] ?? []
+            do {
+                try copy(files, from: source, into: writer, entries: &entries)
+            } catch let error as Interruption {
+                throw error
+            } catch {
+                // Read again, writing nothing: a source that fails alone is damaged; one that
+                // reads whole leaves the failure to the writing (a full disk, a lost connection).
+                var unused: [ManifestEntry] = []
+                do {
+                    try copy(files, from: source, into: nil, entries: &unused)
+                } catch let again as Interruption {
+                    throw again
+                } catch let again {
+                    throw DamagedSource(archive: source, reason: "\(again)")
+                }
+                throw error
+            }
         }
         // A copy of the manifest as its last entry: the supplement can be committed again
         // from the archive alone if its manifest object is lost. Whole seconds, as a
@@ -82,8 +109,9 @@ struct SupplementWriter {
         return manifest
     }
 
-    /// Copies the files of `wanted` (all in the archive `source`) into `writer`.
-    private func copy(_ wanted: [Wanted], from source: String, into writer: ArchiveWriter, entries: inout [ManifestEntry]) throws {
+    /// Copies the files of `wanted` (all in the archive `source`) into `writer`; without one,
+    /// only checks that `source` holds them as recorded.
+    private func copy(_ wanted: [Wanted], from source: String, into writer: ArchiveWriter?, entries: inout [ManifestEntry]) throws {
         var byPath: [PathKey: [Int]] = [:]
         for (index, file) in wanted.enumerated() { byPath[PathKey(file.entry.path), default: []].append(index) }
         var done = Set<Int>()
@@ -105,17 +133,17 @@ struct SupplementWriter {
                 continue
             }
             let file = wanted[index]
-            let start = writer.position
-            try writer.writeHeader(header)
+            let start = writer?.position ?? 0
+            try writer?.writeHeader(header)
             let sha = try SupplementContent.copy(of: header, from: reader, into: writer)
-            try writer.finishEntry()
+            try writer?.finishEntry()
             guard sha == file.entry.sha256, header.size == file.entry.size else {
                 throw SupplementDamage(reason: "\(file.entry.displayPath) in \(source) is not the file backup "
                     + "\(file.entry.storedIn?.rawValue ?? "?") recorded (its SHA-256 or size differs)")
             }
             var held = file.entry
             held.archiveOffset = start
-            held.archiveLength = writer.position - start
+            held.archiveLength = (writer?.position ?? 0) - start
             entries.append(held)
             done.insert(index)
         }

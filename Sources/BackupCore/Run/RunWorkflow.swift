@@ -59,6 +59,9 @@ public final class RunWorkflow {
     /// (`VerifyReport.signatureProblem`): a run that signs proves its signature works; and
     /// the prune step counts only backups this key signed.
     public var signatureCheck: SignatureCheck?
+    /// When set, the prune step keeps every backup a kept one takes files from instead of
+    /// copying those files into supplements (a profile's `keep-chains`).
+    public var keepsChains = false
 
     /// A run against `storage`, opening its encrypted backups with `keyring`, reporting to
     /// `events` (a `.stepFinished` after each step).
@@ -94,6 +97,7 @@ public final class RunWorkflow {
                 prune.lockWait = request.lockWait
                 prune.hosts = .only(request.host)
                 prune.signedBy = signatureCheck?.key
+                prune.consolidate = !keepsChains
                 outcome.prune = try engine.run(prune)
             } catch {
                 outcome.failures.append(Failure(step: .prune, error: error))

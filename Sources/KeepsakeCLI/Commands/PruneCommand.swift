@@ -25,7 +25,7 @@ struct PruneCommand: KeepsakeCommand {
     static let spec = CommandSpec(
         name: "prune",
         abstract: "Remove the backups a retention policy does not keep.",
-        discussion: "The rules are restic's 'forget --keep-*' rules, applied to each group of backups of the same host and sources (this host's only, unless --host or --all-hosts): a backup is kept when any rule keeps it. Counts are whole numbers of 0 or more (0 leaves the rule unused, as in a profile), or -1 (or 'unlimited') for every period. A backup that a kept incremental backup needs is always kept ('needed by ID'), and so is a backup whose manifest cannot be read. With --identity or --passphrase-file, what an encrypted backup relies on is read from its encrypted manifest too, not only from its summary in the clear. With --signed-by, only backups signed by that key count for the rules; the others are kept and named (backups planted beside yours cannot push them out). With --profile and no rule given, the profile's retention policy is applied. Prune refuses to run without a rule, and refuses a policy that would remove every backup of a group.\nEach backup is un-committed first (its manifest removed), then its archive, so an interruption never leaves a listed backup without its archive.",
+        discussion: "The rules are restic's 'forget --keep-*' rules, applied to each group of backups of the same host and sources (this host's only, unless --host or --all-hosts): a backup is kept when any rule keeps it. Counts are whole numbers of 0 or more (0 leaves the rule unused, as in a profile), or -1 (or 'unlimited') for every period. What a kept incremental backup takes from a backup the rules let go is first copied into a supplement of the kept one (written and read back before anything is removed), and that backup is removed; an encrypted backup, or any with --keep-chains (keep-chains in a profile's retention), keeps what it takes files from instead ('needed by ID'). A backup whose manifest cannot be read is always kept. With --identity or --passphrase-file, what an encrypted backup relies on is read from its encrypted manifest too, not only from its summary in the clear. With --signed-by, only backups signed by that key count for the rules; the others are kept and named (backups planted beside yours cannot push them out). With --profile and no rule given, the profile's retention policy is applied. Prune refuses to run without a rule, and refuses a policy that would remove every backup of a group.\nEach backup is un-committed first (its manifest removed), then its archive, so an interruption never leaves a listed backup without its archive.",
         options: DestinationSelection.options
             + countOptions.map { OptionSpec($0.key, kind: .value(valueName: "n"), help: $0.help) }
             + [
@@ -34,11 +34,8 @@ struct PruneCommand: KeepsakeCommand {
                 OptionSpec(.keepTag, kind: .value(valueName: "tags"), repeatable: true,
                            help: "Keep every backup that carries all of these comma-separated tags ('' for backups without tags)."),
                 OptionSpec(.dryRun, short: "n", help: "Show what would be kept and removed, and why; remove nothing."),
-                // Hidden until it becomes what prune does (issue 34): encrypted supplements and
-                // profiles (`run`) come first.
-                OptionSpec(.consolidate,
-                           help: "Remove the backups the policy lets go even when kept ones take files from them: those files are first copied into supplements.",
-                           hidden: true),
+                OptionSpec(.keepChains,
+                           help: "Keep every backup a kept incremental takes files from ('needed by ID'), instead of copying those files into supplements and removing it."),
                 CommonOptions.host,
                 CommonOptions.allHosts,
                 CommonOptions.lockWait,
@@ -60,7 +57,8 @@ struct PruneCommand: KeepsakeCommand {
 
     private let policy: RetentionPolicy
     private let dryRun: Bool
-    /// `--consolidate`: supplements instead of keeping what kept backups need.
+    /// Unless `--keep-chains` (or the profile's `keep-chains`): supplements instead of keeping
+    /// what kept backups take files from.
     private let consolidate: Bool
     private let destinationOption: String?
     /// Whose backups the policy is applied to.
@@ -122,7 +120,7 @@ struct PruneCommand: KeepsakeCommand {
         hosts = HostSelection.from(host: selection.host(arguments), allHosts: arguments.flag(.allHosts))
         self.policy = policy
         dryRun = arguments.flag(.dryRun)
-        consolidate = arguments.flag(.consolidate)
+        consolidate = !(arguments.flag(.keepChains) || (!givesRules && selection.profile?.keepsChains == true))
         destinationOption = selection.destination
         lockWait = try CommonOptions.lockWaitSeconds(arguments, command: Self.spec)
         now = try CommandClock.now(environment: context.environment, command: Self.spec)
@@ -242,5 +240,5 @@ extension OptionKey {
 }
 
 extension OptionKey {
-    static let consolidate = OptionKey("consolidate")
+    static let keepChains = OptionKey("keep-chains")
 }

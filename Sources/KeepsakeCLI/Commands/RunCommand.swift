@@ -141,6 +141,7 @@ struct RunCommand: KeepsakeCommand {
             state.fail(ExitCode(for: error), "\(error)", context: context)
             return
         }
+        workflow.keepsChains = state.profile.keepsChains
         let outcome = workflow.run(request, retention: state.profile.retention, copyTo: copyTo, now: now)
         state.backup = outcome.backup
         state.copies = outcome.copies

@@ -23,7 +23,7 @@ struct ConfigValidator {
         "signing-key", "signed-by",
     ]
     static let retentionKeys = [
-        "keep-last", "keep-hourly", "keep-daily", "keep-weekly", "keep-monthly", "keep-yearly", "keep-within", "keep-tag",
+        "keep-last", "keep-hourly", "keep-daily", "keep-weekly", "keep-monthly", "keep-yearly", "keep-within", "keep-tag", "keep-chains",
     ]
 
     // MARK: State
@@ -267,6 +267,7 @@ struct ConfigValidator {
         let beforeCommand = command("before", in: table)
         let afterCommand = command("after", in: table)
         let retention = retention(of: name, in: table)
+        let keepsChains = table["retention"]?.tableValue.flatMap { bool("keep-chains", in: $0) } ?? false
 
         guard problems.count == before else { return nil }
         var profile = Profile(name: name, file: file, sources: sources, destination: destination, exclude: exclude,
@@ -275,6 +276,7 @@ struct ConfigValidator {
                               level: level, threads: threads, tags: tags, chain: chain, retention: retention,
                               before: beforeCommand, after: afterCommand)
         profile.encryption = encryption
+        profile.keepsChains = keepsChains
         profile.signing = signing
         profile.readers = readers
         if let position = table.position(of: "exclude-from") {

@@ -108,6 +108,9 @@ public struct Profile: Sendable, Equatable {
     /// Which backups to keep after each run; nil when the profile has no `retention` table
     /// (then `keepsake run` prunes nothing).
     public var retention: RetentionPolicy?
+    /// The retention table's `keep-chains`: prune keeps every backup a kept one takes files
+    /// from, instead of copying those files into supplements (`prune --keep-chains`).
+    public var keepsChains = false
     /// A shell command (`/bin/sh -c`) run before the backup; a non-zero exit stops the run.
     public var before: String?
     /// A shell command run after everything else, with `KEEPSAKE_STATUS` and friends set.
@@ -210,6 +213,7 @@ public struct Profile: Sendable, Equatable {
             && lhs.excludeIfPresent == rhs.excludeIfPresent && lhs.oneFileSystem == rhs.oneFileSystem
             && lhs.compression == rhs.compression && lhs.level == rhs.level && lhs.threads == rhs.threads
             && lhs.readers == rhs.readers && lhs.tags == rhs.tags && lhs.chain == rhs.chain && lhs.retention == rhs.retention
+            && lhs.keepsChains == rhs.keepsChains
             && lhs.before == rhs.before && lhs.after == rhs.after && lhs.copyTo == rhs.copyTo && lhs.s3 == rhs.s3
             && lhs.lockWait == rhs.lockWait && lhs.encryption == rhs.encryption && lhs.host == rhs.host
     }
