@@ -204,6 +204,48 @@ final class ProfileOptionTests: EndToEndTestCase {
         XCTAssertTrue(bad.stderrText.contains("'host'"), bad.stderrText)
     }
 
+    /// `run` prunes as `prune` does: what the kept backup takes from the one let go is
+    /// copied into a supplement, and that backup removed; with `keep-chains = true` in the
+    /// retention table it is kept (`needed by ID`), by `run` and by `prune --profile` alike.
+    func testAProfilesKeepChainsKeepsWhatKeptBackupsTakeFilesFrom() throws {
+        try """
+            [profiles.lean]
+            sources = ["\(source)"]
+            destination = "\(path("lean"))"
+            [profiles.lean.retention]
+            keep-last = 1
+
+            [profiles.chains]
+            sources = ["\(source)"]
+            destination = "\(path("chains"))"
+            [profiles.chains.retention]
+            keep-last = 1
+            keep-chains = true
+
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        var ids: [String: [String]] = [:]
+        for night in 0..<2 {
+            try Data("night \(night)\n".utf8).write(to: URL(fileURLWithPath: source + "/notes.txt"))
+            for profile in ["lean", "chains"] {
+                let outcome = try run(["run", profile, "--config", config, "--json"])
+                assertExit(outcome, 0)
+                ids[profile, default: []].append(try XCTUnwrap((try json(outcome)["backup"] as? [String: Any])?["id"] as? String))
+            }
+        }
+        func listed(_ profile: String) throws -> [String] {
+            try runElsewhere(["list", "--ids", "--profile", profile, "--config", config]).stdoutText.split(separator: "\n").map(String.init)
+        }
+        XCTAssertEqual(try listed("lean"), [ids["lean"]?[1] ?? "?"], "the first night's backup goes, its files in a supplement")
+        XCTAssertEqual(try names(in: path("lean")).filter { $0.hasSuffix(".supplement.jsonl.zst") }.count, 1)
+        XCTAssertEqual(try listed("chains"), ids["chains"] ?? [], "keep-chains keeps what the kept backup takes files from")
+        let dry = try json(try runElsewhere(["prune", "--profile", "chains", "--config", config, "--dry-run", "--json"]))
+        let decisions = try XCTUnwrap(dry["decisions"] as? [[String: Any]])
+        XCTAssertEqual(decisions.last?["reasons"] as? [String], ["needed by \(ids["chains"]?[1] ?? "?")"], "\(dry)")
+        let target = path("restored")
+        assertExit(try runElsewhere(["restore", "latest", "--profile", "lean", "--config", config, "--target", target, "--quiet"]), 0)
+        XCTAssertEqual(try String(contentsOfFile: restored(source, into: target) + "/sub/plan.md", encoding: .utf8), "plan\n")
+    }
+
     // MARK: Pasting
 
     /// The command a hint names is run as pasted, by a shell, from another folder: it

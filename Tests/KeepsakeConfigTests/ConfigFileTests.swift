@@ -71,9 +71,12 @@ final class ConfigFileTests: KeepsakeTestCase {
             keep-yearly = "unlimited"
             keep-within = "2d"
             keep-tag = ["keep", "db,monthly"]
+            keep-chains = true
 
             [profiles.db]
             sources = ["/var/backups"]
+            [profiles.db.retention]
+            keep-last = 1
             """)
         XCTAssertEqual(config.profileNames, ["home", "db"])
         let profile = try config.profile(named: "home")
@@ -85,6 +88,8 @@ final class ConfigFileTests: KeepsakeTestCase {
                                                           keepMonthly: 12, keepYearly: RetentionPolicy.unlimited,
                                                           keepWithin: DurationSpec(days: 2),
                                                           keepTags: [["keep"], ["db", "monthly"]]))
+        XCTAssertTrue(profile.keepsChains)
+        XCTAssertFalse(try config.profile(named: "db").keepsChains, "prune consolidates unless keep-chains says otherwise")
 
         let now = Date(timeIntervalSince1970: 1_800_000_000)
         let request = try profile.backupRequest(toolVersion: "keepsake 9", defaultThreads: 8, now: now)
@@ -370,6 +375,11 @@ final class ConfigFileTests: KeepsakeTestCase {
                       "\(file):3:1: 'retention' must be a table ([profiles.home.retention] with keep-* keys), not an integer")
         assertProblem(header + "[profiles.home.retention]\nkeep-last = 2.5\n",
                       "\(file):4:1: 'keep-last' must be a whole number of 0 or more, or -1 or \"unlimited\", not a float")
+        assertProblem(header + "[profiles.home.retention]\nkeep-last = 2\nkeep-chains = \"yes\"\n",
+                      "\(file):5:1: 'keep-chains' must be true or false, not a string")
+        assertProblem(header + "[profiles.home.retention]\nkeep-chains = true\n",
+                      "\(file):3:1: the retention of profile 'home' has no rule; give keep-last, keep-hourly, keep-daily, keep-weekly, "
+                        + "keep-monthly, keep-yearly, keep-within or keep-tag (or remove it to keep every backup)")
         assertProblem("profiles = 1\n", "\(file):1:1: 'profiles' must be a table of profiles ([profiles.NAME]), not an integer")
         assertProblem("[profiles]\nhome = \"/a\"\n",
                       "\(file):2:1: profile 'home' must be a table ([profiles.home] with its keys below it), not a string")

@@ -41,6 +41,7 @@ import KeepsakeTOML
 /// keep-yearly = 5
 /// keep-within = "2d"
 /// keep-tag = ["keep", "db,monthly"]                # "a,b": backups with both tags
+/// keep-chains = false                              # true: keep what kept backups take files from
 /// ```
 ///
 /// - **TOML**: the subset ``TOMLParser`` accepts (comments, basic and literal strings,

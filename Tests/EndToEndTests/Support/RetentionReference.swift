@@ -4,7 +4,9 @@ import Foundation
 /// (restic's `forget` rules, with backups counted in the order they were made) and not from
 /// Keepsake's code: for each rule, walking the backups newest first, the first backup of each new period is kept until the rule's count
 /// is used up; a rule with count left after its oldest period keeps the oldest backup too.
-/// Then every backup a kept one takes files from (its manifest's `in`) is kept, transitively.
+/// Then, when chains are followed (`prune --keep-chains`), every backup a kept one takes
+/// files from (its manifest's `in`) is kept, transitively; prune as it is by default copies
+/// those files into supplements instead and keeps the policy's backups alone.
 struct RetentionReference {
     // MARK: Types
 
@@ -28,8 +30,9 @@ struct RetentionReference {
 
     // MARK: Deciding
 
-    /// The ids the policy keeps of `backups` (one group: one host, one set of sources).
-    func kept(_ backups: [Backup]) -> Set<String> {
+    /// The ids the policy keeps of `backups` (one group: one host, one set of sources), with
+    /// what kept ones take files from when `followingChains`.
+    func kept(_ backups: [Backup], followingChains: Bool = true) -> Set<String> {
         // In the order they were made (ids sort that way), each dated no earlier than the
         // one made before it (a clock set back does not make a backup older); newest first.
         var latest = Date.distantPast
@@ -53,6 +56,7 @@ struct RetentionReference {
             }
             if left > 0, let oldest = ordered.last { kept.insert(oldest.id) }
         }
+        guard followingChains else { return kept }
         // Chains: what a kept backup takes files from stays, transitively.
         let byID = Dictionary(backups.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         var pending = Array(kept)

@@ -14,9 +14,12 @@ import Glibc
 ///
 /// - the run exits 0 and prints nothing (`--quiet`, as `keepsake schedule` writes it);
 /// - the new backup restores to exactly that night's tree;
-/// - the backups kept are exactly those the policy keeps (`RetentionReference`);
+/// - the backups kept are exactly those the policy keeps (`RetentionReference`; prune
+///   copies what kept backups take from the others into supplements), and a backup known
+///   damaged that a kept one takes files from;
 /// - the off-site destination holds every kept backup;
-/// - both destinations hold nothing but each backup's archive and manifest (no temporary
+/// - both destinations hold nothing but each backup's archive and manifest and whole
+///   supplements of kept backups, at most one for each in the destination (no temporary
 ///   object, no lock, no half-removed backup, no unfinished upload to S3).
 ///
 /// Weekly, `list` shows what the destination holds and the backups copied off-site that
@@ -83,6 +86,12 @@ class SimulatedYearTestCase: EndToEndTestCase {
     /// How the nights' backups held such files: after the save, before it.
     private var savesSeen = (after: 0, before: 0)
     private var filesLostToDamage = 0
+    /// The owner each supplement manifest read so far names, by its path.
+    private var supplementOwners: [String: String] = [:]
+    /// Nights whose prune kept a damaged backup for a kept one, and the most supplements the
+    /// destination held: what the year met of consolidation, for its closing line.
+    private var damagedKeptNights = 0
+    private var mostSupplements = 0
     /// Seconds spent in each kind of keepsake process (`run`, `restore`, `verify`, …), and
     /// in everything else, for the closing line: where the year's minutes go.
     private var spent: [String: TimeInterval] = [:]
@@ -116,7 +125,8 @@ class SimulatedYearTestCase: EndToEndTestCase {
             + "\(present.count) backups kept of \(made.count) made; \(damagedRestores) restores of damaged backups "
             + "lost \(filesLostToDamage) files, all held in damaged archives; files saved while the run read were backed up "
             + "\(savesSeen.after) times as saved, \(savesSeen.before) as before; \(killedArchivesCommitted) killed runs' whole "
-            + "archives committed by the next run; seconds spent: " + spentLine(total: Date().timeIntervalSince(started)))
+            + "archives committed by the next run; at most \(mostSupplements) supplements at once; \(damagedKeptNights) nights' "
+            + "prune kept a damaged backup a kept one takes files from; seconds spent: " + spentLine(total: Date().timeIntervalSince(started)))
     }
 
     /// The number of nights to live: `KEEPSAKE_TEST_NIGHTS` when set, else `standard` (or
@@ -272,6 +282,8 @@ class SimulatedYearTestCase: EndToEndTestCase {
         }
         // (An archive cut short is seen by its size before the backup is built on it.)
         if !damaged.isEmpty || damagedBefore != nil { expected.append("warning: starting a new chain: backup ") }
+        // Prune keeps a damaged backup a kept one takes files from, and says so.
+        for victim in damaged { expected.append("warning: backup \(victim) is kept: backup ") }
         let errors = outcome.stderrText.split(separator: "\n")
         // A damaged archive the new backup takes files from makes its verify fail: exit 4,
         // the error naming it, its lines indented.
@@ -316,7 +328,12 @@ class SimulatedYearTestCase: EndToEndTestCase {
         made[id] = (home.nodes, night, RetentionReference.Backup(id: id, created: created, takesFrom: takes))
         if let save { savedWhileRead[id] = (save.path, save.before) }
         present.insert(id)
-        present = SimulatedYearTestCase.policy.kept(present.compactMap { made[$0]?.backup })
+        present = SimulatedYearTestCase.policy.kept(present.compactMap { made[$0]?.backup }, followingChains: false)
+        // A backup known damaged stays while a kept one takes files from it: prune could not
+        // copy them into a supplement (`needed by ID; damaged`, said in a warning).
+        present.formUnion(stored.subtracting(present).filter { extra in
+            damaged.contains(extra) && present.contains { made[$0]?.backup.takesFrom.contains(extra) ?? false }
+        })
 
         var problems: [String] = []
         // A chain known damaged is never built on.
@@ -347,8 +364,11 @@ class SimulatedYearTestCase: EndToEndTestCase {
         if !stored.subtracting(failedOnDamage).isSubset(of: copied) {
             problems.append("the off-site copy lacks \(stored.subtracting(failedOnDamage).subtracting(copied).sorted())")
         }
-        problems += strayObjects(in: dest, names: try names(in: dest), backups: all)
-        problems += strayObjects(in: offsite, names: offsiteNames, backups: copied)
+        let destNames = try names(in: dest)
+        problems += try strayObjects(in: dest, names: destNames, backups: all)
+        mostSupplements = max(mostSupplements, destNames.filter { $0.hasSuffix(".supplement.jsonl.zst") }.count)
+        if outcome.stderrText.contains(" is kept: backup ") { damagedKeptNights += 1 }
+        problems += try strayObjects(in: offsite, names: offsiteNames, backups: copied)
         problems += try unfinishedOffsiteUploads()
         killedNight = nil
         killedPID = nil
@@ -590,7 +610,7 @@ class SimulatedYearTestCase: EndToEndTestCase {
             before.insert(id)
         }
         // Prune may have been under way: it may have removed only what the policy lets go.
-        let mustStay = SimulatedYearTestCase.policy.kept(before.compactMap { made[$0]?.backup })
+        let mustStay = SimulatedYearTestCase.policy.kept(before.compactMap { made[$0]?.backup }, followingChains: false)
         guard mustStay.isSubset(of: committed), committed.isSubset(of: before) else {
             XCTFail("\(context): killed (\(outcome.exitCode)); it left \(committed.sorted()), but must keep "
                 + "\(mustStay.sorted()) and can only have made \(before.subtracting(present).sorted())")
@@ -684,10 +704,15 @@ class SimulatedYearTestCase: EndToEndTestCase {
 
     /// Of the `names` in `destination`, those other than an archive and a manifest of one of
     /// `backups`, and backups without both.
-    private func strayObjects(in destination: String, names: [String], backups: Set<String>) -> [String] {
+    private func strayObjects(in destination: String, names: [String], backups: Set<String>) throws -> [String] {
         var problems: [String] = []
         var objects: [String: Int] = [:]
+        var supplements: [String: [String]] = [:]
         for name in names {
+            if let id = SimulatedYearTestCase.objectID(in: name, suffixes: [".supplement.tar.zst", ".supplement.jsonl.zst"]) {
+                supplements[id, default: []].append(name)
+                continue
+            }
             // The record of a backup known damaged (`verify` and `run` write it beside it).
             if name.hasSuffix(".damaged"), let id = SimulatedYearTestCase.backupID(inObjectName: String(name.dropLast(8)) + ".tar.zst"),
                destination == dest, damaged.contains(id), backups.contains(id) {
@@ -702,17 +727,47 @@ class SimulatedYearTestCase: EndToEndTestCase {
         for id in backups.sorted() where objects[id] != 2 {
             problems.append("\(destination) holds \(objects[id] ?? 0) objects of backup \(id), not its archive and manifest")
         }
+        // Supplements: archive and manifest, of a backup there (its first line, read with
+        // zstd and JSONSerialization, names the owner); in the destination, one per owner.
+        var owners: [String: String] = [:]
+        for (id, parts) in supplements.sorted(by: { $0.key < $1.key }) {
+            guard parts.count == 2 else {
+                problems.append("\(destination) holds \(parts) of supplement \(id), not its archive and manifest")
+                continue
+            }
+            // (The off-site bucket's objects are listed, not read.)
+            var inFolder = destination == dest
+            if case .folder = offsiteKind { inFolder = true }
+            guard inFolder, let manifest = parts.first(where: { $0.hasSuffix(".jsonl.zst") }) else { continue }
+            let path = destination + "/" + manifest
+            if supplementOwners[path] == nil {
+                // Read once: a committed supplement never changes.
+                let first = try sidecarText(path).split(separator: "\n").first.map(String.init) ?? ""
+                supplementOwners[path] = (try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any])?["owner"] as? String ?? ""
+            }
+            let owner = supplementOwners[path] ?? ""
+            if !backups.contains(owner) {
+                problems.append("\(destination) holds supplement \(id) of \(owner.isEmpty ? "no backup" : owner), which it does not hold")
+            } else if destination == dest, let other = owners.updateValue(id, forKey: owner) {
+                problems.append("\(destination) holds two supplements of backup \(owner): \(other) and \(id)")
+            }
+        }
         return problems
     }
 
     /// The backup id in `HOST_ID.tar.zst` or `HOST_ID.manifest.jsonl.zst` (as docs/formats.md
     /// names them), or nil for any other name.
     private static func backupID(inObjectName name: String) -> String? {
+        objectID(in: name, suffixes: [".tar.zst", ".manifest.jsonl.zst"])
+    }
+
+    /// The id in `HOST_ID` followed by one of `suffixes`, or nil for any other name.
+    private static func objectID(in name: String, suffixes: [String]) -> String? {
         guard !name.hasPrefix("."), let underscore = name.lastIndex(of: "_") else { return nil }
         let rest = name[name.index(after: underscore)...]
         // YYYYMMDDTHHMMSSZ-xxxxxxxx
         let id = rest.prefix(25)
-        guard id.count == 25, [".tar.zst", ".manifest.jsonl.zst"].contains(String(rest.dropFirst(25))) else { return nil }
+        guard id.count == 25, suffixes.contains(String(rest.dropFirst(25))) else { return nil }
         let bytes = Array(id.utf8)
         let digits = bytes[0..<8] + bytes[9..<15]
         guard digits.allSatisfy({ $0 >= 48 && $0 <= 57 }), bytes[8] == 84, bytes[15] == 90, bytes[16] == 45,
