@@ -58,12 +58,13 @@ final class CopyChainTests: EndToEndTestCase {
 
     // MARK: Tests
 
-    /// Issue 25 §2.1: prune keeps what `relies_on` names, so the middle backup goes; copy
-    /// used to follow parent links to it and failed with "No backup '…'" every night.
+    /// Issue 25 §2.1: prune with `--keep-chains` keeps what `relies_on` names, so the middle
+    /// backup goes; copy used to follow parent links to it and failed with "No backup '…'"
+    /// every night.
     func testCopyAfterPruneBringsWhatARestoreNeedsAndRestoresExactly() throws {
         let source = path("src"), dest = path("dest"), offsite = path("offsite")
         let ids = try thinnedChain(source: source, dest: dest)
-        assertExit(try run(["prune", "--dest", dest, "--keep-last", "1"], environment: night(2)), 0)
+        assertExit(try run(["prune", "--dest", dest, "--keep-last", "1", "--keep-chains"], environment: night(2)), 0)
         XCTAssertEqual(try listedIDs(dest), [ids[0], ids[2]], "the middle backup holds nothing the last one needs")
 
         let copied = try run(["copy", "--from", dest, "--to", offsite])
@@ -80,7 +81,8 @@ final class CopyChainTests: EndToEndTestCase {
     }
 
     /// The same through `keepsake run` with a retention policy and `copy-to`: the run's copy
-    /// step works on every night, also after the first prune.
+    /// step works on every night, also after the first prune (which keeps the newest alone,
+    /// what it takes from the full backup copied into its supplement).
     func testRunWithRetentionAndCopyToCopiesEveryNightAfterPrunes() throws {
         let source = path("src"), dest = path("dest"), offsite = path("offsite")
         let config = try profile(source: source, dest: dest, offsite: offsite, retention: "keep-last = 1")
@@ -96,7 +98,8 @@ final class CopyChainTests: EndToEndTestCase {
             XCTAssertEqual(outcome.stderrText + outcome.stdoutText, "", "a quiet night \(number)")
         }
         let kept = try listedIDs(dest)
-        XCTAssertEqual(kept.count, 2, "the newest and the full backup it relies on: \(kept)")
+        XCTAssertEqual(kept.count, 1, "the newest alone: \(kept)")
+        XCTAssertEqual(try names(in: dest).filter { $0.hasSuffix(".supplement.jsonl.zst") }.count, 1)
         XCTAssertTrue(Set(kept).isSubset(of: Set(try listedIDs(offsite))), "the copy holds every kept backup")
         assertExit(try run(["restore", "latest", "--dest", offsite, "--target", path("restored")], environment: night(3)), 0)
         try assertTreesEqual(expected: source, actual: restored(source, into: path("restored")))

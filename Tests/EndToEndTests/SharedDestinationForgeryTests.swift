@@ -174,7 +174,12 @@ final class SharedDestinationForgeryTests: EndToEndTestCase {
         let pruned = try run(["prune", "--dest", dest, "--host", "web1", "--keep-last", "1"])
         assertExit(pruned, 0)
         XCTAssertTrue(pruned.stderrText.contains("dated after prune's clock"), pruned.stderrText)
-        XCTAssertEqual(Set(try listedIDs(dest, host: "web1")), [real, id, future], "the chain and the future backup are kept")
+        XCTAssertEqual(Set(try listedIDs(dest, host: "web1")), [id, future],
+                       "the newest and the future backup are kept (what the newest takes from the real one, in its supplement)")
+        let back = path("restored-newest")
+        assertExit(try run(["restore", id, "--dest", dest, "--target", back]), 0)
+        XCTAssertEqual(try String(contentsOfFile: restored(source, into: back) + "/mine.txt", encoding: .utf8),
+                       "the victim's own file\n")
 
         // All of a host's backups in the future: 'latest' says why it means none.
         let alone = path("alone")

@@ -545,7 +545,9 @@ class SimulatedYearTestCase: EndToEndTestCase {
     /// A night whose run meets a full disk: the destination moves onto a tmpfs with room for
     /// what it holds and two pages more. The run must fail with exit 1 saying the disk is
     /// full, commit nothing, remove nothing and leave nothing behind (the usual checks, on
-    /// the next night, find any leftover); then the destination moves back.
+    /// the next night, find any leftover); then the destination moves back. Only a killed
+    /// run's whole archive may be committed (its manifest rebuilt, said in a warning): it
+    /// must restore to its night's tree.
     private func liveAFullNight(_ night: Int, context: String) throws -> Bool {
         let before = try backups(in: dest)
         let objects = try names(in: dest)
@@ -566,8 +568,23 @@ class SimulatedYearTestCase: EndToEndTestCase {
             problems.append("the run on a full disk must fail with exit 1, saying so:\n\(outcome)")
         }
         let after = try backups(in: dest)
-        if after != before { problems.append("on a full disk the backups went from \(before.sorted()) to \(after.sorted())") }
-        let left = Set(try names(in: dest)).subtracting(objects)
+        var rebuilt = Set<String>()
+        if let killedNight, let killedTree {
+            for id in after.subtracting(before) where id.hasPrefix(SimulatedYearTestCase.idPrefix(killedNight))
+                && outcome.stderrText.contains("warning: backup \(id) had lost its manifest; it was rebuilt") {
+                made[id] = (killedTree, killedNight, RetentionReference.Backup(id: id, created: SimulatedYearTestCase.instant(killedNight),
+                                                                               takesFrom: try takesFrom(id)))
+                present.insert(id)
+                rebuilt.insert(id)
+                killedArchivesCommitted += 1
+            }
+        }
+        if after != before.union(rebuilt) {
+            problems.append("on a full disk the backups went from \(before.sorted()) to \(after.sorted())")
+        }
+        let left = Set(try names(in: dest)).subtracting(objects).filter { name in
+            !rebuilt.contains { name.contains($0) && name.hasSuffix(".manifest.jsonl.zst") }
+        }
         if !left.isEmpty { problems.append("the failed run left \(left.sorted()) behind") }
         // Back to the disk it was on.
         try FileManager.default.removeItem(atPath: aside)
@@ -576,6 +593,7 @@ class SimulatedYearTestCase: EndToEndTestCase {
         unmountTmpfs(dest)
         try FileManager.default.removeItem(atPath: dest)
         try FileManager.default.moveItem(atPath: aside, toPath: dest)
+        for id in rebuilt.sorted() { problems += try restoreProblems(id, from: dest) }
         guard problems.isEmpty else {
             XCTFail("\(context); the destination's disk was full:\n" + problems.joined(separator: "\n"))
             return false
