@@ -73,7 +73,48 @@ final class ChainPolicyTests: KeepsakeTestCase {
     }
 
     func testPolicyValuesAreBounded() throws {
-        XCTAssertEqual(ChainPolicy().fullEvery, ChainPolicy.defaultFullEvery)
+        XCTAssertNil(ChainPolicy().fullEvery, "by default, by the archives a restore reads")
+        XCTAssertNil(ChainPolicy().fullIfOlderThan)
         XCTAssertEqual(ChainPolicy(fullEvery: 0).fullEvery, 1, "a chain holds at least one backup")
+    }
+
+    /// Without --full-every, a chain restarts once a restore of the next backup would read
+    /// more than 30 archives: when every backup adds a file (each backup's archive holds
+    /// something the newest needs), after 30 backups, as --full-every 30 did.
+    func testByDefaultAChainRestartsWhenARestoreWouldReadMoreThanThirtyArchives() throws {
+        var lengths: [Int] = []
+        for day in 0..<33 {
+            try writeFile(root + "/src/day-\(day).txt", "day \(day)")
+            lengths.append(try backup(day: Double(day)).chainLength)
+        }
+        XCTAssertEqual(lengths, Array(1...30) + [1, 2, 3])
+    }
+
+    /// ... and a chain whose backups each store every file again (nothing read from older
+    /// archives) never needs to restart, however long and old it gets.
+    func testByDefaultAChainWhoseRestoreReadsFewArchivesGoesOn() throws {
+        var lengths: [Int] = []
+        for day in 0..<40 {
+            try writeFile(root + "/src/a.txt", "a on day \(day)")
+            try writeFile(root + "/src/b.txt", "b on day \(day)")
+            lengths.append(try backup(day: Double(day) * 3).chainLength)
+        }
+        XCTAssertEqual(lengths, Array(1...40), "120 days, one chain")
+    }
+
+    /// With consolidating prune after every backup (keep-last 3), a chain whose every backup
+    /// adds a file goes on past 30 backups: a restore reads the three kept backups and their
+    /// supplements, not every archive of the chain.
+    func testPruneKeepsAChainsArchivesFewSoItGoesOn() throws {
+        var lengths: [Int] = []
+        for day in 0..<40 {
+            try writeFile(root + "/src/day-\(day).txt", "day \(day)")
+            lengths.append(try backup(day: Double(day)).chainLength)
+            var request = PruneRequest(policy: RetentionPolicy(keepLast: 3), now: fixedDate(days: Double(day)))
+            request.hosts = .all
+            _ = try PruneEngine(storage: storage, events: nil, cancellation: CancellationFlag()).run(request)
+        }
+        XCTAssertEqual(lengths, Array(1...40))
+        XCTAssertEqual(try BackupCatalog(storage: storage).items().count, 3)
     }
 }

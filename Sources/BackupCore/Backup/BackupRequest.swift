@@ -11,9 +11,12 @@ import KeepsakeSupport
 public struct ChainPolicy: Sendable, Equatable {
     /// Always make a full backup.
     public var forceFull: Bool
-    /// Start a new chain once the newest chain holds this many backups.
-    public var fullEvery: Int
-    /// Start a new chain when the newest chain's full backup is older than this.
+    /// Start a new chain once the newest chain holds this many backups (`--full-every`); nil
+    /// (the default): once a restore of the new backup would read more than
+    /// `archiveLimit` archives.
+    public var fullEvery: Int?
+    /// Start a new chain when the newest chain's full backup is older than this
+    /// (`--full-if-older-than`; none by default).
     public var fullIfOlderThan: DurationSpec?
     /// Ignore ctime when deciding a file is unchanged (file systems that change it freely).
     public var ignoreCtime: Bool
@@ -22,18 +25,18 @@ public struct ChainPolicy: Sendable, Equatable {
     /// Hash every file and compare contents instead of trusting size and times.
     public var reread: Bool
 
-    /// The defaults: a full backup every 30 backups or 30 days, whichever comes first, so a
-    /// restore never needs more than 30 archives.
-    public static let defaultFullEvery = 30
-    /// See `defaultFullEvery`.
-    public static let defaultFullIfOlderThan = DurationSpec(days: 30)
+    /// Without `--full-every`, the most archives a restore of a new incremental backup may
+    /// read: its own, and those of the backups and supplements its files lie in. Prune keeps
+    /// a chain's archives few (its policy's backups and their supplements), so a chain
+    /// restarts only when they are many (a policy that keeps many, or `--keep-chains`): each
+    /// restart stores the whole tree again.
+    public static let archiveLimit = 30
 
     /// Creates a policy.
-    public init(forceFull: Bool = false, fullEvery: Int = ChainPolicy.defaultFullEvery,
-                fullIfOlderThan: DurationSpec? = ChainPolicy.defaultFullIfOlderThan, ignoreCtime: Bool = false,
-                ignoreInode: Bool = false, reread: Bool = false) {
+    public init(forceFull: Bool = false, fullEvery: Int? = nil, fullIfOlderThan: DurationSpec? = nil,
+                ignoreCtime: Bool = false, ignoreInode: Bool = false, reread: Bool = false) {
         self.forceFull = forceFull
-        self.fullEvery = max(1, fullEvery)
+        self.fullEvery = fullEvery.map { max(1, $0) }
         self.fullIfOlderThan = fullIfOlderThan
         self.ignoreCtime = ignoreCtime
         self.ignoreInode = ignoreInode

@@ -93,8 +93,14 @@ struct ParentChoice {
             events?.handle(.notice("starting a new chain: " + rule))
             return
         }
-        if let damage = try damageInTheChain(of: candidate, items: items) {
+        let chain = try archivesOfTheChain(of: candidate, items: items)
+        if let damage = chain.damage {
             events?.handle(.caution("starting a new chain: " + damage))
+            return
+        }
+        if request.chain.fullEvery == nil, chain.archives >= ChainPolicy.archiveLimit {
+            events?.handle(.notice("starting a new chain: a restore of the next backup would read \(chain.archives + 1) archives "
+                + "(at most \(ChainPolicy.archiveLimit) without --full-every)"))
             return
         }
         // The manifest itself is read in step with the scan, a line at a time.
@@ -187,8 +193,8 @@ struct ParentChoice {
             return "\(newest) is not signed by this host's signing key "
                 + "(\(key.publicKey)), and a signed backup builds only on backups signed by the same key"
         }
-        if summary.chainLength >= request.chain.fullEvery {
-            return "the last one holds \(summary.chainLength) backups (--full-every \(request.chain.fullEvery))"
+        if let fullEvery = request.chain.fullEvery, summary.chainLength >= fullEvery {
+            return "the last one holds \(summary.chainLength) backups (--full-every \(fullEvery))"
         }
         if let limit = request.chain.fullIfOlderThan {
             var calendar = Calendar(identifier: .gregorian)
@@ -213,11 +219,14 @@ struct ParentChoice {
     }
 
     /// What of the chain `candidate` ends is missing or damaged (worded after "starting a new
-    /// chain: "), or nil when every archive it relies on, and its own, is there, of the size
-    /// it was stored with, and not recorded damaged. A cut archive is seen from its size
-    /// alone, without reading it, and recorded damaged for the next runs.
-    private func damageInTheChain(of candidate: Candidate, items: [BackupCatalog.Item]) throws -> String? {
+    /// chain: "), nil when every archive it relies on, and its own, is there, of the size
+    /// it was stored with, and not recorded damaged; and how many archives a restore of it
+    /// reads (its own, the backups' it relies on that are there, and the supplements that hold
+    /// the files of those that are gone). A cut archive is seen from its size alone, without
+    /// reading it, and recorded damaged for the next runs.
+    private func archivesOfTheChain(of candidate: Candidate, items: [BackupCatalog.Item]) throws -> (damage: String?, archives: Int) {
         let newest = candidate.item.id
+        var archives = Set<String>()
         var needed = Set(candidate.summary.reliesOn ?? [])
         needed.insert(candidate.summary.id)
         let sizes = try listing.sizes(of: destination)
@@ -233,19 +242,23 @@ struct ParentChoice {
                     let supplements = shelf ?? SupplementShelf(storage: storage, objects: sizes.map { StoredObject(name: $0.key, size: $0.value) })
                     shelf = supplements
                     let holding = supplements.supplements(holdingFilesOf: [id])
-                    if !holding.isEmpty, holding.allSatisfy({ sizes[$0.archiveName] == $0.archiveSize }) { continue }
+                    if !holding.isEmpty, holding.allSatisfy({ sizes[$0.archiveName] == $0.archiveSize }) {
+                        archives.formUnion(holding.map(\.archiveName))
+                        continue
+                    }
                 }
-                return "\(which) is missing or damaged"
+                return ("\(which) is missing or damaged", archives.count)
             }
             if let record = DamageRecord.stored(for: item, names: names, in: destination) {
-                return "\(which) was \(record.description)"
+                return ("\(which) was \(record.description)", archives.count)
             }
             if size != facts.size {
                 try? DamageRecord(id: id, found: request.now, foundBy: "backup").store(for: item, in: destination)
-                return "\(which) has an archive of \(size) bytes, stored as "
-                    + "\(facts.size): it is damaged (`keepsake verify \(id)` says more)"
+                return ("\(which) has an archive of \(size) bytes, stored as "
+                    + "\(facts.size): it is damaged (`keepsake verify \(id)` says more)", archives.count)
             }
+            archives.insert(facts.name)
         }
-        return nil
+        return (nil, archives.count)
     }
 }
