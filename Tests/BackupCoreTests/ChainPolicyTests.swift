@@ -90,21 +90,23 @@ final class ChainPolicyTests: KeepsakeTestCase {
         XCTAssertEqual(lengths, Array(1...30) + [1, 2, 3])
     }
 
-    /// ... and a chain whose backups each store every file again (nothing read from older
-    /// archives) never needs to restart, however long and old it gets.
-    func testByDefaultAChainWhoseRestoreReadsFewArchivesGoesOn() throws {
+    /// ... and, in a destination where prune has written no supplement (it keeps chains), as
+    /// before supplements: every 30 backups or 30 days, whichever comes first.
+    func testWithoutSupplementsAChainRestartsEveryThirtyBackupsOrThirtyDays() throws {
         var lengths: [Int] = []
         for day in 0..<40 {
             try writeFile(root + "/src/a.txt", "a on day \(day)")
             try writeFile(root + "/src/b.txt", "b on day \(day)")
-            lengths.append(try backup(day: Double(day) * 3).chainLength)
+            lengths.append(try backup(day: Double(day) / 2).chainLength)
         }
-        XCTAssertEqual(lengths, Array(1...40), "120 days, one chain")
+        XCTAssertEqual(lengths, Array(1...30) + Array(1...10), "every 30 backups")
+        let monthly = try (0..<4).map { try backup(day: 30 + Double($0) * 12).chainLength }
+        XCTAssertEqual(monthly, [11, 12, 1, 2], "the chain began 30 days before the third")
     }
 
     /// With consolidating prune after every backup (keep-last 3), a chain whose every backup
-    /// adds a file goes on past 30 backups: a restore reads the three kept backups and their
-    /// supplements, not every archive of the chain.
+    /// adds a file goes on past 30 backups and 30 days: a restore reads the three kept
+    /// backups and their supplements, not every archive of the chain.
     func testPruneKeepsAChainsArchivesFewSoItGoesOn() throws {
         var lengths: [Int] = []
         for day in 0..<40 {

@@ -11,12 +11,11 @@ import KeepsakeSupport
 public struct ChainPolicy: Sendable, Equatable {
     /// Always make a full backup.
     public var forceFull: Bool
-    /// Start a new chain once the newest chain holds this many backups (`--full-every`); nil
-    /// (the default): once a restore of the new backup would read more than
-    /// `archiveLimit` archives.
+    /// Start a new chain once the newest chain holds this many backups (`--full-every`); nil:
+    /// the default (see `archiveLimit`).
     public var fullEvery: Int?
     /// Start a new chain when the newest chain's full backup is older than this
-    /// (`--full-if-older-than`; none by default).
+    /// (`--full-if-older-than`); nil: the default (see `archiveLimit`).
     public var fullIfOlderThan: DurationSpec?
     /// Ignore ctime when deciding a file is unchanged (file systems that change it freely).
     public var ignoreCtime: Bool
@@ -26,11 +25,18 @@ public struct ChainPolicy: Sendable, Equatable {
     public var reread: Bool
 
     /// Without `--full-every`, the most archives a restore of a new incremental backup may
-    /// read: its own, and those of the backups and supplements its files lie in. Prune keeps
-    /// a chain's archives few (its policy's backups and their supplements), so a chain
-    /// restarts only when they are many (a policy that keeps many, or `--keep-chains`): each
-    /// restart stores the whole tree again.
+    /// read: its own, and those of the backups and supplements its files lie in. Where prune
+    /// writes supplements (the destination holds some of the host's), it keeps a chain's
+    /// archives few (its policy's backups and their supplements), and this is the only
+    /// default rule: each restart would store the whole tree again.
     public static let archiveLimit = 30
+    /// Where prune keeps chains instead (`--keep-chains`, or before it first removed a backup
+    /// others take files from), the defaults are as before supplements: a new chain every 30
+    /// backups or 30 days, whichever comes first, since prune frees a chain only once no kept
+    /// backup needs it.
+    public static let defaultFullEvery = 30
+    /// See `defaultFullEvery`.
+    public static let defaultFullIfOlderThan = DurationSpec(days: 30)
 
     /// Creates a policy.
     public init(forceFull: Bool = false, fullEvery: Int? = nil, fullIfOlderThan: DurationSpec? = nil,

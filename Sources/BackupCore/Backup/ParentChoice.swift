@@ -193,10 +193,13 @@ struct ParentChoice {
             return "\(newest) is not signed by this host's signing key "
                 + "(\(key.publicKey)), and a signed backup builds only on backups signed by the same key"
         }
-        if let fullEvery = request.chain.fullEvery, summary.chainLength >= fullEvery {
+        // The defaults, where prune keeps chains (see `ChainPolicy.defaultFullEvery`).
+        let chainsKept = request.chain.fullEvery == nil || request.chain.fullIfOlderThan == nil ? !hasSupplements() : false
+        if let fullEvery = request.chain.fullEvery ?? (chainsKept ? ChainPolicy.defaultFullEvery : nil),
+           summary.chainLength >= fullEvery {
             return "the last one holds \(summary.chainLength) backups (--full-every \(fullEvery))"
         }
-        if let limit = request.chain.fullIfOlderThan {
+        if let limit = request.chain.fullIfOlderThan ?? (chainsKept ? ChainPolicy.defaultFullIfOlderThan : nil) {
             var calendar = Calendar(identifier: .gregorian)
             calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
             if summary.chainStarted < limit.subtract(from: request.now, calendar: calendar) {
@@ -208,6 +211,14 @@ struct ParentChoice {
             return "\(newest) does not say which backups it relies on"
         }
         return nil
+    }
+
+    /// Whether the destination holds a supplement of this host: prune writes them here, so it
+    /// keeps a chain's archives few and a chain need not restart by its length or age.
+    private func hasSupplements() -> Bool {
+        guard let sizes = try? listing.sizes(of: destination) else { return false }
+        let host = HostIdentity.fileSafe(request.host)
+        return sizes.keys.contains { SupplementNaming.parts(ofManifestName: $0)?.host == host }
     }
 
     /// Whether `item` has a signature by `key` made for it (`SignatureCheck.vouchesFor`: a

@@ -24,9 +24,9 @@ import KeepsakeTOML
 /// level = 3                                        # zstd 1-19, gzip 1-9, xz 0-9, lz4 1-9
 /// threads = 2                                      # compressor threads, 1-256 (default: the CPUs)
 /// tags = ["home"]                                  # labels for every backup
-/// full-every = 30                                  # start a new chain after this many backups (default:
-///                                                  #   once a restore would read more than 30 archives)
-/// full-if-older-than = "30d"                       # … or when its full backup is this old (none)
+/// full-every = 30                                  # start a new chain after this many backups
+/// full-if-older-than = "30d"                       # … or when its full backup is this old
+///                                                  # (neither by default where prune writes supplements)
 /// ignore-ctime = false                             # as --ignore-ctime
 /// ignore-inode = false                             # as --ignore-inode
 /// reread = false                                   # as --reread
