@@ -110,16 +110,16 @@ public final class PruneEngine {
         var consolidated: ChainConsolidation.Outcome?
         // Backups whose archive was found not to hold what a kept backup takes from them:
         // kept (as without supplements), and the consolidation planned again without them.
-        var damaged: [BackupID: BackupID] = [:]
+        var damaged = Set<BackupID>()
         while request.consolidate {
             do {
                 consolidated = try consolidation.prepare(items: plan.items, removing: Set(plan.removals.map(\.manifest.name)),
                                                          now: request.now)
                 break
-            } catch let damage as ChainConsolidation.DamagedBackup where damaged[damage.backup] == nil {
+            } catch let damage as ChainConsolidation.DamagedBackup where !damaged.contains(damage.backup) {
                 events?.handle(.caution("backup \(damage.backup) is kept: backup \(damage.neededBy) takes files from it that its "
                     + "archive does not hold as recorded (\(damage.reason)); run 'keepsake verify'"))
-                damaged[damage.backup] = damage.neededBy
+                damaged.insert(damage.backup)
                 plan.keep(damage.backup, because: "needed by \(damage.neededBy); damaged")
             } catch let damage as ChainConsolidation.DamagedBackup {
                 throw SupplementDamage(reason: "Prune removed nothing: backup \(damage.backup) is damaged: \(damage.reason) "
