@@ -49,6 +49,10 @@ public final class AgeKeyring: Sendable {
         }
     }
 
+    /// The passphrase given or asked for so far, nil before one is known: prune encrypts a
+    /// supplement with the passphrase that opened the backup it belongs to.
+    package var knownPassphrase: [UInt8]? { passphrase.withLock { $0 } }
+
     // MARK: Opening
 
     /// `ciphertext` (the age file `name`) decrypted, readable at any offset. Throws

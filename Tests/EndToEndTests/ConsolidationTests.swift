@@ -554,34 +554,6 @@ final class ConsolidationTests: FaultTestCase {
         }
     }
 
-    /// Encrypted backups are not consolidated yet: a kept encrypted
-    /// incremental keeps the backups it takes files from, as without it, and prune says so;
-    /// nothing is written in the clear beside them.
-    func testEncryptedBackupsKeepTheirChainAndPruneSaysSo() throws {
-        let dest = path("dest")
-        let key = path("identity.txt")
-        let made = try run(["keygen", "--output", key])
-        assertExit(made, 0)
-        let recipient = made.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
-        let source = path("src")
-        var ids: [String] = []
-        for night in 0..<3 {
-            try Fixtures.makeTree(at: source, files: ["night-\(night).txt": "night \(night)\n"])
-            ids.append(try backup([source], dest: dest, options: ["--recipient", recipient, "--quiet"]))
-        }
-        let pruned = try run(["prune", "--dest", dest, "--keep-last", "1", "--identity", key])
-        assertExit(pruned, 0)
-        XCTAssertTrue(pruned.stderrText.contains("2 encrypted backups keep the backups they take files from"), "\(pruned)")
-        XCTAssertEqual(try listedSet(dest), Set(ids), "the chain stays whole")
-        XCTAssertEqual(try supplementManifests(dest), [])
-        let target = path("target")
-        assertExit(try run(["restore", ids[2], "--dest", dest, "--target", target, "--identity", key, "--quiet"]), 0)
-        for night in 0..<3 {
-            XCTAssertEqual(try String(contentsOfFile: restored(source, into: target) + "/night-\(night).txt", encoding: .utf8),
-                           "night \(night)\n")
-        }
-    }
-
     /// A byte flipped in the archive of a backup the policy lets go, inside a file a kept
     /// backup takes from it: prune keeps that backup (`needed by ID; damaged`, a warning
     /// naming it) and still removes the rest, the kept one's other files copied into its

@@ -252,7 +252,8 @@ struct ParentChoice {
                 if id != newest {
                     let supplements = shelf ?? SupplementShelf(storage: storage, objects: sizes.map { StoredObject(name: $0.key, size: $0.value) })
                     shelf = supplements
-                    let holding = supplements.supplements(holdingFilesOf: [id])
+                    // Encrypted ones this host cannot open: by their summaries in the clear.
+                    let holding = supplements.summaries(holdingFilesOf: [id])
                     if !holding.isEmpty, holding.allSatisfy({ sizes[$0.archiveName] == $0.archiveSize }) {
                         archives.formUnion(holding.map(\.archiveName))
                         continue

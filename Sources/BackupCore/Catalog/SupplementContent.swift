@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeAge
 import KeepsakeArchive
 import KeepsakeEncryption
 import KeepsakeHashing
@@ -43,15 +44,25 @@ enum SupplementContent {
 
     // MARK: Manifest
 
-    /// Writes the supplement's manifest, which commits it.
-    static func writeManifest(_ manifest: SupplementManifest, to storage: any WritableStorage) throws {
+    /// Writes the supplement's manifest, which commits it; encrypted (`keys`, which open
+    /// what `manifest.encryption` records), its summary in the clear goes first.
+    static func writeManifest(_ manifest: SupplementManifest, keys: AgeEncryption?, to storage: any WritableStorage) throws {
+        guard (keys == nil) == (manifest.encryption == nil) else {
+            throw EngineError.invalidRequest("the supplement \(manifest.id) must be written with the keys its manifest records")
+        }
+        if keys != nil {
+            let summary = manifest.summary
+            try storage.writeObject(summary.summaryName, bytes: summary.encoded())
+        }
         let lines = manifest.encoded()
         let firstEnd = (lines.firstIndex(of: UInt8(ascii: "\n")) ?? lines.count - 1) + 1
-        let pending = try storage.create(SupplementNaming.manifestName(host: manifest.host, id: manifest.id))
+        let pending = try storage.create(manifest.manifestName)
         do {
-            try SidecarManifest.write(summaryLine: Array(lines[..<firstEnd]), to: pending, workers: 1) { sink in
+            let encrypting = try keys.map { try AgeEncryptingSink(downstream: pending, encryption: $0) }
+            try SidecarManifest.write(summaryLine: Array(lines[..<firstEnd]), to: encrypting ?? pending, workers: 1) { sink in
                 try lines[firstEnd...].withUnsafeBytes { try sink.write($0) }
             }
+            try encrypting?.finish()
             try pending.commit()
         } catch {
             pending.abort()
@@ -64,9 +75,9 @@ enum SupplementContent {
     /// The manifest of the supplement archive `name` as the copy inside it records it, with
     /// the archive's size and SHA-256 as read (for a supplement whose manifest object is gone).
     static func innerManifest(of name: String, in storage: KeyedStorage, cancellation: CancellationFlag) throws -> SupplementManifest {
-        let hashing = HashingSource(source: try storage.open(name))
-        defer { hashing.close() }
-        let reader = try ArchiveReader(source: hashing, name: name, cancellation: cancellation)
+        let (hashing, content) = try openHashed(name, in: storage)
+        defer { content.close() }
+        let reader = try ArchiveReader(source: content, name: name, cancellation: cancellation)
         var inner: [UInt8]?
         while let header = try reader.nextHeader() {
             try cancellation.check()
@@ -77,6 +88,7 @@ enum SupplementContent {
             }
         }
         try reader.readToEnd()
+        try drain(hashing)
         guard let inner else { throw SupplementDamage(reason: "\(name) holds no copy of its manifest") }
         return try SupplementManifest.parse(inner, archive: (hashing.count, hashing.finalizeHex()))
     }
@@ -86,10 +98,9 @@ enum SupplementContent {
     static func checkArchive(of manifest: SupplementManifest, in storage: KeyedStorage, cancellation: CancellationFlag) throws {
         var expected: [PathKey: String] = [:]
         for entry in manifest.entries { expected[PathKey(entry.path)] = entry.sha256 }
-        let opened = try storage.open(manifest.archiveName)
-        let hashing = HashingSource(source: opened)
-        defer { hashing.close() }
-        let reader = try ArchiveReader(source: hashing, name: manifest.archiveName, cancellation: cancellation)
+        let (hashing, content) = try openHashed(manifest.archiveName, in: storage)
+        defer { content.close() }
+        let reader = try ArchiveReader(source: content, name: manifest.archiveName, cancellation: cancellation)
         while let header = try reader.nextHeader() {
             try cancellation.check()
             if ArchiveLayout.isMetadataEntry(header.path) || header.path == SupplementNaming.innerManifestPath {
@@ -102,12 +113,34 @@ enum SupplementContent {
             }
         }
         try reader.readToEnd()
+        try drain(hashing)
         if let missing = expected.keys.first {
             throw SupplementDamage(reason: "\(PathBytes.display(missing.bytes)) is missing from \(manifest.archiveName)")
         }
         guard hashing.count == manifest.archiveSize, hashing.finalizeHex() == manifest.archiveSHA256 else {
             throw SupplementDamage(reason: "\(manifest.archiveName) is not the archive its manifest records (size or SHA-256)")
         }
+    }
+
+    /// Opens the archive `name` to be read through `content` while `stored` hashes its
+    /// bytes as stored (below the decryption of an encrypted one).
+    private static func openHashed(_ name: String, in storage: KeyedStorage) throws -> (stored: HashingSource, content: ByteSource) {
+        let raw = try storage.stored.open(name)
+        let hashing = HashingSource(source: raw)
+        do {
+            guard try storage.isEncrypted(name, raw) else { return (hashing, hashing) }
+            return (hashing, try storage.openStream(hashing, name: name))
+        } catch {
+            raw.close()
+            throw error
+        }
+    }
+
+    /// Reads what is left of `source` (bytes after the end of what was read above it are
+    /// hashed too: an archive with more after its end is not the one recorded).
+    private static func drain(_ source: ByteSource) throws {
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while try buffer.withUnsafeMutableBytes({ try source.read(into: $0) }) > 0 {}
     }
 
     // MARK: Orphans
@@ -122,18 +155,41 @@ enum SupplementContent {
         }
     }
 
+    /// The summaries in the clear in `objects` whose supplement has neither manifest nor
+    /// archive left: what a prune interrupted while removing an encrypted supplement leaves.
+    static func strandedSummaries(in objects: [StoredObject]) -> [String] {
+        let names = Set(objects.map(\.name))
+        return objects.compactMap { object in
+            guard let parts = SupplementNaming.parts(ofSummaryName: object.name),
+                  !names.contains(SupplementNaming.manifestName(host: parts.host, id: parts.id, encrypted: true)),
+                  !names.contains(SupplementNaming.archiveName(host: parts.host, id: parts.id, encrypted: true)) else { return nil }
+            return object.name
+        }
+    }
+
     /// Commits the supplement archive `name` (id `id`) again from the copy of its manifest
     /// inside it, once the archive checks out whole against that copy; returns the manifest
-    /// written. Throws what is wrong, having written nothing.
+    /// written. An encrypted one is written with the keys `keys` gives for what its copy
+    /// records, and throws `EncryptionError` when it gives none. Throws what is wrong, having
+    /// written nothing.
     static func commitAgain(_ name: String, id: BackupID, in storage: any WritableStorage, keyring: AgeKeyring,
-                            cancellation: CancellationFlag) throws -> SupplementManifest {
+                            keys: (BackupEncryption) -> AgeEncryption?, cancellation: CancellationFlag) throws -> SupplementManifest {
         let keyed = KeyedStorage(storage, keyring: keyring)
         let manifest = try innerManifest(of: name, in: keyed, cancellation: cancellation)
         guard manifest.id == id, manifest.archiveName == name else {
             throw SupplementDamage(reason: "the copy of its manifest names another supplement")
         }
         try checkArchive(of: manifest, in: keyed, cancellation: cancellation)
-        try writeManifest(manifest, to: storage)
+        var encryption: AgeEncryption?
+        if let record = manifest.encryption {
+            guard let given = keys(record) else {
+                throw EncryptionError.unusableKey("the supplement \(name) is encrypted (\(record.label)) and its keys are not "
+                    + "given here: a prune given them (--identity or --passphrase-file, and --recipient for each public key) "
+                    + "commits it again")
+            }
+            encryption = given
+        }
+        try writeManifest(manifest, keys: encryption, to: storage)
         return manifest
     }
 }

@@ -16,6 +16,9 @@ public struct SupplementShelf: Sendable {
     public private(set) var supplements: [SupplementManifest] = []
     /// Supplement manifests that could not be read, by name, with the reason.
     public private(set) var unreadable: [(name: String, reason: String)] = []
+    /// Encrypted supplements no key given here opens, as their summaries in the clear say
+    /// (see `SupplementSummary`): what they hold is known by backup, not by file.
+    public private(set) var closed: [SupplementSummary] = []
     /// Where each held file is: the supplement's position in `supplements` and the entry's,
     /// oldest supplement first.
     private var held: [SupplementManifest.HeldFile: [(supplement: Int, entry: Int)]] = [:]
@@ -26,22 +29,43 @@ public struct SupplementShelf: Sendable {
     public init() {}
 
     /// The supplements in `storage` (listed as `objects`). A file two supplements hold is
-    /// found in the newer one: it was written to replace the older.
+    /// found in the newer one: it was written to replace the older. An encrypted one that
+    /// none of `storage`'s keys opens is `closed`, known from its summary in the clear.
     public init(storage: KeyedStorage, objects: [StoredObject]) {
         let named = objects.compactMap { object in SupplementNaming.parts(ofManifestName: object.name).map { (id: $0.id, name: object.name) } }
         for name in named.sorted(by: { ($0.id, $0.name) < ($1.id, $1.name) }).map(\.name) {
+            guard let parts = SupplementNaming.parts(ofManifestName: name) else { continue }
+            let encrypted = BackupNaming.isEncrypted(name)
             do {
                 let manifest = try SupplementShelf.readManifest(name, from: storage)
-                guard let parts = SupplementNaming.parts(ofManifestName: name), parts.id == manifest.id,
-                      manifest.archiveName == SupplementNaming.archiveName(host: parts.host, id: parts.id) else {
+                guard parts.id == manifest.id, parts.host == manifest.host, (manifest.encryption != nil) == encrypted,
+                      manifest.archiveName == SupplementNaming.archiveName(host: parts.host, id: parts.id, encrypted: encrypted) else {
                     unreadable.append((name, "its name and its first line disagree"))
                     continue
                 }
                 add(manifest)
+            } catch let keyProblem as EncryptionError where encrypted {
+                do {
+                    closed.append(try SupplementShelf.readSummary(host: parts.host, id: parts.id, from: storage.stored))
+                } catch {
+                    unreadable.append((name, "\(keyProblem); its summary in the clear cannot be read either (\(error))"))
+                }
             } catch {
                 unreadable.append((name, "\(error)"))
             }
         }
+    }
+
+    /// Reads and parses the summary in the clear of the encrypted supplement `id` of `host`,
+    /// which must name it.
+    static func readSummary(host: String, id: BackupID, from storage: any ReadableStorage) throws -> SupplementSummary {
+        let name = SupplementNaming.summaryName(host: host, id: id)
+        let summary = try SupplementSummary.parse(try storage.readObject(name, limit: ManifestSizeLimit.hardLimit))
+        guard summary.id == id, summary.host == host,
+              summary.archiveName == SupplementNaming.archiveName(host: host, id: id, encrypted: true) else {
+            throw ManifestError.notAManifest(reason: "\(name) names another supplement")
+        }
+        return summary
     }
 
     /// Reads and parses the supplement manifest `name`.
@@ -64,8 +88,8 @@ public struct SupplementShelf: Sendable {
 
     // MARK: Looking up
 
-    /// True when there are no supplements (nor unreadable ones).
-    public var isEmpty: Bool { supplements.isEmpty && unreadable.isEmpty }
+    /// True when there are no supplements (nor unreadable or closed ones).
+    public var isEmpty: Bool { supplements.isEmpty && unreadable.isEmpty && closed.isEmpty }
 
     /// The newest supplement holding the file at `path` of backup `origin` with the SHA-256
     /// `sha256` (a kept manifest records it), and its entry there. Another supplement that
@@ -86,8 +110,19 @@ public struct SupplementShelf: Sendable {
         }
     }
 
-    /// True when some supplement holds files of backup `origin`.
-    public func holdsFiles(of origin: BackupID) -> Bool { byOrigin[origin] != nil }
+    /// True when some supplement (a closed one by its summary) holds files of backup `origin`.
+    public func holdsFiles(of origin: BackupID) -> Bool {
+        byOrigin[origin] != nil || closed.contains { $0.holds.contains(origin) }
+    }
+
+    /// The summaries of the supplements, closed ones too, that hold files of any of
+    /// `origins`, oldest first: what a chain reads, for those that only check it is there.
+    public func summaries(holdingFilesOf origins: some Sequence<BackupID>) -> [SupplementSummary] {
+        let wanted = Set(origins)
+        let open = supplements(holdingFilesOf: wanted).map(\.summary)
+        let others = closed.filter { !$0.holds.isDisjoint(with: wanted) }
+        return (open + others).sorted { $0.id < $1.id }
+    }
 
     /// The supplements that hold files of any of `origins`, oldest first.
     public func supplements(holdingFilesOf origins: some Sequence<BackupID>) -> [SupplementManifest] {

@@ -121,7 +121,7 @@ public final class BackupCopier {
                     continue
                 }
                 do {
-                    for supplement in supplements.supplements(holdingFilesOf: gone) where !copiedSupplements.contains(supplement.id) {
+                    for supplement in supplements.summaries(holdingFilesOf: gone) where !copiedSupplements.contains(supplement.id) {
                         result.bytes += try copySupplement(supplement, of: id, present: present)
                         copiedSupplements.insert(supplement.id)
                     }
@@ -264,10 +264,11 @@ public final class BackupCopier {
     }
 
     /// Copies the supplement `supplement`, which backup `id` takes files from, unless the
-    /// destination has it: its archive (checked against its manifest), then its manifest,
-    /// which commits it there. Returns the bytes written.
-    private func copySupplement(_ supplement: SupplementManifest, of id: BackupID, present: [String: Int64]) throws -> Int64 {
-        let manifestName = SupplementNaming.manifestName(host: supplement.host, id: supplement.id)
+    /// destination has it: its archive (checked against its manifest, or an encrypted one's
+    /// summary), an encrypted one's summary, then its manifest, which commits it there, all
+    /// as stored. Returns the bytes written.
+    private func copySupplement(_ supplement: SupplementSummary, of id: BackupID, present: [String: Int64]) throws -> Int64 {
+        let manifestName = supplement.manifestName
         guard present[manifestName] == nil else { return 0 }
         var written: Int64 = 0
         if let size = present[supplement.archiveName] {
@@ -282,6 +283,11 @@ public final class BackupCopier {
                 throw CopyError.damaged(backup: id, archive: supplement.archiveName, source: source.location, reason: "is missing")
             }
             written += supplement.archiveSize
+        }
+        if supplement.encryption != nil {
+            let summary = try source.readObject(supplement.summaryName, limit: ManifestSizeLimit.hardLimit)
+            try destination.writeObject(supplement.summaryName, bytes: summary)
+            written += Int64(summary.count)
         }
         let bytes = try source.readObject(manifestName, limit: ManifestSizeLimit.hardLimit)
         try destination.writeObject(manifestName, bytes: bytes)

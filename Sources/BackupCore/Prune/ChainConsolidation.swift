@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeAge
 import KeepsakeEncryption
 import KeepsakeModel
 import KeepsakeStorage
@@ -12,13 +13,18 @@ import KeepsakeSupport
 /// whose owner is gone, and those a newer supplement of the same owner replaces, are removed
 /// after the backups (`removeReplaced`).
 ///
-/// Only backups in the clear are consolidated here: an encrypted kept backup keeps what it
-/// takes from, as before (the supplement would have to be encrypted to its recipients).
+/// An encrypted kept backup's supplement is encrypted as it is, and only to keys the person
+/// running prune gave (`consolidates`): never to the recipients a summary names alone, or a
+/// backup planted with an outsider's key among them would have prune copy files out to it.
+/// Encrypted supplements no key given here opens are left as they are.
 struct ChainConsolidation {
     // MARK: Dependencies
 
     let storage: any WritableStorage
     let keyring: AgeKeyring
+    /// Public keys prune may encrypt a supplement to (`--recipient`, a profile's recipients),
+    /// besides those of the identities in `keyring`.
+    var recipients: [AgeRecipient] = []
     let cancellation: CancellationFlag
     weak var events: EngineEventSink?
     /// Called before each step that changes the destination (fault-injection tests pause
@@ -31,8 +37,10 @@ struct ChainConsolidation {
     /// whose supplement takes them, and the supplements to delete after the backups.
     struct Plan {
         var wanted: [BackupID: [SupplementWriter.Wanted]] = [:]
-        /// The host of each owner in `wanted`, as its objects are named.
+        /// The host of each owner in `wanted`, as its objects are named, and how it is
+        /// encrypted (its supplement is encrypted so too).
         var hosts: [BackupID: String] = [:]
+        var encryption: [BackupID: BackupEncryption] = [:]
         /// Supplements to delete once the backups are removed: those of owners removed now
         /// or before, and those a new supplement of their owner replaces.
         var replaced: [SupplementManifest] = []
@@ -80,38 +88,67 @@ struct ChainConsolidation {
 
     // MARK: Consolidating
 
-    /// Whether prune may leave `item`'s holders to a supplement rather than keep them: a
-    /// backup in the clear whose manifest names what it takes exactly.
-    static func takesSupplements(_ item: BackupCatalog.Item) -> Bool {
+    /// Whether prune may leave `item`'s holders to a supplement rather than keep them (the
+    /// caller also makes sure its manifest reads whole): a backup in the clear; an encrypted
+    /// one when a key given opens it without asking and its supplement can be encrypted to
+    /// exactly its keys (`keys(for:)`).
+    func consolidates(_ item: BackupCatalog.Item) -> Bool {
         guard let summary = item.summary else { return false }
-        return summary.encryption == nil && !summary.sourcesHidden
+        guard let encryption = summary.encryption else { return !summary.sourcesHidden }
+        guard keyring.opensWithoutAsking(encryption) else { return false }
+        if case .passphrase = encryption { return true }
+        return keys(for: encryption) != nil
+    }
+
+    /// The keys to encrypt a supplement recorded as `record` with, or nil when they are not
+    /// given here: for public keys, each of them given (`recipients`, or an identity's);
+    /// for a passphrase, the one that opened a manifest of this run.
+    func keys(for record: BackupEncryption) -> AgeEncryption? {
+        switch record {
+        case .passphrase:
+            return keyring.knownPassphrase.map { .passphrase($0) }
+        case .recipients(let keys):
+            let given = Set(recipients.map(\.encoded) + keyring.identities.map(\.recipient.encoded))
+            guard !keys.isEmpty, Set(keys).isSubset(of: given) else { return nil }
+            let parsed = keys.compactMap { try? AgeRecipient(parsing: $0) }
+            return parsed.count == keys.count ? .recipients(parsed) : nil
+        }
     }
 
     /// Writes the supplements that let the backups in `removing` go while every other
-    /// backup of `items` stays whole. Call holding the lock, before removing anything;
-    /// throws (and has removed nothing) when one cannot be written.
-    func prepare(items: [BackupCatalog.Item], removing: Set<String>, now: Date) throws -> Outcome {
+    /// backup of `items` stays whole; `consolidated` names (by manifest) the kept backups
+    /// whose files are copied (the others keep what they take from). Call holding the lock,
+    /// before removing anything; throws (and has removed nothing) when one cannot be written.
+    func prepare(items: [BackupCatalog.Item], removing: Set<String>, consolidated: Set<String>, now: Date) throws -> Outcome {
         // What an interrupted run left half-written (a supplement's among them) or half-removed,
         // as a backup does.
         var leftovers = try storage.removeLeftovers()
         leftovers += try InterruptedRemovals.finish(in: storage, objects: try storage.list())
+        for name in SupplementContent.strandedSummaries(in: try storage.list()) {
+            try storage.delete(name)
+            leftovers.append(name)
+        }
         if !leftovers.isEmpty {
             events?.handle(.notice("removed \(leftovers.count == 1 ? "1 leftover file" : "\(leftovers.count) leftover files") "
                 + "of an interrupted run from \(storage.location)"))
         }
         var objects = try storage.list()
         try recommitOrphans(&objects)
-        return try write(try plan(items: items, removing: removing, objects: objects), now: now)
+        return try write(try plan(items: items, removing: removing, consolidated: consolidated, objects: objects), now: now)
     }
 
     /// What consolidating lets go of `removing` takes (see `Plan`), from the destination as
     /// listed in `objects`; reads manifests only (a dry run asks this too).
-    func plan(items: [BackupCatalog.Item], removing: Set<String>, objects: [StoredObject]) throws -> Plan {
+    func plan(items: [BackupCatalog.Item], removing: Set<String>, consolidated: Set<String>, objects: [StoredObject]) throws -> Plan {
         let keyed = KeyedStorage(storage, keyring: keyring)
         let catalog = BackupCatalog(storage: keyed)
         let shelf = SupplementShelf(storage: keyed, objects: objects)
         if let bad = shelf.unreadable.first {
             throw SupplementDamage(reason: "the supplement \(bad.name) cannot be read (\(bad.reason))")
+        }
+        if !shelf.closed.isEmpty {
+            let count = shelf.closed.count == 1 ? "1 encrypted supplement is" : "\(shelf.closed.count) encrypted supplements are"
+            events?.handle(.notice("\(count) left as it is: no key given here opens it (--identity FILE or --passphrase-file FILE)"))
         }
         let kept = items.filter { !removing.contains($0.manifestName) }
         let keptIDs = Set(kept.map(\.id))
@@ -136,7 +173,7 @@ struct ChainConsolidation {
 
         // Oldest kept first: each file goes to the oldest kept backup that takes it.
         var lost = 0
-        for item in kept.sorted(by: { $0.id < $1.id }) where ChainConsolidation.takesSupplements(item) {
+        for item in kept.sorted(by: { $0.id < $1.id }) where consolidated.contains(item.manifestName) {
             _ = try catalog.forEachEntry(of: item) { entry in
                 guard entry.type == .file, let origin = entry.storedIn, !keptIDs.contains(origin) else { return }
                 let key = SupplementManifest.HeldFile(origin: origin, path: PathKey(entry.path))
@@ -157,6 +194,7 @@ struct ChainConsolidation {
                 plan.files += 1
                 plan.bytes += max(0, entry.size)
                 plan.hosts[item.id] = item.summary.map { HostIdentity.fileSafe($0.host) }
+                plan.encryption[item.id] = item.summary?.encryption
             }
         }
         if lost > 0 {
@@ -204,9 +242,16 @@ struct ChainConsolidation {
             try cancellation.check()
             let id = BackupID(date: now, after: previous)
             previous = id
+            var encryption: SupplementWriter.Encryption?
+            if let record = plan.encryption[owner] {
+                guard let keys = keys(for: record) else {
+                    throw EngineError.invalidRequest("the keys backup \(owner) is encrypted with (\(record.label)) are not given here")
+                }
+                encryption = .init(record: record, keys: keys)
+            }
             let written: SupplementManifest
             do {
-                written = try writer.write(host: host, id: id, owner: owner, now: now, wanted: files)
+                written = try writer.write(host: host, id: id, owner: owner, now: now, wanted: files, encryption: encryption)
             } catch let damaged as SupplementWriter.DamagedSource {
                 guard let backup = plan.archives[damaged.archive] else {
                     // A supplement's archive: what only it holds cannot be had elsewhere.
@@ -270,10 +315,11 @@ struct ChainConsolidation {
             }
             do {
                 beforeEachStep()
-                try storage.delete(SupplementNaming.manifestName(host: supplement.host, id: supplement.id))
+                try storage.delete(supplement.manifestName)
                 beforeEachStep()
                 try storage.delete(supplement.archiveName)
                 freed += supplement.archiveSize
+                if supplement.encryption != nil { try storage.delete(supplement.summary.summaryName) }
             } catch {
                 events?.handle(.caution("the supplement \(supplement.id) is no longer needed but could not be removed (\(error)); "
                     + "the next prune removes it"))
@@ -291,10 +337,14 @@ struct ChainConsolidation {
         let orphans = SupplementContent.orphans(in: objects)
         for orphan in orphans {
             do {
-                _ = try SupplementContent.commitAgain(orphan.name, id: orphan.id, in: storage, keyring: keyring, cancellation: cancellation)
+                _ = try SupplementContent.commitAgain(orphan.name, id: orphan.id, in: storage, keyring: keyring,
+                                                     keys: { keys(for: $0) }, cancellation: cancellation)
                 events?.handle(.notice("committed supplement \(orphan.id) again from the copy of its manifest in \(orphan.name)"))
             } catch let error as Interruption {
                 throw error
+            } catch let error as EncryptionError {
+                // Encrypted, and its keys not given here: left for a prune that has them.
+                events?.handle(.notice("\(orphan.name) has no manifest and is left as it is: \(error)"))
             } catch {
                 let aside = orphan.name + ".unrecoverable"
                 try storage.move(orphan.name, to: aside)

@@ -83,9 +83,8 @@ public final class PruneEngine {
             var result = PruneResult(decisions: plan.decisions, removed: plan.removals.map(\.id), dryRun: true,
                                      freedBytes: plan.removals.reduce(0) { $0 + $1.bytes })
             if request.consolidate {
-                let consolidation = ChainConsolidation(storage: storage, keyring: keyring, cancellation: cancellation, events: events)
-                let planned = try consolidation.plan(items: plan.items, removing: Set(plan.removals.map(\.manifest.name)),
-                                                     objects: plan.objects)
+                let planned = try consolidation(request).plan(items: plan.items, removing: Set(plan.removals.map(\.manifest.name)),
+                                                              consolidated: plan.consolidated, objects: plan.objects)
                 result.freedBytes += planned.replaced.reduce(0) { $0 + $1.archiveSize }
                 result.supplementedFiles = planned.files
                 result.supplementedBytes = planned.bytes
@@ -103,7 +102,7 @@ public final class PruneEngine {
         var plan = try makePlan(request)
         var removed: [BackupID] = []
         var freed: Int64 = 0
-        var consolidation = ChainConsolidation(storage: storage, keyring: keyring, cancellation: cancellation, events: events)
+        var consolidation = consolidation(request)
         let pause = request.removalPause
         if pause > 0 { consolidation.beforeEachStep = { usleep(useconds_t(min(pause, 10) * 1_000_000)) } }
         // Written, committed and read back before anything they replace is removed.
@@ -114,13 +113,16 @@ public final class PruneEngine {
         while request.consolidate {
             do {
                 consolidated = try consolidation.prepare(items: plan.items, removing: Set(plan.removals.map(\.manifest.name)),
-                                                         now: request.now)
+                                                         consolidated: plan.consolidated, now: request.now)
                 break
-            } catch let damage as ChainConsolidation.DamagedBackup where !damaged.contains(damage.backup) {
+            } catch let damage as ChainConsolidation.DamagedBackup where !damaged.contains(damage.backup)
+                        && plan.items.allSatisfy({ $0.id != damage.backup || consolidation.consolidates($0) }) {
                 events?.handle(.caution("backup \(damage.backup) is kept: backup \(damage.neededBy) takes files from it that its "
                     + "archive does not hold as recorded (\(damage.reason)); run 'keepsake verify'"))
                 damaged.insert(damage.backup)
                 plan.keep(damage.backup, because: "needed by \(damage.neededBy); damaged")
+                // Kept now, what it takes from backups let go is copied for it too.
+                plan.consolidated.formUnion(plan.items.filter { $0.id == damage.backup }.map(\.manifestName))
             } catch let damage as ChainConsolidation.DamagedBackup {
                 throw SupplementDamage(reason: "Prune removed nothing: backup \(damage.backup) is damaged: \(damage.reason) "
                     + "(run 'keepsake verify')")
@@ -150,6 +152,14 @@ public final class PruneEngine {
 
     // MARK: Planning
 
+    /// The consolidation of this run (see `ChainConsolidation`), encrypting supplements only
+    /// to the keys `request` gives.
+    private func consolidation(_ request: PruneRequest) -> ChainConsolidation {
+        var consolidation = ChainConsolidation(storage: storage, keyring: keyring, cancellation: cancellation, events: events)
+        consolidation.recipients = request.recipients
+        return consolidation
+    }
+
     /// The decisions and what removing each unkept backup deletes.
     private struct Plan {
         /// Every backup, newest first.
@@ -160,6 +170,9 @@ public final class PruneEngine {
         /// from them too).
         var items: [BackupCatalog.Item]
         var objects: [StoredObject]
+        /// The kept backups (by manifest name) whose files are copied into supplements
+        /// rather than their chains kept: decided once, where chains are protected.
+        var consolidated: Set<String> = []
 
         /// Keeps the backup `id` after all, for `reason`.
         mutating func keep(_ id: BackupID, because reason: String) {
@@ -199,22 +212,26 @@ public final class PruneEngine {
         // Keyed by manifest name, not id: a name is one backup, an id planted twice is not.
         var decisions = try applyPolicy(request, to: items, sizes: sizes)
         var unchecked = Set<BackupID>()
-        protectChains(&decisions, items: items, catalog: catalog, consolidating: request.consolidate, unchecked: &unchecked)
+        var consolidated = Set<String>()
+        protectChains(&decisions, items: items, catalog: catalog, consolidation: request.consolidate ? consolidation(request) : nil,
+                      consolidated: &consolidated, unchecked: &unchecked)
         if request.consolidate {
-            // Kept encrypted incrementals: what they take files from stays, as without it.
+            // Kept encrypted incrementals whose keys are not all given: what they take files from stays.
             let encrypted = items.filter { item in
-                guard decisions[item.manifestName]?.keep ?? false, let summary = item.summary else { return false }
+                guard decisions[item.manifestName]?.keep ?? false, !consolidated.contains(item.manifestName),
+                      let summary = item.summary else { return false }
                 return (summary.encryption != nil || summary.sourcesHidden) && summary.isIncremental
             }.count
             if encrypted > 0 {
                 events?.handle(.notice((encrypted == 1 ? "1 encrypted backup keeps the backups it takes"
-                    : "\(encrypted) encrypted backups keep the backups they take") + " files from: prune does not write "
-                    + "encrypted supplements yet"))
+                    : "\(encrypted) encrypted backups keep the backups they take") + " files from: prune copies them into "
+                    + "encrypted supplements only when given a key that opens them (--identity FILE or --passphrase-file FILE) "
+                    + "and, for public keys, every key they are encrypted to (--recipient, or an identity's)"))
             }
         }
         if !unchecked.isEmpty {
             let count = unchecked.count == 1 ? "1 encrypted backup" : "\(unchecked.count) encrypted backups"
-            events?.handle(.notice("what \(count) relies on is taken from the summaries in the clear beside them: no key given "
+            events?.handle(.notice("what \(count) \(unchecked.count == 1 ? "relies" : "rely") on is taken from the summaries in the clear beside them: no key given "
                 + "here opens their manifests to check (--identity FILE or --passphrase-file FILE does)"))
         }
 
@@ -233,7 +250,7 @@ public final class PruneEngine {
                 removals.append(removal(of: item, objects: objects, sizes: sizes))
             }
         }
-        return Plan(decisions: ordered, removals: removals, items: items, objects: objects)
+        return Plan(decisions: ordered, removals: removals, items: items, objects: objects, consolidated: consolidated)
     }
 
     /// The policy's decision for every backup (by manifest name), group by group; a backup
@@ -308,10 +325,11 @@ public final class PruneEngine {
     }
 
     /// Keeps every backup a kept backup needs (`needed by <id>`), newest kept backup first,
-    /// transitively; when `consolidating`, only those that kept backups a supplement cannot
-    /// serve need (see `ChainConsolidation.takesSupplements`).
+    /// transitively; with a `consolidation`, only those that kept backups a supplement cannot
+    /// serve need (see `ChainConsolidation.consolidates`): those it can go into `consolidated`.
     private func protectChains(_ decisions: inout [String: RetentionDecision], items: [BackupCatalog.Item],
-                               catalog: BackupCatalog, consolidating: Bool, unchecked: inout Set<BackupID>) {
+                               catalog: BackupCatalog, consolidation: ChainConsolidation?, consolidated: inout Set<String>,
+                               unchecked: inout Set<BackupID>) {
         // An id names every backup that has it: when two do, both are kept.
         var itemsByID: [BackupID: [BackupCatalog.Item]] = [:]
         for item in items { itemsByID[item.id, default: []].append(item) }
@@ -324,7 +342,8 @@ public final class PruneEngine {
             guard examined.insert(item.manifestName).inserted else { continue }
             // Consolidated only when its manifest reads whole (the plan reads every entry);
             // else its chain is kept, as below.
-            if consolidating, ChainConsolidation.takesSupplements(item), (try? catalog.forEachEntry(of: item) { _ in }) != nil {
+            if let consolidation, consolidation.consolidates(item), (try? catalog.forEachEntry(of: item) { _ in }) != nil {
+                consolidated.insert(item.manifestName)
                 continue
             }
             var needs = neededBackups(of: item, catalog: catalog, itemsByID: itemsByID)

@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeAge
 import KeepsakeModel
 import KeepsakeSigning
 import KeepsakeSupport
@@ -31,6 +32,10 @@ public struct PruneRequest: Sendable {
     /// clear take from backups the policy lets go is copied into supplements
     /// (`ChainConsolidation`), so those backups are removed rather than kept as `needed by`.
     public var consolidate = true
+    /// Public keys a supplement may be encrypted to (`--recipient`, a profile's recipients),
+    /// besides those of the identities given: an encrypted backup's supplement is written
+    /// only when every key it is encrypted to is among them (see `ChainConsolidation`).
+    public var recipients: [AgeRecipient] = []
 
     // MARK: Creation
 

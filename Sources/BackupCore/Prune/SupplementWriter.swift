@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeAge
 import KeepsakeArchive
 import KeepsakeEncryption
 import KeepsakeHashing
@@ -46,19 +47,30 @@ struct SupplementWriter {
 
     // MARK: Writing
 
-    /// Writes and commits the supplement `id` of `host` for backup `owner`, holding `wanted`,
-    /// then reads it back; returns its manifest.
-    /// - Throws: `Failure` when a file is not found where it was said to be or does not match
-    ///   its SHA-256, or the supplement does not read back as written; storage errors.
-    func write(host: String, id: BackupID, owner: BackupID, now: Date, wanted: [Wanted]) throws -> SupplementManifest {
-        let archiveName = SupplementNaming.archiveName(host: host, id: id)
+    /// How an encrypted supplement is written: as its owner is (`record`), with `keys` that
+    /// the person running prune gave for it.
+    struct Encryption {
+        var record: BackupEncryption
+        var keys: AgeEncryption
+    }
+
+    /// Writes and commits the supplement `id` of `host` for backup `owner`, holding `wanted`
+    /// (encrypted as `encryption` says), then reads it back; returns its manifest.
+    /// - Throws: `SupplementDamage` when a file is not found where it was said to be or does
+    ///   not match its SHA-256, or the supplement does not read back as written;
+    ///   `DamagedSource` when an archive read from is damaged; storage errors.
+    func write(host: String, id: BackupID, owner: BackupID, now: Date, wanted: [Wanted],
+               encryption: Encryption? = nil) throws -> SupplementManifest {
+        let archiveName = SupplementNaming.archiveName(host: host, id: id, encrypted: encryption != nil)
         let pending = try storage.create(archiveName)
         var committed = false
         defer { if !committed { pending.abort() } }
+        // The SHA-256 is of the bytes stored (ciphertext when encrypted), as a backup's.
         let hashing = HashingSink(target: pending)
+        let encrypting = try encryption.map { try AgeEncryptingSink(downstream: hashing, encryption: $0.keys) }
         // Files, then a copy of its manifest; no `.keepsake` marker (a reader that met the
         // marker would look for a backup's manifest at its end).
-        let writer = try ArchiveWriter(sink: hashing, compression: .zstd, level: nil, threads: 1)
+        let writer = try ArchiveWriter(sink: encrypting ?? hashing, compression: .zstd, level: nil, threads: 1)
         var entries: [ManifestEntry] = []
         let bySource = Dictionary(grouping: wanted, by: \.source)
         for source in bySource.keys.sorted() {
@@ -86,24 +98,28 @@ struct SupplementWriter {
         // manifest records them, so that it reads back equal.
         let created = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
         let inner = SupplementManifest(id: id, host: host, owner: owner, created: created, archiveName: archiveName,
-                                       archiveSize: 0, archiveSHA256: "", entries: entries).encoded(inner: true)
+                                       archiveSize: 0, archiveSHA256: "", encryption: encryption?.record,
+                                       entries: entries).encoded(inner: true)
         try writer.writeHeader(ArchiveEntryHeader(path: SupplementNaming.innerManifestPath, type: .file, size: Int64(inner.count),
                                                   permissions: 0o644, uid: geteuid(), gid: getegid(),
                                                   mtimeSeconds: Int64(created.timeIntervalSince1970)))
         try inner.withUnsafeBytes { try writer.writeData($0, path: SupplementNaming.innerManifestPath) }
         try writer.finish()
+        try encrypting?.finish()
         try pending.commit()
         committed = true
         betweenCommits()
         let manifest = SupplementManifest(id: id, host: host, owner: owner, created: created, archiveName: archiveName,
-                                          archiveSize: hashing.count, archiveSHA256: hashing.finalizeHex(), entries: entries)
-        try SupplementContent.writeManifest(manifest, to: storage)
+                                          archiveSize: hashing.count, archiveSHA256: hashing.finalizeHex(),
+                                          encryption: encryption?.record, entries: entries)
         do {
+            try SupplementContent.writeManifest(manifest, keys: encryption?.keys, to: storage)
             try check(manifest)
         } catch {
             // Never left committed when it does not read back: un-committed, then gone.
-            try? storage.delete(SupplementNaming.manifestName(host: host, id: id))
+            try? storage.delete(manifest.manifestName)
             try? storage.delete(archiveName)
+            if encryption != nil { try? storage.delete(manifest.summary.summaryName) }
             throw error
         }
         return manifest
@@ -158,9 +174,15 @@ struct SupplementWriter {
     /// archive has the size and SHA-256 recorded, and every file in it the SHA-256 its line
     /// gives, each once.
     func check(_ manifest: SupplementManifest) throws {
-        let name = SupplementNaming.manifestName(host: manifest.host, id: manifest.id)
+        let name = manifest.manifestName
         guard try SupplementShelf.readManifest(name, from: reading) == manifest else {
             throw SupplementDamage(reason: "\(name) does not read back as written")
+        }
+        if manifest.encryption != nil {
+            let summary = manifest.summary
+            guard try SupplementShelf.readSummary(host: manifest.host, id: manifest.id, from: storage) == summary else {
+                throw SupplementDamage(reason: "\(summary.summaryName) does not read back as written")
+            }
         }
         try SupplementContent.checkArchive(of: manifest, in: reading, cancellation: cancellation)
     }

@@ -64,8 +64,9 @@ public final class ManifestRepairer {
     private func recommitSupplements() throws -> [RepairOutcome] {
         try SupplementContent.orphans(in: storage.list()).map { orphan in
             do {
+                // An encrypted one is written again only by a prune given its keys.
                 _ = try SupplementContent.commitAgain(orphan.name, id: orphan.id, in: storage, keyring: reading.keyring,
-                                                     cancellation: cancellation)
+                                                     keys: { _ in nil }, cancellation: cancellation)
                 return RepairOutcome(id: orphan.id, archiveName: orphan.name, kind: .rebuilt, reason: "the supplement's manifest is missing")
             } catch let error as Interruption {
                 throw error

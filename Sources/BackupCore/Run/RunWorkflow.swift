@@ -98,6 +98,8 @@ public final class RunWorkflow {
                 prune.hosts = .only(request.host)
                 prune.signedBy = signatureCheck?.key
                 prune.consolidate = !keepsChains
+                // The keys this run encrypts to are the ones its supplements may be encrypted to.
+                if case .recipients(let keys)? = request.encryption { prune.recipients = keys }
                 outcome.prune = try engine.run(prune)
             } catch {
                 outcome.failures.append(Failure(step: .prune, error: error))

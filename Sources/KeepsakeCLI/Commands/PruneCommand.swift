@@ -1,5 +1,6 @@
 import BackupCore
 import Foundation
+import KeepsakeAge
 import KeepsakeConfig
 import KeepsakeJSON
 import KeepsakeModel
@@ -25,7 +26,7 @@ struct PruneCommand: KeepsakeCommand {
     static let spec = CommandSpec(
         name: "prune",
         abstract: "Remove the backups a retention policy does not keep.",
-        discussion: "The rules are restic's 'forget --keep-*' rules, applied to each group of backups of the same host and sources (this host's only, unless --host or --all-hosts): a backup is kept when any rule keeps it. Counts are whole numbers of 0 or more (0 leaves the rule unused, as in a profile), or -1 (or 'unlimited') for every period. What a kept incremental backup takes from a backup the rules let go is first copied into a supplement of the kept one (written and read back before anything is removed), and that backup is removed; an encrypted backup, or any with --keep-chains (keep-chains in a profile's retention), keeps what it takes files from instead ('needed by ID'). A backup whose manifest cannot be read is always kept. With --identity or --passphrase-file, what an encrypted backup relies on is read from its encrypted manifest too, not only from its summary in the clear. With --signed-by, only backups signed by that key count for the rules; the others are kept and named (backups planted beside yours cannot push them out). With --profile and no rule given, the profile's retention policy is applied. Prune refuses to run without a rule, and refuses a policy that would remove every backup of a group.\nEach backup is un-committed first (its manifest removed), then its archive, so an interruption never leaves a listed backup without its archive.",
+        discussion: "The rules are restic's 'forget --keep-*' rules, applied to each group of backups of the same host and sources (this host's only, unless --host or --all-hosts): a backup is kept when any rule keeps it. Counts are whole numbers of 0 or more (0 leaves the rule unused, as in a profile), or -1 (or 'unlimited') for every period. What a kept incremental backup takes from a backup the rules let go is first copied into a supplement of the kept one (written and read back before anything is removed), and that backup is removed; with --keep-chains (keep-chains in a profile's retention), a kept backup keeps what it takes files from instead ('needed by ID'). An encrypted backup's supplement is encrypted as the backup is, and only to keys given here: a key that opens it (--identity, --passphrase-file) and, for public keys, every key it is encrypted to (--recipient, --recipients-file, an identity's own, or the profile's recipients); without them it keeps what it takes files from. A backup whose manifest cannot be read is always kept. With --identity or --passphrase-file, what an encrypted backup relies on is read from its encrypted manifest too, not only from its summary in the clear. With --signed-by, only backups signed by that key count for the rules; the others are kept and named (backups planted beside yours cannot push them out). With --profile and no rule given, the profile's retention policy is applied. Prune refuses to run without a rule, and refuses a policy that would remove every backup of a group.\nEach backup is un-committed first (its manifest removed), then its archive, so an interruption never leaves a listed backup without its archive.",
         options: DestinationSelection.options
             + countOptions.map { OptionSpec($0.key, kind: .value(valueName: "n"), help: $0.help) }
             + [
@@ -40,7 +41,7 @@ struct PruneCommand: KeepsakeCommand {
                 CommonOptions.allHosts,
                 CommonOptions.lockWait,
             ]
-            + KeyOptions.reading
+            + KeyOptions.pruning
             + [SigningOptions.signedBy]
             + CommonOptions.global,
         examples: [
@@ -69,6 +70,8 @@ struct PruneCommand: KeepsakeCommand {
 
     /// `--signed-by` (or the profile's): only backups this key signed count for the policy.
     private let signedBy: SigningPublicKey?
+    /// `--recipient`, `--recipients-file` (or the profile's): keys supplements may be encrypted to.
+    private let recipients: [AgeRecipient]
 
     init(arguments: ParsedArguments, context: CommandContext) throws {
         var problems = UsageProblems(Self.spec)
@@ -99,6 +102,8 @@ struct PruneCommand: KeepsakeCommand {
         // (used only when it opens them without asking).
         let selection = try DestinationSelection.resolve(arguments, context: context)
         signedBy = try SigningOptions.signedBy(arguments, profile: selection.profile?.signing ?? Profile.SigningSettings())
+        recipients = try KeyOptions.recipients(arguments, settings: selection.profile?.encryption ?? Profile.EncryptionSettings(),
+                                               context: context)
         let rules = Self.countOptions.map(\.key) + [.keepWithin, .keepTag]
         let givesRules = !rules.allSatisfy({ arguments.values($0).isEmpty })
         if !givesRules, let profile = selection.profile {
@@ -143,6 +148,7 @@ struct PruneCommand: KeepsakeCommand {
         request.lockWait = lockWait
         request.signedBy = signedBy
         request.consolidate = consolidate
+        request.recipients = recipients
         // Fault-injection tests slow removals down to signal a prune between two (see docs/development.md).
         if let pause = context.environment["KEEPSAKE_TEST_REMOVAL_PAUSE_MS"].flatMap(Double.init), pause > 0 {
             request.removalPause = pause / 1000

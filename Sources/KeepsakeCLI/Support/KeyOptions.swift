@@ -34,28 +34,20 @@ enum KeyOptions {
     static let writing = [recipient, recipientsFile, passphrase, passphraseFile, noEncryption]
     /// The options of the commands that read backups.
     static let reading = [identity, passphraseFile]
+    /// `prune`'s: reading, and the public keys it may encrypt supplements to.
+    static let pruning = reading + [
+        OptionSpec(.recipient, short: "r", kind: .value(valueName: "age1…"), repeatable: true,
+                   help: "A public key an encrypted backup's supplement may be encrypted to (with --identity, its own public key is one already)."),
+        OptionSpec(.recipientsFile, short: "R", kind: .value(valueName: "file"), repeatable: true,
+                   help: "Public keys supplements may be encrypted to, one per line, as age -R reads.", takesPath: true),
+    ]
 
     // MARK: Encrypting
 
     /// How `backup` encrypts, from its options (and a profile's settings): nil for in the clear.
     static func encryption(_ arguments: ParsedArguments?, settings: Profile.EncryptionSettings = Profile.EncryptionSettings(),
                            context: CommandContext) throws -> AgeEncryption? {
-        var recipients = settings.recipients
-        for text in arguments?.values(.recipient) ?? [] {
-            do {
-                recipients.append(try AgeRecipient(parsing: text))
-            } catch {
-                throw EncryptionError.unusableKey(AgeRecipient.misuseMessage(text, where: "'--recipient <age1…>'"))
-            }
-        }
-        for file in (arguments?.values(.recipientsFile) ?? []) + settings.recipientsFiles {
-            let bytes = try readKeyFile(file, what: "recipients file", secret: false, context: context)
-            do {
-                recipients.append(contentsOf: try AgeKeyFile.parseRecipients(bytes, name: file))
-            } catch {
-                throw EncryptionError.unusableKey("The recipients file '\(file)' is unusable: \(error)")
-            }
-        }
+        let recipients = try recipients(arguments, settings: settings, context: context)
         let passphraseFile = arguments?.value(.passphraseFile) ?? settings.passphraseFile
             ?? context.environment["KEEPSAKE_PASSPHRASE_FILE"].flatMap { $0.isEmpty ? nil : $0 }
         let asks = arguments?.flag(.passphrase) ?? false
@@ -78,6 +70,29 @@ enum KeyOptions {
                                                  io: context.console.prompts()), workFactor: 18)
         }
         return nil
+    }
+
+    /// The public keys of `--recipient`, `--recipients-file` and a profile's settings, in
+    /// the order given (what `backup` encrypts to, and what `prune` may encrypt supplements to).
+    static func recipients(_ arguments: ParsedArguments?, settings: Profile.EncryptionSettings = Profile.EncryptionSettings(),
+                           context: CommandContext) throws -> [AgeRecipient] {
+        var recipients = settings.recipients
+        for text in arguments?.values(.recipient) ?? [] {
+            do {
+                recipients.append(try AgeRecipient(parsing: text))
+            } catch {
+                throw EncryptionError.unusableKey(AgeRecipient.misuseMessage(text, where: "'--recipient <age1…>'"))
+            }
+        }
+        for file in (arguments?.values(.recipientsFile) ?? []) + settings.recipientsFiles {
+            let bytes = try readKeyFile(file, what: "recipients file", secret: false, context: context)
+            do {
+                recipients.append(contentsOf: try AgeKeyFile.parseRecipients(bytes, name: file))
+            } catch {
+                throw EncryptionError.unusableKey("The recipients file '\(file)' is unusable: \(error)")
+            }
+        }
+        return recipients
     }
 
     // MARK: Decrypting

@@ -25,13 +25,15 @@ public struct SupplementManifest: Sendable, Equatable {
     public var archiveName: String
     public var archiveSize: Int64
     public var archiveSHA256: String
+    /// How its archive and manifest are encrypted (as its owner is); nil in the clear.
+    public var encryption: BackupEncryption?
     /// One entry per file: `storedIn` is the backup it came from, `archiveOffset` and
     /// `archiveLength` place it in this supplement's archive.
     public var entries: [ManifestEntry]
 
     /// A supplement's manifest.
     public init(id: BackupID, host: String, owner: BackupID, created: Date, archiveName: String, archiveSize: Int64,
-                archiveSHA256: String, entries: [ManifestEntry]) {
+                archiveSHA256: String, encryption: BackupEncryption? = nil, entries: [ManifestEntry]) {
         self.id = id
         self.host = host
         self.owner = owner
@@ -39,8 +41,18 @@ public struct SupplementManifest: Sendable, Equatable {
         self.archiveName = archiveName
         self.archiveSize = archiveSize
         self.archiveSHA256 = archiveSHA256
+        self.encryption = encryption
         self.entries = entries
     }
+
+    /// What it is without its entries, and the backups whose files it holds.
+    public var summary: SupplementSummary {
+        SupplementSummary(id: id, host: host, owner: owner, created: created, archiveName: archiveName, archiveSize: archiveSize,
+                          archiveSHA256: archiveSHA256, encryption: encryption, holds: Set(entries.compactMap(\.storedIn)))
+    }
+
+    /// The name of its manifest (which commits it).
+    public var manifestName: String { SupplementNaming.manifestName(host: host, id: id, encrypted: encryption != nil) }
 
     // MARK: Encoding
 
@@ -49,19 +61,7 @@ public struct SupplementManifest: Sendable, Equatable {
     public func encoded(inner: Bool = false) -> [UInt8] {
         var writer = JSONWriter(capacity: 256 + entries.count * 200)
         writer.beginObject()
-        writer.key("supplement"); writer.int(Int64(SupplementManifest.formatVersion))
-        writer.key("id"); writer.string(id.rawValue)
-        writer.key("host"); writer.string(host)
-        writer.key("owner"); writer.string(owner.rawValue)
-        writer.key("created"); writer.string(Timestamp.iso8601(created))
-        writer.key("archive")
-        writer.beginObject()
-        writer.key("name"); writer.string(archiveName)
-        if !inner {
-            writer.key("size"); writer.int(archiveSize)
-            writer.key("sha256"); writer.string(archiveSHA256)
-        }
-        writer.endObject()
+        summary.writeFields(to: &writer, inner: inner)
         writer.endObject()
         writer.endLine()
         for entry in entries {
@@ -79,43 +79,11 @@ public struct SupplementManifest: Sendable, Equatable {
     /// `archive` gives the archive's size and SHA-256 for the copy inside it, which has none.
     public static func parse(_ bytes: [UInt8], archive measured: (size: Int64, sha256: String)? = nil) throws -> SupplementManifest {
         var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true)[...]
-        guard let first = lines.popFirst() else { throw ManifestError.notAManifest(reason: "it is empty") }
-        let header: JSONValue
-        do {
-            header = try JSONParser.parse(String(decoding: first, as: UTF8.self))
-        } catch {
-            throw ManifestError.notAManifest(reason: "line 1 is not JSON: \(error)")
-        }
-        guard let version = header["supplement"]?.int64Value else {
-            throw ManifestError.notAManifest(reason: "line 1 does not say 'supplement'")
-        }
-        guard version == Int64(formatVersion) else { throw ManifestError.unsupportedFormat(Int(clamping: version)) }
-        func text(_ key: String, _ value: JSONValue?) throws -> String {
-            guard let string = value?.stringValue else {
-                throw ManifestError.invalidLine(line: 1, reason: "'\(key)' is missing or not a string")
-            }
-            return string
-        }
-        guard let id = BackupID(try text("id", header["id"])), let owner = BackupID(try text("owner", header["owner"])) else {
-            throw ManifestError.invalidLine(line: 1, reason: "'id' and 'owner' must be backup ids")
-        }
-        guard let created = Timestamp.parseISO8601(try text("created", header["created"])) else {
-            throw ManifestError.invalidLine(line: 1, reason: "'created' is not a date")
-        }
-        let archive = header["archive"]
-        let size: Int64
-        let sha256: String
-        if let measured {
-            (size, sha256) = measured
-        } else {
-            guard let recorded = archive?["size"]?.int64Value, recorded >= 0 else {
-                throw ManifestError.invalidLine(line: 1, reason: "'archive.size' is missing or negative")
-            }
-            (size, sha256) = (recorded, try text("archive.sha256", archive?["sha256"]))
-        }
-        var manifest = SupplementManifest(id: id, host: try text("host", header["host"]), owner: owner, created: created,
-                                          archiveName: try text("archive.name", archive?["name"]), archiveSize: size,
-                                          archiveSHA256: sha256, entries: [])
+        let header = try SupplementSummary.parseLine(Array(lines.popFirst() ?? []))
+        let fields = try SupplementSummary(fields: header, measured: measured)
+        var manifest = SupplementManifest(id: fields.id, host: fields.host, owner: fields.owner, created: fields.created,
+                                          archiveName: fields.archiveName, archiveSize: fields.archiveSize,
+                                          archiveSHA256: fields.archiveSHA256, encryption: fields.encryption, entries: [])
         var seen = Set<HeldFile>()
         for (offset, line) in lines.enumerated() {
             let number = offset + 2
@@ -126,7 +94,7 @@ public struct SupplementManifest: Sendable, Equatable {
                     + "'at' and 'len'")
             }
             // The files of backups older than its owner: anything else is damage or forgery.
-            try Manifest.checkHolder(origin, of: owner, lineNumber: number)
+            try Manifest.checkHolder(origin, of: manifest.owner, lineNumber: number)
             guard seen.insert(HeldFile(origin: origin, path: PathKey(entry.path))).inserted else {
                 throw ManifestError.invalidLine(line: number, reason: "'\(entry.displayPath)' of backup \(origin) is listed twice")
             }
