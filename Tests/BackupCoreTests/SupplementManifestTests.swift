@@ -90,4 +90,48 @@ final class SupplementManifestTests: KeepsakeTestCase {
         XCTAssertEqual(SupplementNaming.manifestName(forArchive: archive), manifest)
         XCTAssertNil(SupplementNaming.parts(ofManifestName: "box_" + id.rawValue + BackupNaming.manifestSuffix))
     }
+
+    /// Encrypted: both names end in `.age`, neither is a backup's; the summary in the clear
+    /// beside them says what the supplement holds by backup and reads back the same; a
+    /// manifest whose archive name and encryption disagree is refused.
+    func testAnEncryptedSupplementsNamesAndSummary() throws {
+        let id = BackupID("20270111T030000Z-0000000c")!
+        let archive = SupplementNaming.archiveName(host: "box", id: id, encrypted: true)
+        let manifestName = SupplementNaming.manifestName(host: "box", id: id, encrypted: true)
+        XCTAssertEqual(archive, "box_20270111T030000Z-0000000c.supplement.tar.zst.age")
+        XCTAssertEqual(manifestName, "box_20270111T030000Z-0000000c.supplement.jsonl.zst.age")
+        XCTAssertEqual(SupplementNaming.summaryName(host: "box", id: id), "box_20270111T030000Z-0000000c.supplement.summary.json")
+        XCTAssertFalse(BackupNaming.isManifestName(manifestName))
+        XCTAssertNil(BackupNaming.id(fromManifestName: (BackupNaming.stem(of: archive) ?? "") + BackupNaming.manifestSuffix))
+        XCTAssertEqual(SupplementNaming.parts(ofManifestName: manifestName)?.id, id)
+        XCTAssertEqual(SupplementNaming.parts(ofArchiveName: archive)?.id, id)
+        XCTAssertEqual(SupplementNaming.parts(ofSummaryName: "box_20270111T030000Z-0000000c.supplement.summary.json")?.host, "box")
+        XCTAssertEqual(SupplementNaming.manifestName(forArchive: archive), manifestName)
+
+        let second = BackupID("20270104T020000Z-0000000d")!
+        var encrypted = manifest([entry("a", from: origin), entry("b", from: second, at: 1536), entry("c", from: origin, at: 3072)])
+        encrypted.archiveName = archive
+        encrypted.encryption = .recipients(["age1qqqq", "age1pppp"])
+        XCTAssertEqual(encrypted.manifestName, manifestName)
+        XCTAssertEqual(try SupplementManifest.parse(encrypted.encoded()), encrypted)
+        let summary = encrypted.summary
+        XCTAssertEqual(summary.holds, [origin, second])
+        let text = String(decoding: summary.encoded(), as: UTF8.self)
+        XCTAssertFalse(text.contains("\"a\"") || text.contains("sha256\":\"\(sha)\",\"size"), "no file in the clear: \(text)")
+        XCTAssertEqual(try SupplementSummary.parse(summary.encoded()), summary)
+        XCTAssertEqual(summary.summaryName, "box_20270111T030000Z-0000000c.supplement.summary.json")
+
+        // Disagreeing: an .age archive without encryption, or encryption in the clear.
+        var plainNamed = encrypted
+        plainNamed.archiveName = SupplementNaming.archiveName(host: "box", id: id)
+        XCTAssertThrowsError(try SupplementManifest.parse(plainNamed.encoded()))
+        var unencrypted = encrypted
+        unencrypted.encryption = nil
+        XCTAssertThrowsError(try SupplementManifest.parse(unencrypted.encoded()))
+        // A summary holding its owner's own files, or one in the clear of a clear supplement.
+        var forged = summary
+        forged.holds.insert(owner)
+        XCTAssertThrowsError(try SupplementSummary.parse(forged.encoded()))
+        XCTAssertThrowsError(try SupplementSummary.parse(manifest([entry("a", from: origin)]).summary.encoded()))
+    }
 }

@@ -38,33 +38,38 @@ final class ConsolidationTests: FaultTestCase {
         return Set(backups.compactMap { $0["id"] as? String })
     }
 
-    /// The supplements in `dest` (the names of their manifests).
+    /// The supplements in `dest` (the names of their manifests, encrypted or not).
     private func supplementManifests(_ dest: String) throws -> [String] {
-        try names(in: dest).filter { $0.hasSuffix(".supplement.jsonl.zst") }
+        try names(in: dest).filter { $0.hasSuffix(".supplement.jsonl.zst") || $0.hasSuffix(".supplement.jsonl.zst.age") }
     }
 
-    /// Names in `dest` that are neither a backup's archive or manifest nor a committed
-    /// supplement's: temporaries, locks, markers, supplements without their manifest.
+    /// Names in `dest` that are neither a backup's archive, manifest or summary in the clear
+    /// nor a committed supplement's: temporaries, locks, markers, supplements without their
+    /// manifest, summaries without theirs.
     private func strayNames(_ dest: String) throws -> [String] {
         let all = try names(in: dest)
         let set = Set(all)
+        // An object's ending, and the ending of the manifest that commits it (the longest first).
+        let committedBy: [(String, String)] = [
+            (".supplement.tar.zst.age", ".supplement.jsonl.zst.age"), (".supplement.summary.json", ".supplement.jsonl.zst.age"),
+            (".supplement.tar.zst", ".supplement.jsonl.zst"), (".tar.zst.age", ".manifest.jsonl.zst.age"),
+            (".summary.json", ".manifest.jsonl.zst.age"), (".tar.zst", ".manifest.jsonl.zst"),
+        ]
         return all.filter { name in
-            if name.hasSuffix(".manifest.jsonl.zst") || name.hasSuffix(".supplement.jsonl.zst") { return false }
-            if name.hasSuffix(".supplement.tar.zst") {
-                return !set.contains(String(name.dropLast(".supplement.tar.zst".count)) + ".supplement.jsonl.zst")
-            }
-            if name.hasSuffix(".tar.zst") {
-                return !set.contains(String(name.dropLast(".tar.zst".count)) + ".manifest.jsonl.zst")
-            }
-            return true
+            if [".manifest.jsonl.zst", ".supplement.jsonl.zst", ".manifest.jsonl.zst.age", ".supplement.jsonl.zst.age"]
+                .contains(where: { name.hasSuffix($0) }) { return false }
+            guard let (ending, manifest) = committedBy.first(where: { name.hasSuffix($0.0) }) else { return true }
+            return !set.contains(String(name.dropLast(ending.count)) + manifest)
         }
     }
 
-    /// What differs between a restore of `id` and `tree` (empty when they are the same).
-    private func restoreProblems(_ id: String, dest: String, tree: SimulatedHome.Snapshot, root: String) throws -> [String] {
+    /// What differs between a restore of `id` (opened with `keys`) and `tree` (empty when
+    /// they are the same).
+    private func restoreProblems(_ id: String, dest: String, tree: SimulatedHome.Snapshot, root: String,
+                                 keys: [String] = []) throws -> [String] {
         let target = "/dev/shm/keepsake-consolidation-\(getpid())"
         defer { _ = try? tool("rm", ["-rf", target]) }
-        let outcome = try run(["restore", id, "--dest", dest, "--target", target, "--quiet"])
+        let outcome = try run(["restore", id, "--dest", dest, "--target", target, "--quiet"] + keys)
         guard outcome.exitCode == 0 else { return ["restore of \(id) exit \(outcome.exitCode):\n\(outcome)"] }
         return try SimulatedHome.differences(expected: tree, actual: restored(root, into: target)).map { "\(id): \($0)" }
     }
@@ -74,9 +79,9 @@ final class ConsolidationTests: FaultTestCase {
         try backUp(at: home.root, dest: dest, night: night)
     }
 
-    /// Backs up the folder `source` on `night`; returns the new backup's id.
-    private func backUp(at source: String, dest: String, night: Int) throws -> String {
-        let outcome = try run(["backup", source, "--dest", dest, "--json"], environment: ConsolidationTests.clock(night))
+    /// Backs up the folder `source` on `night` (with `options`); returns the new backup's id.
+    private func backUp(at source: String, dest: String, night: Int, options: [String] = []) throws -> String {
+        let outcome = try run(["backup", source, "--dest", dest, "--json"] + options, environment: ConsolidationTests.clock(night))
         assertExit(outcome, 0, "night \(night)")
         return try XCTUnwrap(try json(outcome)["id"] as? String)
     }
@@ -238,24 +243,45 @@ final class ConsolidationTests: FaultTestCase {
     /// nothing else but supplements, the destination verifies, each restores); and the next
     /// backup is incremental on the newest.
     func testKilledAtEveryStepOfAConsolidatingPruneKeptBackupsStillRestore() throws {
+        try killAtEveryStepOfAConsolidatingPrune()
+    }
+
+    /// The same with backups encrypted to a public key, pruned with its identity: the
+    /// supplements are encrypted, with a summary in the clear written between archive and
+    /// manifest and removed after them; the host's next backup is made without the identity.
+    func testKilledAtEveryStepOfAnEncryptedConsolidatingPruneKeptBackupsStillRestore() throws {
+        let identity = path("identity.txt")
+        let made = try run(["keygen", "--output", identity])
+        assertExit(made, 0)
+        let recipient = made.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        try killAtEveryStepOfAConsolidatingPrune(encrypting: ["--recipient", recipient], reading: ["--identity", identity])
+    }
+
+    /// The test above, backups made with `encrypting` and read (pruned, verified, restored)
+    /// with `reading`.
+    private func killAtEveryStepOfAConsolidatingPrune(encrypting: [String] = [], reading: [String] = []) throws {
+        // Made at the path every try prunes (an encrypted backup's change-detection cache is
+        // kept by destination), then set aside as the template each try starts from.
         let template = path("template")
-        var home = try SimulatedHome(root: path("home"), seed: 7)
+        let dest = path("dest")
+        // Not the process's home folder: an encrypted backup's change-detection cache is there.
+        var home = try SimulatedHome(root: path("data"), seed: 7)
         var trees: [String: SimulatedHome.Snapshot] = [:]
         var ids: [String] = []
         for night in 0..<10 {
             if night > 0 { try home.liveADay(night) }
-            let id = try backUp(home, dest: template, night: night)
+            let id = try backUp(at: home.root, dest: dest, night: night, options: encrypting)
             trees[id] = home.nodes
             ids.append(id)
             // Supplements already there, so that the prune killed replaces one and removes it.
             if night < 8 {
-                assertExit(try run(["prune", "--dest", template, "--keep-last", "3", "--quiet"],
+                assertExit(try run(["prune", "--dest", dest, "--keep-last", "3", "--quiet"] + reading,
                                    environment: ConsolidationTests.clock(night, minutes: 5)), 0)
             }
         }
+        try toolSucceeds("mv", [dest, template])
         XCTAssertEqual(try supplementManifests(template).count, 1, "the template holds a supplement to replace")
         let kept = Set(ids.suffix(3))
-        let dest = path("dest")
         var step = 1
         var killedAt: [Int] = []
         while step < 200 {
@@ -263,7 +289,7 @@ final class ConsolidationTests: FaultTestCase {
             try toolSucceeds("cp", ["-a", template, dest])
             var environment = ConsolidationTests.clock(10)
             environment["KEEPSAKE_TEST_REMOVAL_PAUSE_MS"] = "60"
-            let running = try keepsake.start(["prune", "--dest", dest, "--keep-last", "3", "--quiet"],
+            let running = try keepsake.start(["prune", "--dest", dest, "--keep-last", "3", "--quiet"] + reading,
                                              environment: environment)
             defer { running.kill() }
             var last = try names(in: dest)
@@ -288,16 +314,16 @@ final class ConsolidationTests: FaultTestCase {
             let context = "killed at step \(step)"
             XCTAssertTrue(try listedSet(dest).isSuperset(of: kept), context)
             for id in kept.sorted() {
-                XCTAssertEqual(try restoreProblems(id, dest: dest, tree: trees[id] ?? [:], root: home.root), [], context)
+                XCTAssertEqual(try restoreProblems(id, dest: dest, tree: trees[id] ?? [:], root: home.root, keys: reading), [], context)
             }
-            assertExit(try run(["prune", "--dest", dest, "--keep-last", "3", "--quiet"],
+            assertExit(try run(["prune", "--dest", dest, "--keep-last", "3", "--quiet"] + reading,
                            environment: ConsolidationTests.clock(10, minutes: 1)), 0, context + ": the next prune")
             XCTAssertEqual(try listedSet(dest), kept, context)
             // A killed run's lock (and its temporary) are the next backup's to clean up.
             XCTAssertEqual(try strayNames(dest).filter { $0 != "keepsake.lock" && !$0.hasPrefix(".tmp-lock-") }, [], context)
-            assertExit(try run(["verify", "--dest", dest, "--quiet"]), 0, context + ": verify")
+            assertExit(try run(["verify", "--dest", dest, "--quiet"] + reading), 0, context + ": verify")
             for id in kept.sorted() {
-                XCTAssertEqual(try restoreProblems(id, dest: dest, tree: trees[id] ?? [:], root: home.root), [],
+                XCTAssertEqual(try restoreProblems(id, dest: dest, tree: trees[id] ?? [:], root: home.root, keys: reading), [],
                                context + ", pruned again")
             }
             if testRun?.failureCount ?? 0 > 0 { return }
@@ -307,11 +333,11 @@ final class ConsolidationTests: FaultTestCase {
 
         // The next backup builds on the newest, whose files now lie in a supplement too.
         try home.liveADay(10)
-        let next = try run(["backup", home.root, "--dest", dest, "--json"], environment: ConsolidationTests.clock(11))
+        let next = try run(["backup", home.root, "--dest", dest, "--json"] + encrypting, environment: ConsolidationTests.clock(11))
         assertExit(next, 0)
         XCTAssertEqual(try json(next)["kind"] as? String, "incremental", "\(next)")
         let id = try XCTUnwrap(try json(next)["id"] as? String)
-        XCTAssertEqual(try restoreProblems(id, dest: dest, tree: home.nodes, root: home.root), [])
+        XCTAssertEqual(try restoreProblems(id, dest: dest, tree: home.nodes, root: home.root, keys: reading), [])
         XCTAssertEqual(try strayNames(dest), [], "the backup cleaned up after the killed prune")
         print("consolidating prune killed at steps \(killedAt): every kept backup restored each time")
     }
