@@ -192,8 +192,9 @@ final class EncryptedConsolidationTests: EndToEndTestCase {
     // MARK: Passphrase
 
     /// Passphrase backups: prune with the passphrase file consolidates, the supplement
-    /// encrypted with the same passphrase; restore and verify with it are whole, a wrong
-    /// passphrase is refused (exit 6) and never taken for damage.
+    /// encrypted with the same passphrase; restore and verify with it are whole, the next
+    /// backup builds on the kept one; a wrong passphrase is refused (exit 6) and never taken
+    /// for damage, and a prune given it keeps the chain and leaves the supplement alone.
     func testAPassphraseChainIsConsolidatedWithItsPassphrase() throws {
         let passphrase = path("pass.txt")
         try Data("a long passphrase\n".utf8).write(to: URL(fileURLWithPath: passphrase))
@@ -216,13 +217,19 @@ final class EncryptedConsolidationTests: EndToEndTestCase {
         try assertNothingInTheClear(["secret-note", "marker-", "kept-private"], in: dest)
         try assertRestores(ids[2], dest: dest, keys: ["--passphrase-file", passphrase], night: 2, source: source)
         assertExit(try run(["verify", "--dest", dest, "--passphrase-file", passphrase, "--quiet"]), 0)
+        // The next backup builds on the kept one, its gone chain held by the supplement.
+        try liveNight(3, in: source)
+        let next = try backUp(source, dest: dest, ["--passphrase-file", passphrase])
+        XCTAssertEqual(next["parent"] as? String, ids[2], "\(next)")
+        let fourth = try XCTUnwrap(next["id"] as? String)
+        try assertRestores(fourth, dest: dest, keys: ["--passphrase-file", passphrase], night: 3, source: source)
         let refused = try run(["restore", ids[2], "--dest", dest, "--target", path("wrong"), "--passphrase-file", wrong])
         assertExit(refused, 6)
         // A prune with the wrong passphrase opens nothing: it keeps and leaves everything.
         let blind = try run(["prune", "--dest", dest, "--keep-last", "1", "--passphrase-file", wrong])
         assertExit(blind, 0)
         XCTAssertEqual(try supplementNames(dest).count, 3)
-        XCTAssertEqual(try listed(dest), [ids[2]])
+        XCTAssertEqual(try listed(dest), [ids[2], fourth])
     }
 
     // MARK: Profiles

@@ -250,9 +250,11 @@ struct ParentChoice {
                 // A backup prune let go: the supplements that hold its files are there, whole
                 // as far as their sizes tell (verify reads them).
                 if id != newest {
-                    let supplements = shelf ?? SupplementShelf(storage: storage, objects: sizes.map { StoredObject(name: $0.key, size: $0.value) })
+                    // Encrypted ones by their summaries in the clear, whatever keys this host
+                    // holds: no manifest opened (with a passphrase, each would cost a scrypt).
+                    let supplements = shelf ?? SupplementShelf(storage: KeyedStorage(destination, keyring: .empty),
+                                                               objects: sizes.map { StoredObject(name: $0.key, size: $0.value) })
                     shelf = supplements
-                    // Encrypted ones this host cannot open: by their summaries in the clear.
                     let holding = supplements.summaries(holdingFilesOf: [id])
                     if !holding.isEmpty, holding.allSatisfy({ sizes[$0.archiveName] == $0.archiveSize }) {
                         archives.formUnion(holding.map(\.archiveName))
