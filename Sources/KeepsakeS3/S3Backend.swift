@@ -168,8 +168,9 @@ public final class S3Backend: WritableStorage {
     }
 
     /// Whether an upload's object name is one Keepsake uploads in parts: `HOST_ID` and an
-    /// archive's or a manifest's ending.
+    /// archive's or a manifest's ending, a backup's or a supplement's.
     static func isKeepsakeUpload(_ name: String) -> Bool {
+        if SupplementNaming.parts(ofArchiveName: name) != nil || SupplementNaming.parts(ofManifestName: name) != nil { return true }
         guard let stem = BackupNaming.stem(of: name), !BackupNaming.isSideObject(name) else { return false }
         return BackupNaming.parts(ofStem: Substring(stem)) != nil
     }

@@ -167,4 +167,17 @@ final class S3ConfigurationTests: KeepsakeTestCase {
             XCTAssertNil(Timestamp.parseHTTPDate(bad), bad)
         }
     }
+
+    /// The unfinished uploads a run aborts are Keepsake's own only: a backup's archive or
+    /// manifest, or a supplement's (a prune killed while uploading one leaves its parts).
+    func testOnlyKeepsakesOwnUnfinishedUploadsAreAborted() {
+        let stem = "box_20270111T030000Z-0000000c"
+        for name in [stem + ".tar.zst", stem + ".manifest.jsonl.zst.age", stem + ".supplement.tar.zst",
+                     stem + ".supplement.tar.zst.age", stem + ".supplement.jsonl.zst.age"] {
+            XCTAssertTrue(S3Backend.isKeepsakeUpload(name), name)
+        }
+        for name in ["photos.tar.zst", stem + ".summary.json", stem + ".supplement.summary.json", "box_notanid.supplement.tar.zst"] {
+            XCTAssertFalse(S3Backend.isKeepsakeUpload(name), name)
+        }
+    }
 }

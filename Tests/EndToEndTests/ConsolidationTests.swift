@@ -531,7 +531,8 @@ final class ConsolidationTests: FaultTestCase {
     /// A supplement planted beside the real one, newer, for the same kept backup, saying it
     /// holds the same files with the right SHA-256 but holding other bytes. The next
     /// consolidating prune does not take it for the real one, which stays; `verify` names
-    /// the planted one (exit 4); deleted, everything verifies and restores. Planted again,
+    /// the planted one (exit 4), and restore takes the real one, which reads whole, so every
+    /// kept backup restores exactly; deleted, everything verifies and restores. Planted again,
     /// a prune that lets their owner go copies the files from the real one, not the planted.
     func testAPlantedSupplementNeverMakesPruneDeleteTheRealOne() throws {
         let dest = path("dest")
@@ -564,6 +565,10 @@ final class ConsolidationTests: FaultTestCase {
         let verified = try run(["verify", "--dest", dest])
         assertExit(verified, 4, "the planted supplement is damage")
         XCTAssertTrue((verified.stdoutText + verified.stderrText).contains(plantedStem), "\(verified)")
+        // Restore passes the planted one over for the real one, which reads whole.
+        for id in try listedSet(dest).sorted() {
+            XCTAssertEqual(try restoreProblems(id, dest: dest, tree: trees[id] ?? [:], root: home.root), [], "beside the planted one")
+        }
         for name in try names(in: dest) where name.hasPrefix(plantedStem) { XCTAssertEqual(unlink(dest + "/" + name), 0) }
         assertExit(try run(["verify", "--dest", dest, "--quiet"]), 0)
 
@@ -631,8 +636,9 @@ final class ConsolidationTests: FaultTestCase {
 
     /// A byte flipped in a supplement's archive: verify names the supplement (exit 4), and
     /// a restore of a backup that takes files from it brings back every other file and
-    /// names the damaged ones (exit 4); nothing is restored wrong; and a prune that would
-    /// copy from it removes nothing (exit 4).
+    /// names the damaged ones (exit 4); nothing is restored wrong; a prune that would move
+    /// its files leaves it in place with a warning and removes what its policy lets go
+    /// (exit 0), night after night, and nothing more is lost.
     func testADamagedSupplementIsNamedByVerifyAndRestore() throws {
         let dest = path("dest")
         var (home, trees) = try consolidatedNights(4, seed: 11, dest: dest, keeping: 1)
@@ -655,13 +661,27 @@ final class ConsolidationTests: FaultTestCase {
         XCTAssertFalse(differences.isEmpty, "the damage cost files")
         XCTAssertEqual(differences.filter { !$0.hasSuffix(": missing") }, [], "what came back is right; the rest is missing")
 
-        // A prune that would copy from it stops before removing anything (exit 4).
-        try home.liveADay(4)
-        let next = try backUp(home, dest: dest, night: 4)
-        let pruned = try run(["prune", "--dest", dest, "--keep-last", "1"], environment: ConsolidationTests.clock(4, minutes: 5))
-        assertExit(pruned, 4)
-        XCTAssertTrue(pruned.stderrText.contains("Prune removed nothing") && pruned.stderrText.contains("keepsake verify"), "\(pruned)")
-        XCTAssertEqual(try listedSet(dest), [newest, next])
-        XCTAssertEqual(try strayNames(dest), [])
+        // Prunes that would move its files leave it in place, say so, and free the rest,
+        // night after night; the kept backups restore all but the damaged files exactly.
+        for night in 4..<6 {
+            try home.liveADay(night)
+            let next = try backUp(home, dest: dest, night: night)
+            trees[next] = home.nodes
+            let pruned = try run(["prune", "--dest", dest, "--keep-last", "1"], environment: ConsolidationTests.clock(night, minutes: 5))
+            assertExit(pruned, 0, "night \(night)")
+            XCTAssertTrue(pruned.stderrText.contains("the supplement \(archive) is left as it is")
+                          && pruned.stderrText.contains("keepsake verify"), "\(pruned)")
+            XCTAssertEqual(try listedSet(dest), [next], "night \(night)")
+            XCTAssertTrue(try names(in: dest).contains(archive), "night \(night)")
+            XCTAssertEqual(try strayNames(dest), [])
+            let again = path("target-\(night)")
+            assertExit(try run(["restore", next, "--dest", dest, "--target", again]), 4, "night \(night)")
+            let lost = try SimulatedHome.differences(expected: home.nodes, actual: self.restored(home.root, into: again))
+            XCTAssertEqual(lost.filter { !$0.hasSuffix(": missing") }, [], "night \(night): what came back is right")
+            XCTAssertLessThanOrEqual(lost.count, differences.count, "night \(night): nothing more is lost")
+            let named = try run(["verify", "--dest", dest])
+            assertExit(named, 4)
+            XCTAssertTrue(named.stdoutText.contains(archive) || named.stderrText.contains(archive), "\(named)")
+        }
     }
 }

@@ -50,6 +50,8 @@ public final class LocatedBackup {
     private var catalogItems: [BackupCatalog.Item]?
     /// The supplements beside it, read once when a file lies in a backup that is gone.
     private var shelf: SupplementShelf?
+    /// Supplements read whole to choose among several holding a file (true when they checked out).
+    private var wholeSupplements: [BackupID: Bool] = [:]
 
     init(storage: KeyedStorage, origin: Origin, item: BackupCatalog.Item?, archiveName: String?) {
         self.storage = storage
@@ -210,7 +212,18 @@ public final class LocatedBackup {
         let gone = holders.subtracting(present)
         guard !gone.isEmpty else { return 0 }
         let shelf = try supplements()
-        return shelf.relocating(&manifest, gone: gone).count
+        // Several that say they hold a file (planted beside the real one, or after an
+        // interrupted prune): the newest that reads whole, each read once.
+        return shelf.relocating(&manifest, gone: gone) { candidates in
+            candidates.firstIndex { candidate in
+                let id = candidate.supplement.id
+                if wholeSupplements[id] == nil {
+                    wholeSupplements[id] = (try? SupplementContent.checkArchive(of: candidate.supplement, in: storage,
+                                                                               cancellation: CancellationFlag())) != nil
+                }
+                return wholeSupplements[id] == true
+            } ?? 0
+        }.count
     }
 
     /// The supplements beside the backup, read once.

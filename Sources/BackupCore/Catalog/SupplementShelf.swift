@@ -138,17 +138,22 @@ public struct SupplementShelf: Sendable {
 
     /// `manifest` with each file whose holder is in `gone` pointed at the supplement that
     /// holds it (its `in`, `at` and `len` then name the supplement and the place there),
-    /// when one holds it with the same SHA-256; other entries as they were. Returns the
-    /// supplements it points at.
-    public func relocating(_ manifest: inout Manifest, gone: Set<BackupID>) -> Set<BackupID> {
+    /// when one holds it with the same SHA-256; other entries as they were. When several
+    /// say they hold a file, `choosing` picks among them (newest first; by default the
+    /// newest). Returns the supplements it points at.
+    public func relocating(_ manifest: inout Manifest, gone: Set<BackupID>,
+                           choosing: ([(supplement: SupplementManifest, entry: ManifestEntry)]) -> Int = { _ in 0 }) -> Set<BackupID> {
         guard !gone.isEmpty, !held.isEmpty else { return [] }
         var used = Set<BackupID>()
         let entries = manifest.entries
         var moves: [(position: Int, holder: BackupID, offset: Int64, length: Int64)] = []
         for position in entries.indices where entries.type(at: position) == .file {
-            guard let holder = entries.storedIn(at: position), gone.contains(holder),
-                  let found = holding(holder, path: entries.path(at: position), sha256: entries.sha256(at: position)),
-                  let offset = found.entry.archiveOffset, let length = found.entry.archiveLength else { continue }
+            guard let holder = entries.storedIn(at: position), gone.contains(holder) else { continue }
+            let candidates = holders(holder, path: entries.path(at: position), sha256: entries.sha256(at: position))
+            guard !candidates.isEmpty else { continue }
+            let chosen = candidates.count == 1 ? 0 : choosing(candidates)
+            let found = candidates[candidates.indices.contains(chosen) ? chosen : 0]
+            guard let offset = found.entry.archiveOffset, let length = found.entry.archiveLength else { continue }
             moves.append((position, found.supplement.id, offset, length))
             used.insert(found.supplement.id)
         }

@@ -71,6 +71,15 @@ struct ChainConsolidation {
         var reason: String
     }
 
+    /// A supplement whose archive does not hold what kept backups take from it as recorded
+    /// (`SupplementWriter.DamagedSource`): prune leaves it in place (not replaced, its files
+    /// not moved: they cannot be had elsewhere), and plans again.
+    struct DamagedSupplement: Error {
+        /// Its archive's name.
+        var archive: String
+        var reason: String
+    }
+
     /// What a consolidation did before the removals, and what it removes after them.
     struct Outcome {
         /// Supplements written (committed and read back).
@@ -117,9 +126,11 @@ struct ChainConsolidation {
 
     /// Writes the supplements that let the backups in `removing` go while every other
     /// backup of `items` stays whole; `consolidated` names (by manifest) the kept backups
-    /// whose files are copied (the others keep what they take from). Call holding the lock,
+    /// whose files are copied (the others keep what they take from); the supplements whose
+    /// archives `leaving` names stay as they are (found damaged). Call holding the lock,
     /// before removing anything; throws (and has removed nothing) when one cannot be written.
-    func prepare(items: [BackupCatalog.Item], removing: Set<String>, consolidated: Set<String>, now: Date) throws -> Outcome {
+    func prepare(items: [BackupCatalog.Item], removing: Set<String>, consolidated: Set<String>, leaving: Set<String> = [],
+                 now: Date) throws -> Outcome {
         // What an interrupted run left half-written (a supplement's among them) or half-removed,
         // as a backup does.
         var leftovers = try storage.removeLeftovers()
@@ -134,12 +145,15 @@ struct ChainConsolidation {
         }
         var objects = try storage.list()
         try recommitOrphans(&objects)
-        return try write(try plan(items: items, removing: removing, consolidated: consolidated, objects: objects), now: now)
+        return try write(try plan(items: items, removing: removing, consolidated: consolidated, leaving: leaving, objects: objects),
+                         now: now)
     }
 
     /// What consolidating lets go of `removing` takes (see `Plan`), from the destination as
-    /// listed in `objects`; reads manifests only (a dry run asks this too).
-    func plan(items: [BackupCatalog.Item], removing: Set<String>, consolidated: Set<String>, objects: [StoredObject]) throws -> Plan {
+    /// listed in `objects`, leaving the supplements whose archives `leaving` names as they
+    /// are; reads manifests only (a dry run asks this too).
+    func plan(items: [BackupCatalog.Item], removing: Set<String>, consolidated: Set<String>, leaving: Set<String> = [],
+              objects: [StoredObject]) throws -> Plan {
         let keyed = KeyedStorage(storage, keyring: keyring)
         let catalog = BackupCatalog(storage: keyed)
         let shelf = SupplementShelf(storage: keyed, objects: objects)
@@ -147,8 +161,9 @@ struct ChainConsolidation {
             throw SupplementDamage(reason: "the supplement \(bad.name) cannot be read (\(bad.reason))")
         }
         if !shelf.closed.isEmpty {
-            let count = shelf.closed.count == 1 ? "1 encrypted supplement is" : "\(shelf.closed.count) encrypted supplements are"
-            events?.handle(.notice("\(count) left as it is: no key given here opens it (--identity FILE or --passphrase-file FILE)"))
+            let count = shelf.closed.count == 1 ? "1 encrypted supplement is left as it is: no key given here opens it"
+                : "\(shelf.closed.count) encrypted supplements are left as they are: no key given here opens them"
+            events?.handle(.notice(count + " (--identity FILE or --passphrase-file FILE)"))
         }
         let kept = items.filter { !removing.contains($0.manifestName) }
         let keptIDs = Set(kept.map(\.id))
@@ -161,11 +176,13 @@ struct ChainConsolidation {
             newestOfOwner[supplement.owner] = supplement
         }
         var plan = Plan()
-        plan.newestID = shelf.supplements.map(\.id).max()
-        plan.replaced = shelf.supplements.filter { newestOfOwner[$0.owner]?.id != $0.id }
-        // What those hold (with the SHA-256 they say) need not be copied again.
+        plan.newestID = (shelf.supplements.map(\.id) + shelf.closed.map(\.id)).max()
+        let left = shelf.supplements.filter { leaving.contains($0.archiveName) }
+        plan.replaced = shelf.supplements.filter { newestOfOwner[$0.owner]?.id != $0.id && !leaving.contains($0.archiveName) }
+        // What those hold (with the SHA-256 they say) need not be copied again; nor what a
+        // supplement left in place holds (it stays, and where it is damaged, nothing else has it).
         var held: [SupplementManifest.HeldFile: String] = [:]
-        for supplement in newestOfOwner.values {
+        for supplement in Array(newestOfOwner.values) + left {
             for entry in supplement.entries {
                 if let origin = entry.storedIn { held[.init(origin: origin, path: PathKey(entry.path))] = entry.sha256 }
             }
@@ -203,7 +220,7 @@ struct ChainConsolidation {
         }
         // A kept backup that gets a new supplement takes its present one's files into it.
         for owner in plan.wanted.keys {
-            guard let present = newestOfOwner[owner] else { continue }
+            guard let present = newestOfOwner[owner], !leaving.contains(present.archiveName) else { continue }
             plan.wanted[owner, default: []] += present.entries.map {
                 .init(entry: $0, source: present.archiveName, location: $0.archiveRange)
             }
@@ -255,7 +272,7 @@ struct ChainConsolidation {
             } catch let damaged as SupplementWriter.DamagedSource {
                 guard let backup = plan.archives[damaged.archive] else {
                     // A supplement's archive: what only it holds cannot be had elsewhere.
-                    throw SupplementDamage(reason: "the supplement archive \(damaged.archive) is damaged: \(damaged.reason)")
+                    throw DamagedSupplement(archive: damaged.archive, reason: damaged.reason)
                 }
                 throw DamagedBackup(backup: backup, neededBy: owner, reason: damaged.reason)
             }

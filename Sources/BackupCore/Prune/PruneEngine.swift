@@ -110,11 +110,17 @@ public final class PruneEngine {
         // Backups whose archive was found not to hold what a kept backup takes from them:
         // kept (as without supplements), and the consolidation planned again without them.
         var damaged = Set<BackupID>()
+        // Supplements found not to hold what kept backups take from them: left in place.
+        var leaving = Set<String>()
         while request.consolidate {
             do {
                 consolidated = try consolidation.prepare(items: plan.items, removing: Set(plan.removals.map(\.manifest.name)),
-                                                         consolidated: plan.consolidated, now: request.now)
+                                                         consolidated: plan.consolidated, leaving: leaving, now: request.now)
                 break
+            } catch let damage as ChainConsolidation.DamagedSupplement where !leaving.contains(damage.archive) {
+                events?.handle(.caution("the supplement \(damage.archive) is left as it is: it does not hold as recorded files kept "
+                    + "backups take from it (\(damage.reason)); run 'keepsake verify'"))
+                leaving.insert(damage.archive)
             } catch let damage as ChainConsolidation.DamagedBackup where !damaged.contains(damage.backup)
                         && plan.items.allSatisfy({ $0.id != damage.backup || consolidation.consolidates($0) }) {
                 events?.handle(.caution("backup \(damage.backup) is kept: backup \(damage.neededBy) takes files from it that its "
@@ -125,6 +131,9 @@ public final class PruneEngine {
                 plan.consolidated.formUnion(plan.items.filter { $0.id == damage.backup }.map(\.manifestName))
             } catch let damage as ChainConsolidation.DamagedBackup {
                 throw SupplementDamage(reason: "Prune removed nothing: backup \(damage.backup) is damaged: \(damage.reason) "
+                    + "(run 'keepsake verify')")
+            } catch let damage as ChainConsolidation.DamagedSupplement {
+                throw SupplementDamage(reason: "Prune removed nothing: the supplement \(damage.archive) is damaged: \(damage.reason) "
                     + "(run 'keepsake verify')")
             } catch let damage as SupplementDamage {
                 throw SupplementDamage(reason: "Prune removed nothing: \(damage.reason) (run 'keepsake verify')")
