@@ -111,18 +111,36 @@ final class ConsolidationTests: FaultTestCase {
     /// and every kept backup restores to its night's tree; at the end, the oldest kept
     /// backup's supplement and archive extracted by GNU tar alone are its tree.
     func testSeventyNightsKeepWhatThePolicyNamesAndEveryKeptBackupRestores() throws {
+        try nightsKeepWhatThePolicyNames(70)
+    }
+
+    /// Seventy nights of the same with backups encrypted to a public key by a host without its
+    /// identity, pruned with the identity: the same promises, each supplement encrypted, and
+    /// the oldest kept backup restored by `age -d` and GNU tar alone.
+    func testSeventyEncryptedNightsKeepWhatThePolicyNamesAndEveryKeptBackupRestores() throws {
+        let identity = path("identity.txt")
+        let made = try run(["keygen", "--output", identity])
+        assertExit(made, 0)
+        let recipient = made.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        try nightsKeepWhatThePolicyNames(70, encrypting: ["--recipient", recipient], identity: identity)
+    }
+
+    /// The nights of the tests above: backups made with `encrypting`, read (pruned, verified,
+    /// restored) with `identity` when given.
+    private func nightsKeepWhatThePolicyNames(_ nights: Int, encrypting: [String] = [], identity: String? = nil) throws {
+        let reading = identity.map { ["--identity", $0] } ?? []
         let dest = path("dest")
-        var home = try SimulatedHome(root: path("home"), seed: 34)
+        // Not the process's home folder: an encrypted backup's change-detection cache is there.
+        var home = try SimulatedHome(root: path("data"), seed: 34)
         var trees: [String: SimulatedHome.Snapshot] = [:]
         var made: [RetentionReference.Backup] = []
         var supplementsSeen = 0
-        let nights = 70
         for night in 0..<nights {
             if night > 0 { try home.liveADay(night) }
-            let id = try backUp(home, dest: dest, night: night)
+            let id = try backUp(at: home.root, dest: dest, night: night, options: encrypting)
             trees[id] = home.nodes
             made.append(RetentionReference.Backup(id: id, created: ConsolidationTests.instant(night), takesFrom: []))
-            let pruned = try run(["prune", "--dest", dest, "--quiet"] + ConsolidationTests.policyOptions,
+            let pruned = try run(["prune", "--dest", dest, "--quiet"] + ConsolidationTests.policyOptions + reading,
                                  environment: ConsolidationTests.clock(night, minutes: 5))
             assertExit(pruned, 0, "night \(night)")
             let expected = ConsolidationTests.policy.kept(made)
@@ -133,9 +151,9 @@ final class ConsolidationTests: FaultTestCase {
             XCTAssertLessThanOrEqual(supplements.count, listed.count, "night \(night): at most one supplement per kept backup")
             supplementsSeen = max(supplementsSeen, supplements.count)
             guard night % 10 == 9 || night == nights - 1 else { continue }
-            assertExit(try run(["verify", "--dest", dest, "--quiet"]), 0, "night \(night): the destination verifies")
+            assertExit(try run(["verify", "--dest", dest, "--quiet"] + reading), 0, "night \(night): the destination verifies")
             for kept in listed.sorted() {
-                XCTAssertEqual(try restoreProblems(kept, dest: dest, tree: trees[kept] ?? [:], root: home.root), [],
+                XCTAssertEqual(try restoreProblems(kept, dest: dest, tree: trees[kept] ?? [:], root: home.root, keys: reading), [],
                                "night \(night)")
             }
             if testRun?.failureCount ?? 0 > 0 { return }
@@ -144,25 +162,35 @@ final class ConsolidationTests: FaultTestCase {
         // diff and find read manifests only: a kept backup whose files lie in supplements is
         // like any other to them.
         let kept = try listedSet(dest).sorted()
-        assertExit(try run(["diff", "--dest", dest, kept[0], kept[kept.count - 1]]), 0)
-        let found = try run(["find", "--dest", dest, "--json", "inbox.mbox"])
+        assertExit(try run(["diff", "--dest", dest, kept[0], kept[kept.count - 1]] + reading), 0)
+        let found = try run(["find", "--dest", dest, "--json", "inbox.mbox"] + reading)
         assertExit(found, 0)
         XCTAssertEqual((try json(found)["matches"] as? [[String: Any]])?.count, kept.count, "\(found)")
 
-        // The oldest kept backup and its supplement hold its whole tree: tar alone restores it.
+        // The oldest kept backup and its supplement hold its whole tree: tar alone restores it
+        // (age -d first, when encrypted). Its supplement is the one whose first line (the
+        // summary in the clear, when encrypted) names it its owner.
         let oldest = try XCTUnwrap(try listedSet(dest).min())
+        let ending = identity == nil ? "" : ".age"
         let objects = try names(in: dest)
-        let archive = try XCTUnwrap(objects.first { $0.contains(oldest) && $0.hasSuffix(".tar.zst") && !$0.contains(".supplement") })
+        let archive = try XCTUnwrap(objects.first { $0.contains(oldest) && $0.hasSuffix(".tar.zst" + ending) && !$0.contains(".supplement") })
         let supplement = try supplementManifests(dest).compactMap { name -> String? in
-            let manifest = try tool("zstd", ["-dc", dest + "/" + name])
-            guard manifest.stdoutText.split(separator: "\n").first?.contains("\"owner\":\"\(oldest)\"") == true else { return nil }
-            return String(name.dropLast(".supplement.jsonl.zst".count)) + ".supplement.tar.zst"
+            let stem = String(name.dropLast((".supplement.jsonl.zst" + ending).count))
+            let first = identity == nil ? try tool("zstd", ["-dc", dest + "/" + name]).stdoutText
+                : try String(contentsOfFile: dest + "/" + stem + ".supplement.summary.json", encoding: .utf8)
+            guard first.split(separator: "\n").first?.contains("\"owner\":\"\(oldest)\"") == true else { return nil }
+            return stem + ".supplement.tar.zst" + ending
         }
         XCTAssertLessThanOrEqual(supplement.count, 1, "one supplement per kept backup")
         let target = path("by-tar")
         try RawFileSystem.makeDirectory(RawFileSystem.bytes(target))
         for name in supplement + [archive] {
-            try toolSucceeds("tar", ["--zstd", "-xf", dest + "/" + name, "-C", target, "--exclude", ".keepsake"])
+            var tarball = dest + "/" + name
+            if let identity {
+                tarball = path("decrypted-" + name)
+                try toolSucceeds("age", ["-d", "-i", identity, "-o", tarball, dest + "/" + name])
+            }
+            try toolSucceeds("tar", ["--zstd", "-xf", tarball, "-C", target, "--exclude", ".keepsake"])
         }
         XCTAssertEqual(try SimulatedHome.differences(expected: trees[oldest] ?? [:], actual: restored(home.root, into: target)), [],
                        "tar -x of the supplement, then of the archive, restores backup \(oldest)")
