@@ -189,6 +189,37 @@ final class EncryptedConsolidationTests: EndToEndTestCase {
         try assertRestores(ids[2], dest: dest, keys: ["--identity", other.file], night: 2, source: source)
     }
 
+    /// The age header of an encrypted supplement's manifest damaged (its X25519 share
+    /// changed, so the identity no longer unwraps it): prune given the identity of a key the
+    /// supplement's summary names takes it for damage, not a missing key — it removes nothing
+    /// (exit 4) and says so; verify names it (exit 4).
+    func testADamagedAgeHeaderOfASupplementIsDamageNotAWrongKey() throws {
+        let key = try makeKey("identity.txt")
+        let source = path("src")
+        let dest = path("dest")
+        var ids: [String] = []
+        for night in 0..<4 {
+            try liveNight(night, in: source)
+            ids.append(try XCTUnwrap(try backUp(source, dest: dest, ["--recipient", key.recipient])["id"] as? String))
+            if night == 2 { assertExit(try run(["prune", "--dest", dest, "--keep-last", "1", "--identity", key.file]), 0) }
+        }
+        let manifest = try XCTUnwrap(try supplementNames(dest).first { $0.hasSuffix(".supplement.jsonl.zst.age") })
+        let file = URL(fileURLWithPath: dest + "/" + manifest)
+        var bytes = try Data(contentsOf: file)
+        let stanza = try XCTUnwrap(bytes.range(of: Data("-> X25519 ".utf8)))
+        let at = stanza.upperBound + 5
+        bytes[at] = bytes[at] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        try bytes.write(to: file)
+
+        let pruned = try run(["prune", "--dest", dest, "--keep-last", "1", "--identity", key.file])
+        assertExit(pruned, 4)
+        XCTAssertTrue(pruned.stderrText.contains("Prune removed nothing") && pruned.stderrText.contains(manifest)
+                      && pruned.stderrText.contains("damaged"), "\(pruned)")
+        XCTAssertEqual(try listed(dest), [ids[2], ids[3]])
+        let verified = try run(["verify", "--dest", dest, "--identity", key.file])
+        assertExit(verified, 4)
+    }
+
     // MARK: Passphrase
 
     /// Passphrase backups: prune with the passphrase file consolidates, the supplement

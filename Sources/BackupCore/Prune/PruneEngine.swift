@@ -240,7 +240,8 @@ public final class PruneEngine {
         }
         if !unchecked.isEmpty {
             let count = unchecked.count == 1 ? "1 encrypted backup" : "\(unchecked.count) encrypted backups"
-            events?.handle(.notice("what \(count) \(unchecked.count == 1 ? "relies" : "rely") on is taken from the summaries in the clear beside them: no key given "
+            let verb = unchecked.count == 1 ? "relies" : "rely"
+            events?.handle(.notice("what \(count) \(verb) on is taken from the summaries in the clear beside them: no key given "
                 + "here opens their manifests to check (--identity FILE or --passphrase-file FILE does)"))
         }
 
