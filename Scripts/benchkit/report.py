@@ -16,6 +16,9 @@ def markdown(doc, level=2):
     if doc.get("kind") == "year":
         from .year import year_markdown  # year imports this module
         return year_markdown(doc, level)
+    if doc.get("kind") == "big-files":
+        from .bigfiles import bigfiles_markdown  # bigfiles imports this module
+        return bigfiles_markdown(doc, level)
     m, d = doc["machine"], doc["dataset"]
     v = doc["versions"]
     h = "#" * (level + 1)
