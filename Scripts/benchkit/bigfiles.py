@@ -14,7 +14,7 @@ import subprocess
 
 from .bench import Bench
 from .common import Failed, MiB, ROOT, first_line, have_command, human_bytes, loadavg, log, run_measured, tree_size
-from .report import heading_lines, load_lines, notes_lines, tools_lines
+from .report import heading_lines, load_lines, notes_lines, tools_lines, version_number
 
 GiB = 1024 * MiB
 PAGE = 4096
@@ -492,7 +492,8 @@ def bigfiles_markdown(doc, level=2):
              + "; ".join(f"`{name}`: {f['describe']}" for name, f in b["files"].items())
              + f"; {b['nights']} nights, the first a full backup of each")
     versions = [f"{v['keepsake']} (commit {(v.get('commit') or 'unknown')[:12]})"]
-    versions += [v[k] for k in ("restic", "borg", "zstd") if v.get(k)] + [f"SQLite {v.get('sqlite')}"]
+    versions += [v[k] for k in ("restic", "borg") if v.get(k)]
+    versions += [f"zstd {version_number(v['zstd'])}" if v.get("zstd") else "zstd", f"SQLite {v.get('sqlite')}"]
     L.append(f"- Versions: {', '.join(versions)}")
     L += tools_lines(doc)
     L += load_lines(doc)

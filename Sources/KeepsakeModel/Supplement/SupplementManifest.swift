@@ -9,24 +9,16 @@ import KeepsakeSupport
 /// place it in the supplement's own archive. A reader looks a file up by that backup's id
 /// and its path, and checks it against the SHA-256 the kept backup's manifest records: a
 /// supplement proves nothing by itself.
+/// Its header's fields read and write as its own (`manifest.id`).
+@dynamicMemberLookup
 public struct SupplementManifest: Sendable, Equatable {
     // MARK: State
 
     /// The format of the first line (`"supplement": 1`).
     public static let formatVersion = 1
 
-    /// The supplement's own id (its names are `SupplementNaming`'s).
-    public var id: BackupID
-    public var host: String
-    /// The oldest kept backup that takes files from it.
-    public var owner: BackupID
-    public var created: Date
-    /// Its archive's name, size and SHA-256 (of the stored bytes).
-    public var archiveName: String
-    public var archiveSize: Int64
-    public var archiveSHA256: String
-    /// How its archive and manifest are encrypted (as its owner is); nil in the clear.
-    public var encryption: BackupEncryption?
+    /// What it is: its first line.
+    public var header: SupplementHeader
     /// One entry per file: `storedIn` is the backup it came from, `archiveOffset` and
     /// `archiveLength` place it in this supplement's archive.
     public var entries: [ManifestEntry]
@@ -34,25 +26,30 @@ public struct SupplementManifest: Sendable, Equatable {
     /// A supplement's manifest.
     public init(id: BackupID, host: String, owner: BackupID, created: Date, archiveName: String, archiveSize: Int64,
                 archiveSHA256: String, encryption: BackupEncryption? = nil, entries: [ManifestEntry]) {
-        self.id = id
-        self.host = host
-        self.owner = owner
-        self.created = created
-        self.archiveName = archiveName
-        self.archiveSize = archiveSize
-        self.archiveSHA256 = archiveSHA256
-        self.encryption = encryption
+        header = SupplementHeader(id: id, host: host, owner: owner, created: created, archiveName: archiveName,
+                                  archiveSize: archiveSize, archiveSHA256: archiveSHA256, encryption: encryption)
         self.entries = entries
+    }
+
+    /// A field of its header.
+    public subscript<Value>(dynamicMember field: KeyPath<SupplementHeader, Value>) -> Value { header[keyPath: field] }
+
+    /// A field of its header, to change.
+    public subscript<Value>(dynamicMember field: WritableKeyPath<SupplementHeader, Value>) -> Value {
+        get { header[keyPath: field] }
+        set { header[keyPath: field] = newValue }
     }
 
     /// What it is without its entries, and the backups whose files it holds.
     public var summary: SupplementSummary {
-        SupplementSummary(id: id, host: host, owner: owner, created: created, archiveName: archiveName, archiveSize: archiveSize,
-                          archiveSHA256: archiveSHA256, encryption: encryption, holds: Set(entries.compactMap(\.storedIn)))
+        SupplementSummary(header: header, holds: Set(entries.compactMap(\.storedIn)))
     }
 
-    /// The name of its manifest (which commits it).
-    public var manifestName: String { SupplementNaming.manifestName(host: host, id: id, encrypted: encryption != nil) }
+    /// A manifest of `header` holding `entries`.
+    public init(header: SupplementHeader, entries: [ManifestEntry]) {
+        self.header = header
+        self.entries = entries
+    }
 
     // MARK: Encoding
 
@@ -61,7 +58,7 @@ public struct SupplementManifest: Sendable, Equatable {
     public func encoded(inner: Bool = false) -> [UInt8] {
         var writer = JSONWriter(capacity: 256 + entries.count * 200)
         writer.beginObject()
-        summary.writeFields(to: &writer, inner: inner)
+        header.writeFields(to: &writer, inner: inner)
         writer.endObject()
         writer.endLine()
         for entry in entries {
@@ -79,11 +76,8 @@ public struct SupplementManifest: Sendable, Equatable {
     /// `archive` gives the archive's size and SHA-256 for the copy inside it, which has none.
     public static func parse(_ bytes: [UInt8], archive measured: (size: Int64, sha256: String)? = nil) throws -> SupplementManifest {
         var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true)[...]
-        let header = try SupplementSummary.parseLine(Array(lines.popFirst() ?? []))
-        let fields = try SupplementSummary(fields: header, measured: measured)
-        var manifest = SupplementManifest(id: fields.id, host: fields.host, owner: fields.owner, created: fields.created,
-                                          archiveName: fields.archiveName, archiveSize: fields.archiveSize,
-                                          archiveSHA256: fields.archiveSHA256, encryption: fields.encryption, entries: [])
+        let fields = try SupplementHeader.parseLine(Array(lines.popFirst() ?? []))
+        var manifest = SupplementManifest(header: try SupplementHeader(fields: fields, measured: measured), entries: [])
         var seen = Set<HeldFile>()
         for (offset, line) in lines.enumerated() {
             let number = offset + 2

@@ -2,51 +2,30 @@ import Foundation
 import KeepsakeJSON
 import KeepsakeSupport
 
-/// What a supplement is, without the files it holds: the first line of its manifest and,
-/// beside an encrypted supplement, the one line of `HOST_ID.supplement.summary.json` in the
-/// clear, which adds `holds`, the backups whose files it holds. A host that cannot open
-/// the manifest (it encrypts to public keys and holds no identity) learns from it that a
+/// What a supplement is, without the files it holds: the one line of
+/// `HOST_ID.supplement.summary.json` in the clear beside an encrypted supplement, its first
+/// line (`SupplementHeader`) and `holds`, the backups whose files it holds. A host that cannot
+/// open the manifest (it encrypts to public keys and holds no identity) learns from it that a
 /// gone backup's files are held, and in which archive, as it learns what its own encrypted
 /// backups rely on from theirs; everything it says is checked against the encrypted
-/// manifest by whoever opens that (restore, verify).
+/// manifest by whoever opens that (restore, verify). Its header's fields read as its own
+/// (`summary.id`).
+@dynamicMemberLookup
 public struct SupplementSummary: Sendable, Equatable {
     // MARK: State
 
-    public var id: BackupID
-    public var host: String
-    /// The oldest kept backup that takes files from it.
-    public var owner: BackupID
-    public var created: Date
-    /// Its archive's name, and the size and SHA-256 of its bytes as stored (ciphertext when
-    /// encrypted, so that they are checked without a key).
-    public var archiveName: String
-    public var archiveSize: Int64
-    public var archiveSHA256: String
-    /// How its archive and manifest are encrypted, as its owner is; nil in the clear.
-    public var encryption: BackupEncryption?
+    public var header: SupplementHeader
     /// The backups whose files it holds (the `in` of its entries).
     public var holds: Set<BackupID>
 
     /// A supplement's summary.
-    public init(id: BackupID, host: String, owner: BackupID, created: Date, archiveName: String, archiveSize: Int64,
-                archiveSHA256: String, encryption: BackupEncryption?, holds: Set<BackupID>) {
-        self.id = id
-        self.host = host
-        self.owner = owner
-        self.created = created
-        self.archiveName = archiveName
-        self.archiveSize = archiveSize
-        self.archiveSHA256 = archiveSHA256
-        self.encryption = encryption
+    public init(header: SupplementHeader, holds: Set<BackupID>) {
+        self.header = header
         self.holds = holds
     }
 
-    // MARK: Names
-
-    /// The name of its manifest (which commits it).
-    public var manifestName: String { SupplementNaming.manifestName(host: host, id: id, encrypted: encryption != nil) }
-    /// The name of its summary in the clear (written only for an encrypted supplement).
-    public var summaryName: String { SupplementNaming.summaryName(host: host, id: id) }
+    /// A field of its header.
+    public subscript<Value>(dynamicMember field: KeyPath<SupplementHeader, Value>) -> Value { header[keyPath: field] }
 
     // MARK: Encoding
 
@@ -54,7 +33,7 @@ public struct SupplementSummary: Sendable, Equatable {
     public func encoded() -> [UInt8] {
         var writer = JSONWriter(capacity: 256 + holds.count * 30)
         writer.beginObject()
-        writeFields(to: &writer, inner: false)
+        header.writeFields(to: &writer, inner: false)
         writer.key("holds")
         writer.beginArray()
         for origin in holds.sorted() { writer.string(origin.rawValue) }
@@ -64,105 +43,26 @@ public struct SupplementSummary: Sendable, Equatable {
         return writer.bytes
     }
 
-    /// Writes the fields a manifest's first line and the summary share into an open object;
-    /// `inner` leaves out the archive's size and SHA-256 (see `SupplementManifest.encoded`).
-    func writeFields(to writer: inout JSONWriter, inner: Bool) {
-        writer.key("supplement"); writer.int(Int64(SupplementManifest.formatVersion))
-        writer.key("id"); writer.string(id.rawValue)
-        writer.key("host"); writer.string(host)
-        writer.key("owner"); writer.string(owner.rawValue)
-        writer.key("created"); writer.string(Timestamp.iso8601(created))
-        writer.key("archive")
-        writer.beginObject()
-        writer.key("name"); writer.string(archiveName)
-        if !inner {
-            writer.key("size"); writer.int(archiveSize)
-            writer.key("sha256"); writer.string(archiveSHA256)
-        }
-        writer.endObject()
-        if let encryption {
-            writer.key("encryption")
-            writer.value(encryption.json)
-        }
-    }
-
     // MARK: Decoding
 
     /// Parses the summary object; throws `ManifestError` naming what is wrong.
     public static func parse(_ bytes: [UInt8]) throws -> SupplementSummary {
         let line = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true).first ?? []
-        let header = try parseLine(Array(line))
-        var summary = try SupplementSummary(fields: header, measured: nil)
-        guard let holds = header["holds"]?.arrayValue else {
+        let fields = try SupplementHeader.parseLine(Array(line))
+        var summary = SupplementSummary(header: try SupplementHeader(fields: fields, measured: nil), holds: [])
+        guard let holds = fields["holds"]?.arrayValue else {
             throw ManifestError.invalidLine(line: 1, reason: "'holds' is missing or not a list")
         }
         for value in holds {
             guard let text = value.stringValue, let origin = BackupID(text) else {
                 throw ManifestError.invalidLine(line: 1, reason: "'holds' must list backup ids")
             }
-            try Manifest.checkHolder(origin, of: summary.owner, lineNumber: 1)
+            try Manifest.checkHolder(origin, of: summary.header.owner, lineNumber: 1)
             summary.holds.insert(origin)
         }
-        guard summary.encryption != nil else {
+        guard summary.header.encryption != nil else {
             throw ManifestError.invalidLine(line: 1, reason: "a supplement's summary in the clear is of an encrypted one")
         }
         return summary
-    }
-
-    /// The JSON object of a first line.
-    static func parseLine(_ line: [UInt8]) throws -> JSONValue {
-        guard !line.isEmpty else { throw ManifestError.notAManifest(reason: "it is empty") }
-        let header: JSONValue
-        do {
-            header = try JSONParser.parse(String(decoding: line, as: UTF8.self))
-        } catch {
-            throw ManifestError.notAManifest(reason: "line 1 is not JSON: \(error)")
-        }
-        guard let version = header["supplement"]?.int64Value else {
-            throw ManifestError.notAManifest(reason: "line 1 does not say 'supplement'")
-        }
-        guard version == Int64(SupplementManifest.formatVersion) else { throw ManifestError.unsupportedFormat(Int(clamping: version)) }
-        return header
-    }
-
-    /// The fields of a first line (`holds` empty); `measured` gives the archive's size and
-    /// SHA-256 for the copy inside an archive, which has none.
-    init(fields header: JSONValue, measured: (size: Int64, sha256: String)?) throws {
-        func text(_ key: String, _ value: JSONValue?) throws -> String {
-            guard let string = value?.stringValue else {
-                throw ManifestError.invalidLine(line: 1, reason: "'\(key)' is missing or not a string")
-            }
-            return string
-        }
-        guard let id = BackupID(try text("id", header["id"])), let owner = BackupID(try text("owner", header["owner"])) else {
-            throw ManifestError.invalidLine(line: 1, reason: "'id' and 'owner' must be backup ids")
-        }
-        guard let created = Timestamp.parseISO8601(try text("created", header["created"])) else {
-            throw ManifestError.invalidLine(line: 1, reason: "'created' is not a date")
-        }
-        let archive = header["archive"]
-        let size: Int64
-        let sha256: String
-        if let measured {
-            (size, sha256) = measured
-        } else {
-            guard let recorded = archive?["size"]?.int64Value, recorded >= 0 else {
-                throw ManifestError.invalidLine(line: 1, reason: "'archive.size' is missing or negative")
-            }
-            (size, sha256) = (recorded, try text("archive.sha256", archive?["sha256"]))
-        }
-        var encryption: BackupEncryption?
-        if let value = header["encryption"] {
-            guard let parsed = BackupEncryption(json: value) else {
-                throw ManifestError.invalidLine(line: 1, reason: "'encryption' is not an age record")
-            }
-            encryption = parsed
-        }
-        let archiveName = try text("archive.name", archive?["name"])
-        guard BackupNaming.isEncrypted(archiveName) == (encryption != nil) else {
-            throw ManifestError.invalidLine(line: 1, reason: "'archive.name' must end in .age exactly when 'encryption' is given")
-        }
-        self.init(id: id, host: try text("host", header["host"]), owner: owner, created: created, archiveName: archiveName,
-                  archiveSize: size, archiveSHA256: sha256, encryption: encryption, holds: [])
     }
 }
