@@ -201,37 +201,40 @@ final class ConsolidationTests: FaultTestCase {
     /// `nights` nights into `dest` (reached with `environment`), each pruned with
     /// `--keep-last KEEP`: the newest KEEP are listed, the destination
     /// verifies, and each restores to its night's tree.
-    private func live(_ nights: Int, keeping keep: Int, dest: String, environment: [String: String?], label: String) throws {
+    private func live(_ nights: Int, keeping keep: Int, dest: String, environment: [String: String?], label: String,
+                      encrypting: [String] = [], reading: [String] = []) throws {
         var home = try SimulatedHome(root: path("home-\(label)"), seed: 12)
         var trees: [String: SimulatedHome.Snapshot] = [:]
         var ids: [String] = []
         for night in 0..<nights {
             if night > 0 { try home.liveADay(night) }
-            let made = try run(["backup", home.root, "--dest", dest, "--json"],
+            let made = try run(["backup", home.root, "--dest", dest, "--json"] + encrypting,
                                environment: environment.merging(ConsolidationTests.clock(night)) { $1 })
             assertExit(made, 0, "\(label), night \(night)")
             let id = try XCTUnwrap(try json(made)["id"] as? String)
             trees[id] = home.nodes
             ids.append(id)
-            assertExit(try run(["prune", "--dest", dest, "--keep-last", String(keep), "--quiet"],
+            assertExit(try run(["prune", "--dest", dest, "--keep-last", String(keep), "--quiet"] + reading,
                                environment: environment.merging(ConsolidationTests.clock(night, minutes: 5)) { $1 }),
                        0, "\(label), night \(night)")
         }
         let listed = try run(["list", "--dest", dest, "--json"], environment: environment)
         let backups = try XCTUnwrap(try json(listed)["backups"] as? [[String: Any]])
         XCTAssertEqual(Set(backups.compactMap { $0["id"] as? String }), Set(ids.suffix(keep)), label)
-        assertExit(try run(["verify", "--dest", dest, "--quiet"], environment: environment), 0, label)
+        assertExit(try run(["verify", "--dest", dest, "--quiet"] + reading, environment: environment), 0, label)
         for id in ids.suffix(keep) {
             let target = "/dev/shm/keepsake-consolidation-\(getpid())"
             defer { _ = try? tool("rm", ["-rf", target]) }
-            assertExit(try run(["restore", id, "--dest", dest, "--target", target, "--quiet"], environment: environment), 0, label)
+            assertExit(try run(["restore", id, "--dest", dest, "--target", target, "--quiet"] + reading, environment: environment),
+                       0, label)
             XCTAssertEqual(try SimulatedHome.differences(expected: trees[id] ?? [:], actual: restored(home.root, into: target)), [],
                            "\(label): \(id)")
         }
     }
 
     /// Supplements in an S3 bucket (SeaweedFS on loopback): written, read and replaced there
-    /// as in a folder, and nothing but backups and committed supplements left.
+    /// as in a folder, and nothing but backups and committed supplements left; then the same
+    /// with backups encrypted to a public key, pruned with its identity, under another prefix.
     func testSupplementsInAnS3Bucket() throws {
         let server = try SeaweedServer(buckets: ["backups"], access: .open)
         defer { server.stop() }
@@ -243,6 +246,20 @@ final class ConsolidationTests: FaultTestCase {
         let keys = try S3BucketListing(server: server, bucket: "backups").keys(prefix: "home/")
         XCTAssertEqual(keys.filter { $0.hasSuffix(".supplement.jsonl.zst") }.count, 1, "one supplement, for the oldest kept: \(keys)")
         XCTAssertEqual(keys.filter { !$0.hasSuffix(".zst") }, [], "no lock, no temporary: \(keys)")
+
+        let identity = path("identity.txt")
+        let made = try run(["keygen", "--output", identity])
+        assertExit(made, 0)
+        let recipient = made.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        try live(8, keeping: 3, dest: "s3://backups/sealed", environment: environment, label: "S3, encrypted",
+                 encrypting: ["--recipient", recipient], reading: ["--identity", identity])
+        let sealed = try S3BucketListing(server: server, bucket: "backups").keys(prefix: "sealed/")
+        XCTAssertEqual(sealed.filter { $0.hasSuffix(".supplement.jsonl.zst.age") }.count, 1, "\(sealed)")
+        XCTAssertEqual(sealed.filter { $0.hasSuffix(".supplement.summary.json") }.count, 1, "\(sealed)")
+        XCTAssertEqual(sealed.filter { $0.hasSuffix(".supplement.tar.zst") || $0.hasSuffix(".supplement.jsonl.zst") }, [],
+                       "nothing of a supplement in the clear: \(sealed)")
+        XCTAssertEqual(sealed.filter { !$0.hasSuffix(".age") && !$0.hasSuffix(".summary.json") }, [],
+                       "no lock, no temporary: \(sealed)")
     }
 
     /// Supplements on an rclone remote (sftp on OpenSSH's sshd, loopback): four nights, the
