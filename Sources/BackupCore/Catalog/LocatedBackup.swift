@@ -191,9 +191,10 @@ public final class LocatedBackup {
 
     /// Points the files of `manifest` that lie in backups no longer there at the supplements
     /// that hold them (see `SupplementShelf.relocating`), so that `earlierArchive` opens
-    /// those instead; returns how many supplements it points at.
+    /// those instead; returns how many supplements it points at. Reading supplements whole
+    /// (when several claim a file) stops when `cancellation` is set.
     @discardableResult
-    public func relocatingToSupplements(_ manifest: inout Manifest) throws -> Int {
+    public func relocatingToSupplements(_ manifest: inout Manifest, cancellation: CancellationFlag = CancellationFlag()) throws -> Int {
         let entries = manifest.entries
         var holders = Set<BackupID>()
         for position in entries.indices {
@@ -214,16 +215,25 @@ public final class LocatedBackup {
         let shelf = try supplements()
         // Several that say they hold a file (planted beside the real one, or after an
         // interrupted prune): the newest that reads whole, each read once.
-        return shelf.relocating(&manifest, gone: gone) { candidates in
+        var interrupted: Interruption?
+        let used = shelf.relocating(&manifest, gone: gone) { candidates in
             candidates.firstIndex { candidate in
                 let id = candidate.supplement.id
-                if wholeSupplements[id] == nil {
-                    wholeSupplements[id] = (try? SupplementContent.checkArchive(of: candidate.supplement, in: storage,
-                                                                               cancellation: CancellationFlag())) != nil
+                if wholeSupplements[id] == nil, interrupted == nil {
+                    do {
+                        try SupplementContent.checkArchive(of: candidate.supplement, in: storage, cancellation: cancellation)
+                        wholeSupplements[id] = true
+                    } catch let stop as Interruption {
+                        interrupted = stop
+                    } catch {
+                        wholeSupplements[id] = false
+                    }
                 }
                 return wholeSupplements[id] == true
             } ?? 0
-        }.count
+        }
+        if let interrupted { throw interrupted }
+        return used.count
     }
 
     /// The supplements beside the backup, read once.

@@ -63,7 +63,7 @@ public final class Restorer {
         var result = try restore(archive: archive, archiveName: backup.archiveLabel, manifest: manifest, request: request,
                                  locateArchive: { holder in try backup.earlierArchive(holder) },
                                  // Files of backups prune let go: from the supplements that hold them.
-                                 relocate: { manifest in try backup.relocatingToSupplements(&manifest) })
+                                 relocate: { [cancellation] manifest in try backup.relocatingToSupplements(&manifest, cancellation: cancellation) })
         // The backup is damaged though every file may have come back: exit 4 all the same.
         if let unreadableManifest { result.noteArchiveProblem(unreadableManifest) }
         return result
