@@ -84,13 +84,21 @@ public struct KeyedStorage {
         }
     }
 
-    /// True when the summary in the clear beside the object `name` lists one of `keys`
-    /// among its backup's recipients.
+    /// True when the summary in the clear beside the object `name` (a backup's, or a
+    /// supplement's) lists one of `keys` among its recipients.
     private func isEncrypted(_ name: String, toAnyOf keys: [String]) -> Bool {
-        guard let stem = BackupNaming.stem(of: name),
-              let bytes = try? stored.readObject(stem + BackupNaming.publicSummarySuffix, limit: 1 << 20),
-              let summary = try? Manifest.parseSummary(bytes),
-              case .recipients(let recipients)? = summary.encryption else { return false }
+        guard case .recipients(let recipients)? = claimedEncryption(of: name) else { return false }
         return !Set(recipients).isDisjoint(with: keys)
+    }
+
+    /// How the summary in the clear beside the object `name` says it is encrypted.
+    private func claimedEncryption(of name: String) -> BackupEncryption? {
+        if let parts = SupplementNaming.parts(ofManifestName: name) ?? SupplementNaming.parts(ofArchiveName: name) {
+            let bytes = try? stored.readObject(SupplementNaming.summaryName(host: parts.host, id: parts.id), limit: 1 << 20)
+            return bytes.flatMap { try? SupplementSummary.parse($0) }?.header.encryption
+        }
+        guard let stem = BackupNaming.stem(of: name),
+              let bytes = try? stored.readObject(stem + BackupNaming.publicSummarySuffix, limit: 1 << 20) else { return nil }
+        return (try? Manifest.parseSummary(bytes))?.encryption
     }
 }

@@ -45,21 +45,13 @@ public struct SupplementShelf: Sendable {
                 }
                 add(manifest)
             } catch let keyProblem as EncryptionError where encrypted {
-                let summary: SupplementSummary
+                // No key given opens it (a header that a key it names fails to open is damage,
+                // told by `KeyedStorage`, and lands below).
                 do {
-                    summary = try SupplementShelf.readSummary(host: parts.host, id: parts.id, from: storage.stored)
+                    closed.append(try SupplementShelf.readSummary(host: parts.host, id: parts.id, from: storage.stored))
                 } catch {
                     unreadable.append((name, "\(keyProblem); its summary in the clear cannot be read either (\(error))"))
-                    continue
                 }
-                // An identity of a key it says it is encrypted to does not open it: damaged, not closed.
-                if case .noMatchingIdentity(_, let given) = keyProblem, case .recipients(let keys)? = summary.encryption,
-                   !Set(keys).isDisjoint(with: given) {
-                    unreadable.append((name, "its age header does not open with the identity of a public key it was encrypted to "
-                        + "(\(given.joined(separator: ", "))): the header is damaged"))
-                    continue
-                }
-                closed.append(summary)
             } catch {
                 unreadable.append((name, "\(error)"))
             }
