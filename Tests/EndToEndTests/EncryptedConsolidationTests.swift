@@ -36,6 +36,19 @@ final class EncryptedConsolidationTests: EndToEndTestCase {
         return try json(outcome)
     }
 
+    /// Nights `0..<count` of `source` (`liveNight`), each backed up into `dest` with
+    /// `options`, then `after` run; the backups' ids.
+    private func backUpNights(_ count: Int, source: String, dest: String, _ options: [String],
+                              after: (Int) throws -> Void = { _ in }) throws -> [String] {
+        var ids: [String] = []
+        for night in 0..<count {
+            try liveNight(night, in: source)
+            ids.append(try XCTUnwrap(try backUp(source, dest: dest, options)["id"] as? String))
+            try after(night)
+        }
+        return ids
+    }
+
     /// The ids `list --json` shows (no key needed).
     private func listed(_ dest: String) throws -> Set<String> {
         let outcome = try run(["list", "--dest", dest, "--json"])
@@ -87,11 +100,7 @@ final class EncryptedConsolidationTests: EndToEndTestCase {
         let source = path("src")
         let dest = path("dest")
         let encrypting = ["--recipient", key.recipient]
-        var ids: [String] = []
-        for night in 0..<5 {
-            try liveNight(night, in: source)
-            ids.append(try XCTUnwrap(try backUp(source, dest: dest, encrypting)["id"] as? String))
-        }
+        let ids = try backUpNights(5, source: source, dest: dest, encrypting)
         let keptWhole = try run(["prune", "--dest", dest, "--keep-last", "1"])
         assertExit(keptWhole, 0)
         XCTAssertTrue(keptWhole.stderrText.contains("keep the backups they take files from")
@@ -169,12 +178,7 @@ final class EncryptedConsolidationTests: EndToEndTestCase {
         let other = try makeKey("other.txt")
         let source = path("src")
         let dest = path("dest")
-        var ids: [String] = []
-        for night in 0..<3 {
-            try liveNight(night, in: source)
-            ids.append(try XCTUnwrap(try backUp(source, dest: dest, ["--recipient", mine.recipient, "--recipient", other.recipient])["id"]
-                as? String))
-        }
+        let ids = try backUpNights(3, source: source, dest: dest, ["--recipient", mine.recipient, "--recipient", other.recipient])
         let withheld = try run(["prune", "--dest", dest, "--keep-last", "1", "--identity", mine.file])
         assertExit(withheld, 0)
         XCTAssertTrue(withheld.stderrText.contains("--recipient"), "\(withheld)")
@@ -197,11 +201,8 @@ final class EncryptedConsolidationTests: EndToEndTestCase {
         let key = try makeKey("identity.txt")
         let source = path("src")
         let dest = path("dest")
-        var ids: [String] = []
-        for night in 0..<4 {
-            try liveNight(night, in: source)
-            ids.append(try XCTUnwrap(try backUp(source, dest: dest, ["--recipient", key.recipient])["id"] as? String))
-            if night == 2 { assertExit(try run(["prune", "--dest", dest, "--keep-last", "1", "--identity", key.file]), 0) }
+        let ids = try backUpNights(4, source: source, dest: dest, ["--recipient", key.recipient]) { night in
+            if night == 2 { self.assertExit(try self.run(["prune", "--dest", dest, "--keep-last", "1", "--identity", key.file]), 0) }
         }
         let manifest = try XCTUnwrap(try supplementNames(dest).first { $0.hasSuffix(".supplement.jsonl.zst.age") })
         let file = URL(fileURLWithPath: dest + "/" + manifest)
@@ -235,11 +236,7 @@ final class EncryptedConsolidationTests: EndToEndTestCase {
         chmod(wrong, 0o600)
         let source = path("src")
         let dest = path("dest")
-        var ids: [String] = []
-        for night in 0..<3 {
-            try liveNight(night, in: source)
-            ids.append(try XCTUnwrap(try backUp(source, dest: dest, ["--passphrase-file", passphrase])["id"] as? String))
-        }
+        let ids = try backUpNights(3, source: source, dest: dest, ["--passphrase-file", passphrase])
         let pruned = try run(["prune", "--dest", dest, "--keep-last", "1", "--passphrase-file", passphrase])
         assertExit(pruned, 0)
         XCTAssertEqual(try listed(dest), [ids[2]])
