@@ -54,6 +54,9 @@ public struct BackupSummary: Sendable, Equatable {
     /// For an encrypted backup: a random label its host gives each set of sources (and
     /// keeps in its cache), so prune keeps each set's backups apart without seeing paths.
     public var sourceSet: String?
+    /// How many block digests its entries' `blocks` tables hold in all (`BlockTable`): a
+    /// manifest may be that much larger than its entry count alone allows.
+    public var blockDigests: Int64 = 0
 
     /// What prune groups backups by besides the host: the sources, or the label that
     /// stands for them where they are hidden.
@@ -146,6 +149,7 @@ public struct BackupSummary: Sendable, Equatable {
         object["chain_started"] = .string(Timestamp.iso8601(chainStarted))
         object["new_files"] = .int(newFileCount)
         object["new_bytes"] = .int(newBytes)
+        if blockDigests > 0 { object["block_digests"] = .int(blockDigests) }
         if let reliesOn { object["relies_on"] = .array(reliesOn.map { .string($0.rawValue) }) }
         object["tool"] = .string(toolVersion)
         if let encryption { object["encryption"] = encryption.json }
@@ -257,5 +261,6 @@ public struct BackupSummary: Sendable, Equatable {
             guard let text = value.stringValue, HexEncoding.isHex(text, length: 32) else { throw fail("'source_set' must be 32 hex digits") }
             sourceSet = text
         }
+        blockDigests = try count("block_digests")
     }
 }

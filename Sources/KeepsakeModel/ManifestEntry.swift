@@ -38,6 +38,9 @@ public struct ManifestEntry: Sendable, Equatable {
     public var archiveOffset: Int64?
     /// The entry's length in that tar stream, in bytes. JSON `len`.
     public var archiveLength: Int64?
+    /// For a file of `BlockTable.threshold` bytes or more that this backup read: the
+    /// SHA-256 of each of its blocks. JSON `blocks`.
+    public var blocks: BlockTable?
 
     /// Creates an entry.
     public init(path: [UInt8], type: EntryType, size: Int64 = 0, mode: UInt32 = 0o644, uid: UInt32 = 0, gid: UInt32 = 0,
@@ -95,6 +98,7 @@ public struct ManifestEntry: Sendable, Equatable {
         if rdev != 0 { writer.key("rdev"); writer.uint(rdev) }
         if let linkTarget { ManifestEntry.writeBytes(linkTarget, key: "link", to: &writer) }
         if let sha256 { writer.key("sha256"); writer.string(sha256) }
+        if let blocks { writer.key("blocks"); blocks.write(to: &writer) }
         if let storedIn { writer.key("in"); writer.string(storedIn.rawValue) }
         if let archiveOffset, let archiveLength {
             writer.key("at"); writer.int(archiveOffset)
@@ -193,5 +197,12 @@ public struct ManifestEntry: Sendable, Equatable {
                   linkTarget: link, sha256: sha, storedIn: storedIn)
         archiveOffset = rules.offset
         archiveLength = rules.length
+        if let table = field("blocks") {
+            guard type == .file else { throw ManifestError.invalidLine(line: line, reason: "'blocks' is only for files") }
+            switch BlockTable.parse(table, fileSize: size) {
+            case .success(let parsed): blocks = parsed
+            case .failure(let refusal): throw ManifestError.invalidLine(line: line, reason: refusal.reason)
+            }
+        }
     }
 }

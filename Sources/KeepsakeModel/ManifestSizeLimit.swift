@@ -5,7 +5,9 @@ import KeepsakeSupport
 /// 256 MiB of one repeated byte took 786 MB to restore.
 ///
 /// The rule: the summary line (at most `summaryLineLimit`) declares how many entries
-/// follow; the whole manifest may hold `allowance` plus `bytesPerEntry` for each of them.
+/// follow, and how many block digests their `blocks` tables hold; the whole manifest may
+/// hold `allowance` plus `bytesPerEntry` for each entry and `bytesPerBlockDigest` for each
+/// digest.
 /// A line Keepsake writes holds at most two paths of 4 KiB, each byte escaped in at most
 /// six, a few names and numbers: well under `bytesPerEntry`, so no honest manifest is
 /// refused, while bytes that describe nothing are.
@@ -16,16 +18,20 @@ public struct ManifestSizeLimit {
     public static let summaryLineLimit = 1 << 20
     /// Bytes allowed for each entry the summary declares.
     public static let bytesPerEntry = 64 << 10
+    /// Bytes allowed for each block digest the summary declares (43 in base64).
+    public static let bytesPerBlockDigest = 64
     /// Bytes allowed besides (the summary line, blank lines).
     public static let allowance = 1 << 20
     /// The most any manifest may hold, whatever its summary declares.
     public static let hardLimit = 1 << 31
 
-    /// The bytes allowed for a manifest declaring `entries` entries.
-    public static func limit(forEntries entries: Int64) -> Int {
-        let perEntry = Int64(bytesPerEntry)
-        guard entries >= 0, entries < Int64(hardLimit) / perEntry else { return hardLimit }
-        return min(hardLimit, allowance + Int(entries * perEntry))
+    /// The bytes allowed for a manifest declaring `entries` entries and `blockDigests`
+    /// block digests.
+    public static func limit(forEntries entries: Int64, blockDigests: Int64 = 0) -> Int {
+        let perEntry = Int64(bytesPerEntry), perDigest = Int64(bytesPerBlockDigest)
+        guard entries >= 0, entries < Int64(hardLimit) / perEntry,
+              blockDigests >= 0, blockDigests < Int64(hardLimit) / perDigest else { return hardLimit }
+        return min(hardLimit, allowance + Int(entries * perEntry) + Int(blockDigests * perDigest))
     }
 
     /// The bytes allowed for a SHA256SUMS list of `files` files (one line of at most a path
@@ -104,7 +110,7 @@ public struct ManifestSizeLimit {
             let sum = total.addingReportingOverflow(max(0, count))
             return sum.overflow ? Int64.max : sum.partialValue
         }
-        limit = ManifestSizeLimit.limit(forEntries: entries)
+        limit = ManifestSizeLimit.limit(forEntries: entries, blockDigests: summary.blockDigests)
     }
 
     private func tooLarge(_ size: Int64) -> ManifestError {

@@ -44,6 +44,8 @@ final class ArchiveSession {
     /// Files stored in this archive (not pointed at in an earlier one), and their bytes.
     private var newFiles: Int64 = 0
     private var newBytes: Int64 = 0
+    /// Digests in the block tables of the files read (see `BlockTable`).
+    private var blockDigests: Int64 = 0
     private var lastProgress = Date.distantPast
 
     /// Scanned items waiting to be written, in scan order (from `queueStart` on): the file
@@ -267,6 +269,8 @@ final class ArchiveSession {
         try endEntry(&entry, from: start)
         entry.size = file.header.size
         entry.sha256 = content.sha256
+        entry.blocks = content.blocks
+        blockDigests += Int64(content.blocks?.count ?? 0)
         entry.mtimeNanoseconds = file.mtimeNanoseconds
         if links > 1 { linkedFiles[identity] = (file.header.path, content.sha256, entry.size, nil) }
         try manifest.appendChecksum(content.sha256, path: file.header.path)
@@ -354,6 +358,7 @@ final class ArchiveSession {
         counts.fill(&summary)
         summary.newFileCount = newFiles
         summary.newBytes = newBytes
+        summary.blockDigests = blockDigests
         summary.reliesOn = holders.sorted()
     }
 

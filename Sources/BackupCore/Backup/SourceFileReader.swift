@@ -55,10 +55,12 @@ final class SourceFileReader {
         var mtimeNanoseconds: Int64 { Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec) }
     }
 
-    /// A file's content as read: the SHA-256 of every byte handed on (holes as zeros), and,
-    /// when that may not be what the file holds, why.
+    /// A file's content as read: the SHA-256 of every byte handed on (holes as zeros), for
+    /// a big file the SHA-256 of each block of them too (same pass), and, when that may not
+    /// be what the file holds, why.
     struct Content {
         let sha256: String
+        let blocks: BlockTable?
         let problem: PathWarning?
     }
 
@@ -68,6 +70,8 @@ final class SourceFileReader {
     /// See `BackupRequest.readPause`.
     private let readPause: TimeInterval
     private let hasher = SHA256Hasher()
+    /// While a file of `BlockTable.threshold` bytes or more is read: its blocks' digests.
+    private var blocks: BlockDigester?
     private let buffer: UnsafeMutableRawBufferPointer
     /// The most read at once.
     static let bufferSize = 1 << 20
@@ -153,6 +157,9 @@ final class SourceFileReader {
             : file.header.sparseRegions
         var position: Int64 = 0
         var problem: PathWarning?
+        let blockSize = BlockTable.blockSize(forFileSize: size)
+        blocks = size >= BlockTable.threshold ? BlockDigester(blockSize: blockSize) : nil
+        defer { blocks = nil }
         for region in regions {
             try feedZeros(region.offset - position, into: &destination)
             position = region.offset
@@ -171,6 +178,7 @@ final class SourceFileReader {
                     break
                 }
                 hasher.update(UnsafeRawBufferPointer(rebasing: target[0..<count]))
+                blocks?.update(UnsafeRawBufferPointer(rebasing: target[0..<count]))
                 try destination.filled(count)
                 position += Int64(count)
                 pauseForTests()
@@ -185,7 +193,8 @@ final class SourceFileReader {
             || after.st_mtim.tv_nsec != before.st_mtim.tv_nsec {
             problem = PathWarning(kind: .changed, path: file.displayPath, reason: "it changed while being read; the stored copy may be inconsistent")
         }
-        return Content(sha256: hasher.finalizeHex(), problem: problem)
+        let table = blocks.map { BlockTable(blockSize: blockSize, digests: $0.finish()) }
+        return Content(sha256: hasher.finalizeHex(), blocks: table, problem: problem)
     }
 
     /// Feeds `count` zero bytes (a hole, or padding) to the hash and to `destination`; a
@@ -198,6 +207,7 @@ final class SourceFileReader {
             let filled = Int(min(Int64(target.count), remaining))
             target.initializeMemory(as: UInt8.self, repeating: 0)
             hasher.update(UnsafeRawBufferPointer(rebasing: target[0..<filled]))
+            blocks?.update(UnsafeRawBufferPointer(rebasing: target[0..<filled]))
             try destination.filled(filled)
             remaining -= Int64(filled)
         }

@@ -211,7 +211,7 @@ public final class BackupCopier {
         let entries = summary.fileCount + summary.directoryCount + summary.symlinkCount + summary.hardlinkCount + summary.otherCount
         let manifestBytes: [UInt8]
         do {
-            manifestBytes = try source.readObject(item.manifestName, limit: ManifestSizeLimit.limit(forEntries: entries))
+            manifestBytes = try source.readObject(item.manifestName, limit: ManifestSizeLimit.limit(forEntries: entries, blockDigests: summary.blockDigests))
         } catch StorageError.notFound {
             throw EngineError.manifestUnreadable(name: item.manifestName, reason: "it is gone from \(source.location)")
         }

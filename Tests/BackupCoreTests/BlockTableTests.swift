@@ -1,0 +1,162 @@
+import Foundation
+import KeepsakeHashing
+import KeepsakeJSON
+@testable import KeepsakeModel
+import KeepsakeSupport
+import XCTest
+
+/// A big file's block table (`BlockTable`): the block sizes chosen, the digests made in one
+/// pass over chunks of any size, the manifest line that carries them, what a reader refuses,
+/// and the room a manifest of big files is allowed.
+final class BlockTableTests: KeepsakeTestCase {
+    // MARK: Fixtures
+
+    private let sha = String(repeating: "0123456789abcdef", count: 4)
+
+    private func bigFile(size: Int64, table: BlockTable?) -> ManifestEntry {
+        var entry = ManifestEntry(path: Array("srv/images/disk.img".utf8), type: .file, size: size, mode: 0o600,
+                                  mtimeNanoseconds: 1_798_761_600_000_000_000, sha256: sha)
+        entry.blocks = table
+        return entry
+    }
+
+    private func line(_ entry: ManifestEntry) -> [UInt8] {
+        var writer = JSONWriter()
+        entry.write(to: &writer)
+        return writer.bytes
+    }
+
+    private func parsed(_ line: [UInt8]) throws -> ManifestEntry {
+        try line.withUnsafeBufferPointer { try Manifest.parseEntryLine($0, lineNumber: 2) }
+    }
+
+    /// `text` (a manifest line) with `old` replaced by `new`, once.
+    private func edited(_ line: [UInt8], _ old: String, _ new: String) -> [UInt8] {
+        let text = String(decoding: line, as: UTF8.self)
+        XCTAssertTrue(text.contains(old), "the line holds \(old)")
+        return Array(text.replacingOccurrences(of: old, with: new).utf8)
+    }
+
+    // MARK: Policy
+
+    func testBlocksAre64KiBUpTo4GiBAndGrowSoATableHoldsAtMost65536() {
+        XCTAssertEqual(BlockTable.blockSize(forFileSize: BlockTable.threshold), 64 << 10)
+        XCTAssertEqual(BlockTable.blockSize(forFileSize: 4 << 30), 64 << 10)
+        XCTAssertEqual(BlockTable.blockSize(forFileSize: (4 << 30) + 1), 128 << 10)
+        XCTAssertEqual(BlockTable.blockSize(forFileSize: 16 << 30), 256 << 10)
+        XCTAssertEqual(BlockTable.blockSize(forFileSize: Int64.max), 1 << 30, "never past the largest size a manifest may name")
+        for size: Int64 in [1 << 20, (4 << 30) + 1, 16 << 30, (1 << 40) + 12345] {
+            let blockSize = BlockTable.blockSize(forFileSize: size)
+            XCTAssertLessThanOrEqual(BlockTable.blockCount(fileSize: size, blockSize: blockSize) ?? .max, BlockTable.mostBlocks)
+        }
+        XCTAssertEqual(BlockTable.blockCount(fileSize: 3_300_000, blockSize: 65536), 51)
+        XCTAssertEqual(BlockTable.blockCount(fileSize: 65536 * 16, blockSize: 65536), 16)
+        XCTAssertNil(BlockTable.blockCount(fileSize: 0, blockSize: 65536))
+    }
+
+    // MARK: Digests
+
+    func testDigestsAreEachBlocksSHA256HoweverTheBytesArriveInChunks() throws {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<(5 * 4096 + 1234)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let expected = stride(from: 0, to: bytes.count, by: 4096).flatMap { start in
+            SHA256Hasher.digest(of: Array(bytes[start..<min(bytes.count, start + 4096)]))
+        }
+        for chunk in [1, 7, 4095, 4096, 4097, 65536] {
+            let digester = BlockDigester(blockSize: 4096)
+            var start = 0
+            while start < bytes.count {
+                let end = min(bytes.count, start + chunk)
+                bytes[start..<end].withUnsafeBytes { digester.update($0) }
+                start = end
+            }
+            XCTAssertEqual(digester.finish(), expected, "chunks of \(chunk)")
+            XCTAssertEqual(digester.finish(), [], "it starts over")
+        }
+        let whole = BlockDigester(blockSize: 4096)
+        bytes[0..<8192].withUnsafeBytes { whole.update($0) }
+        XCTAssertEqual(whole.finish().count, 64, "a stream ending on a block's end has no empty last block")
+    }
+
+    // MARK: The manifest line
+
+    func testATableReadsBackAsWrittenAndOlderReadersLinesStayTheSame() throws {
+        let size: Int64 = 3_300_000
+        let digests = (0..<(51 * 32)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let entry = bigFile(size: size, table: BlockTable(blockSize: 65536, digests: digests))
+        let text = String(decoding: line(entry), as: UTF8.self)
+        XCTAssertTrue(text.contains(#""blocks":{"size":65536,"sha256_b64":""# + Data(digests).base64EncodedString() + #""}"#), text)
+        let back = try parsed(line(entry))
+        XCTAssertEqual(back, entry)
+        XCTAssertEqual(back.blocks?.count, 51)
+        XCTAssertEqual(Array(back.blocks?.digest(at: 50) ?? []), Array(digests[(50 * 32)...]))
+        // A file without a table writes no key: its line is what it always was.
+        XCTAssertFalse(String(decoding: line(bigFile(size: size, table: nil)), as: UTF8.self).contains("blocks"))
+    }
+
+    func testATableThatDoesNotFitItsFileIsRefusedNamingWhy() throws {
+        let table = BlockTable(blockSize: 65536, digests: [UInt8](repeating: 7, count: 51 * 32))
+        let good = line(bigFile(size: 3_300_000, table: table))
+        let encoded = Data(table.digests).base64EncodedString()
+        let cases: [(String, [UInt8], String)] = [
+            ("one block too few", edited(good, encoded, Data(table.digests.dropLast(32)).base64EncodedString()),
+             "holds 50 digests, where a file of 3300000 bytes has 51 blocks of 65536"),
+            ("a size that is no power of two", edited(good, #""size":65536,"#, #""size":65537,"#), "a power of two"),
+            ("a size too small", edited(good, #""size":65536,"#, #""size":2048,"#), "a power of two from 4096"),
+            ("no digests", edited(good, #","sha256_b64":""# + encoded + "\"", ""), "'sha256_b64'"),
+            ("digests not in base64", edited(good, encoded, "%%%"), "'sha256_b64'"),
+            ("not an object", edited(good, #"{"size":65536,"sha256_b64":""# + encoded + #""}"#, "[]"), "must be a JSON object"),
+            ("a file of another size", edited(good, #""size":3300000"#, #""size":65536"#), "has 1 blocks"),
+            ("on a folder", edited(good, #""type":"file""#, #""type":"dir""#), "only for files"),
+        ]
+        for (name, bytes, reason) in cases {
+            XCTAssertThrowsError(try parsed(bytes), name) { error in
+                guard case ManifestError.invalidLine(let line, let said) = error else { return XCTFail("\(name): \(error)") }
+                XCTAssertEqual(line, 2, name)
+                XCTAssertTrue(said.contains(reason), "\(name): \(said)")
+            }
+        }
+    }
+
+    // MARK: Room in a manifest
+
+    func testAManifestIsAllowedTheRoomItsDeclaredBlockDigestsTake() throws {
+        // One 3 GiB file: 49,152 digests, a line of about 2 MB, which its one entry
+        // alone would not make room for.
+        let size: Int64 = 3 << 30
+        let count = BlockTable.blockCount(fileSize: size, blockSize: 65536) ?? 0
+        let entryLine = line(bigFile(size: size, table: BlockTable(blockSize: 65536, digests: [UInt8](repeating: 1, count: count * 32))))
+        var summary = BackupSummary(id: BackupID("20270111T030000Z-0000000c")!, created: Date(timeIntervalSince1970: 1_799_636_400),
+                                    host: "box", user: "ana", sources: ["/srv"], tags: [], compression: .zstd, level: 3,
+                                    fileCount: 1, originalBytes: size, toolVersion: "keepsake test")
+        func manifest() -> [UInt8] { Array((summary.json.serialized() + "\n").utf8) + entryLine + [10] }
+        XCTAssertGreaterThan(entryLine.count, ManifestSizeLimit.limit(forEntries: 1))
+        XCTAssertThrowsError(try ManifestSizeLimit.read(ListedBytes(manifest()), name: "the manifest X"), "undeclared") { error in
+            guard case ManifestError.tooLarge = error else { return XCTFail("\(error)") }
+        }
+        summary.blockDigests = Int64(count)
+        let bytes = try ManifestSizeLimit.read(ListedBytes(manifest()), name: "the manifest X")
+        let read = try Manifest.parse(bytes)
+        XCTAssertEqual(read.summary.blockDigests, Int64(count))
+        XCTAssertEqual(read.entries.count, 1)
+    }
+}
+
+/// Bytes handed out a piece at a time.
+private final class ListedBytes: ByteSource {
+    private let bytes: [UInt8]
+    private var delivered = 0
+
+    init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let count = min(buffer.count, 65536, bytes.count - delivered)
+        bytes[delivered..<(delivered + count)].withUnsafeBytes { buffer.copyMemory(from: $0) }
+        delivered += count
+        return count
+    }
+
+    func close() {}
+}
