@@ -22,6 +22,8 @@ PAGE = 4096
 # 512 KiB to 8 MiB, are its own row).
 BLOCK_SIZES = (64 * 1024, 128 * 1024, 1024 * 1024)
 BIG_TOOLS = ("keepsake", "restic", "borg")
+# Keepsake backs each file up storing its changed blocks (part 2), recorded in the report.
+KEEPSAKE_OPTIONS = ["--blocks"]
 # A block's digest in a table: SHA-256, as the manifest's.
 DIGEST_BYTES = 32
 
@@ -412,7 +414,7 @@ class BigFilesBench(Bench):
         repo = self.repo(tool, f)
         before = tree_size(repo) if os.path.exists(repo) else 0
         if tool == "keepsake":
-            cmd = [self.keepsake, "backup", "-q", "-d", repo, f.folder]
+            cmd = [self.keepsake, "backup", "-q", *KEEPSAKE_OPTIONS, "-d", repo, f.folder]
         elif tool == "restic":
             cmd = ["restic", "-r", repo, "backup", "-q", "--host", "big", f.folder]
         else:
@@ -472,6 +474,7 @@ class BigFilesBench(Bench):
                                  "median_while_measuring": sorted(self.loads)[len(self.loads) // 2] if self.loads else None,
                                  "max_while_measuring": max(self.loads) if self.loads else None},
                 "dataset": dataset, "big_files": {"nights": self.nights, "tools": self.big_tools,
+                                                  "keepsake_options": KEEPSAKE_OPTIONS,
                                                   "block_sizes": list(BLOCK_SIZES), "files": self.results,
                                                   "restore": self.restore},
                 "phases": [], "notes": self.notes}
@@ -501,8 +504,9 @@ def bigfiles_markdown(doc, level=2):
     L.append(f"{h} Stored per night (nights 2–{b['nights']}, mean)")
     L.append("")
     L.append("Changed = the bytes that changed that night (the ranges written; for the database, the 4 KiB pages "
-             "that differ), compressed with `zstd -3`. Each tool: what its destination or repository grew by. "
-             "Fixed blocks: the blocks holding a changed page, compressed with `zstd -3`, plus the file's whole "
+             "that differ), compressed with `zstd -3`. Each tool: what its destination or repository grew by"
+             + (f" (Keepsake's backups with `{' '.join(b['keepsake_options'])}`)" if b.get("keepsake_options") else "")
+             + ". Fixed blocks: the blocks holding a changed page, compressed with `zstd -3`, plus the file's whole "
              "table of SHA-256 block digests (accounting only: what part 2 would store with that block size).")
     L.append("")
     models = [str(size) for size in b["block_sizes"]]

@@ -105,6 +105,28 @@ public final class ArchiveWriter {
         entry = current
     }
 
+    /// Moves the current entry's content on to `offset` over a hole of a sparse entry,
+    /// writing nothing; throws when that would pass over content the entry stores.
+    public func skip(to offset: Int64, path: [UInt8]) throws {
+        guard var current = entry else {
+            throw ArchiveError.write(path: PathBytes.display(path), reason: "content came without a header")
+        }
+        guard offset >= current.logicalOffset, offset <= current.layout.logicalSize else {
+            throw ArchiveError.write(path: PathBytes.display(path), reason: "a skip to \(offset) is outside its content")
+        }
+        let regions = current.layout.storedRegions
+        while current.regionIndex < regions.count,
+              regions[current.regionIndex].offset + regions[current.regionIndex].length <= current.logicalOffset {
+            current.regionIndex += 1
+        }
+        if current.regionIndex < regions.count, regions[current.regionIndex].length > 0,
+           regions[current.regionIndex].offset < offset {
+            throw ArchiveError.write(path: PathBytes.display(path), reason: "a skip to \(offset) passes over stored content")
+        }
+        current.logicalOffset = offset
+        entry = current
+    }
+
     /// Ends the current entry: content the caller did not write is stored as zeros, then
     /// the padding to a whole block, so that `position` is where the next entry will start.
     public func finishEntry() throws {

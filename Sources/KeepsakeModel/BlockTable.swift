@@ -1,12 +1,13 @@
 import Foundation
 import KeepsakeJSON
 
-/// The SHA-256 of each fixed-size block of a big file, recorded by the backup that read the
-/// file (JSON `blocks` on its manifest line: `{"size":65536,"sha256_b64":"…"}`, the digests
-/// one after another, 32 bytes each, in base64). The next backup of a changed file compares
-/// its blocks with these to find what changed (issue 34, part 2): fixed blocks, because the
-/// big files that change a little (images, databases, mailboxes, logs) are written in place
-/// or appended to, and a fixed block is found again by its offset alone.
+/// The blocks of a big file as a manifest line records them (JSON `blocks`): the SHA-256 of
+/// each fixed-size block (`{"size":65536,"sha256_b64":"…"}`, the digests one after another,
+/// 32 bytes each, in base64), and, for a file stored by its changed blocks, which archives
+/// hold which blocks (`from`, `runs`). The next backup of a changed file compares its blocks
+/// with these to find what changed (issue 34, part 2): fixed blocks, because the big files
+/// that change a little (images, databases, mailboxes, logs) are written in place or
+/// appended to, and a fixed block is found again by its offset alone.
 ///
 /// Blocks are `blockSize` bytes from the file's start; the last one holds what is left
 /// (holes read as zeros, as the file's SHA-256 reads them).
@@ -47,19 +48,132 @@ public struct BlockTable: Sendable, Equatable {
     public let blockSize: Int
     /// The blocks' SHA-256 digests, `digestLength` bytes each, in file order.
     public let digests: [UInt8]
+    /// For a file stored by blocks: the archives that hold them (JSON `from`). Empty when the
+    /// file is whole where its line says (its backup's own archive, or `in`).
+    public let sources: [Source]
+    /// Which source holds each block: runs of blocks in file order, covering them all
+    /// (JSON `runs`: the count, then the index in `sources`, for each run). Empty with `sources`.
+    public let runs: [Run]
+
+    /// An archive that holds blocks of the file.
+    public struct Source: Sendable, Equatable {
+        /// The backup whose archive it is; nil for the backup of the line itself. JSON `in`.
+        public var holder: BackupID?
+        /// The archive holds the file whole under its own path; otherwise in a block entry
+        /// (`ArchiveLayout.blocksEntryPath`), whose data are the blocks it stores, each at
+        /// its offset in the file. JSON `whole`.
+        public var whole: Bool
+        /// Where that entry lies in the archive's tar stream (a hint, as for a file's). JSON `at`, `len`.
+        public var archiveOffset: Int64?
+        public var archiveLength: Int64?
+
+        /// A source: `holder`'s archive (nil: the line's own backup), whole or not, the entry where given.
+        public init(holder: BackupID?, whole: Bool, archiveOffset: Int64? = nil, archiveLength: Int64? = nil) {
+            self.holder = holder
+            self.whole = whole
+            self.archiveOffset = archiveOffset
+            self.archiveLength = archiveLength
+        }
+
+        /// Where the entry lies, when given.
+        public var archiveRange: Range<Int64>? {
+            guard let archiveOffset, let archiveLength, archiveOffset >= 0, archiveLength >= 0,
+                  archiveOffset <= Int64.max - archiveLength else { return nil }
+            return archiveOffset..<(archiveOffset + archiveLength)
+        }
+    }
+
+    /// `count` blocks in a row, held by `sources[source]`.
+    public struct Run: Sendable, Equatable {
+        public var count: Int
+        public var source: Int
+
+        /// A run of `count` blocks from source `source`.
+        public init(count: Int, source: Int) {
+            self.count = count
+            self.source = source
+        }
+    }
 
     /// The number of blocks.
     public var count: Int { digests.count / BlockTable.digestLength }
 
-    /// A table of `digests` (32 bytes per block) for blocks of `blockSize` bytes.
-    public init(blockSize: Int, digests: [UInt8]) {
+    /// Whether the file is stored by blocks (in `sources`), rather than whole.
+    public var isStoredByBlocks: Bool { !sources.isEmpty }
+
+    /// The earlier backups whose archives hold blocks of the file.
+    public var holders: Set<BackupID> { Set(sources.compactMap(\.holder)) }
+
+    /// A table of `digests` (32 bytes per block) for blocks of `blockSize` bytes, with the
+    /// archives that hold them when the file is stored by blocks.
+    public init(blockSize: Int, digests: [UInt8], sources: [Source] = [], runs: [Run] = []) {
         self.blockSize = blockSize
         self.digests = digests
+        self.sources = sources
+        self.runs = runs
+    }
+
+    /// The index in `sources` of each block's archive, in file order (empty when the file is
+    /// not stored by blocks).
+    public var sourceOfEachBlock: [Int] {
+        runs.flatMap { repeatElement($0.source, count: $0.count) }
+    }
+
+    /// The same blocks as a later backup sees them: what `owner` (the backup of this line)
+    /// holds in its own archive is named by its id.
+    public func seen(after owner: BackupID) -> BlockTable {
+        BlockTable(blockSize: blockSize, digests: digests,
+                   sources: sources.map { Source(holder: $0.holder ?? owner, whole: $0.whole, archiveOffset: $0.archiveOffset,
+                                                 archiveLength: $0.archiveLength) },
+                   runs: runs)
     }
 
     /// The digest of block `index`.
     public func digest(at index: Int) -> ArraySlice<UInt8> {
         digests[index * BlockTable.digestLength ..< (index + 1) * BlockTable.digestLength]
+    }
+
+    /// The table of a new version of a file whose last version `basis` describes, as this
+    /// backup sees it (every source named by its backup: see `seen(after:)`): `digests` are
+    /// the new version's; the blocks `changed` marks lie in `own` (this backup's archive,
+    /// named nil), the others where `basis` has them (each of those blocks has the same
+    /// digest there).
+    public static func storedByBlocks(digests: [UInt8], blockSize: Int, changed: [Bool], basis: BlockTable,
+                                      own: Source) -> BlockTable {
+        let count = digests.count / digestLength
+        var sources: [Source] = []
+        var numbers: [Int: Int] = [:] // basis source → its number here; -1 stands for `own`
+        var runs: [Run] = []
+        var basisRuns = basis.runs.makeIterator()
+        var basisRun = basisRuns.next()
+        var basisLeft = basisRun?.count ?? 0
+        for block in 0..<count {
+            // The basis's source of this block (its runs walked in step).
+            var held = -1
+            if block < basis.count {
+                while basisLeft == 0, let next = basisRuns.next() {
+                    basisRun = next
+                    basisLeft = next.count
+                }
+                held = basisRun?.source ?? 0
+                basisLeft -= 1
+            }
+            let key = block < changed.count && changed[block] || held < 0 || basis.sources.isEmpty ? -1 : held
+            let number: Int
+            if let known = numbers[key] {
+                number = known
+            } else {
+                number = sources.count
+                numbers[key] = number
+                sources.append(key < 0 ? own : basis.sources[key])
+            }
+            if let last = runs.last, last.source == number {
+                runs[runs.count - 1].count += 1
+            } else {
+                runs.append(Run(count: 1, source: number))
+            }
+        }
+        return BlockTable(blockSize: blockSize, digests: digests, sources: sources, runs: runs)
     }
 
     // MARK: Encoding
@@ -69,6 +183,28 @@ public struct BlockTable: Sendable, Equatable {
         writer.beginObject()
         writer.key("size"); writer.int(Int64(blockSize))
         writer.key("sha256_b64"); writer.string(Data(digests).base64EncodedString())
+        if !sources.isEmpty {
+            writer.key("from")
+            writer.beginArray()
+            for source in sources {
+                writer.beginObject()
+                if let holder = source.holder { writer.key("in"); writer.string(holder.rawValue) }
+                if source.whole { writer.key("whole"); writer.bool(true) }
+                if let offset = source.archiveOffset, let length = source.archiveLength {
+                    writer.key("at"); writer.int(offset)
+                    writer.key("len"); writer.int(length)
+                }
+                writer.endObject()
+            }
+            writer.endArray()
+            writer.key("runs")
+            writer.beginArray()
+            for run in runs {
+                writer.int(Int64(run.count))
+                writer.int(Int64(run.source))
+            }
+            writer.endArray()
+        }
         writer.endObject()
     }
 
@@ -89,7 +225,61 @@ public struct BlockTable: Sendable, Equatable {
             return .failure(Refusal("'blocks' holds \(decoded.count / digestLength) digests, where a file of \(fileSize) bytes "
                                     + "has \(count ?? 0) blocks of \(blockSize)"))
         }
-        return .success(BlockTable(blockSize: blockSize, digests: Array(decoded)))
+        guard let count, object["from"] != nil || object["runs"] != nil else {
+            return .success(BlockTable(blockSize: blockSize, digests: Array(decoded)))
+        }
+        return parseSources(object, blockCount: count).map { placed in
+            BlockTable(blockSize: blockSize, digests: Array(decoded), sources: placed.sources, runs: placed.runs)
+        }
+    }
+
+    /// The `from` and `runs` of a table of `blockCount` blocks: every block held by one of
+    /// the sources, and every source holding some.
+    private static func parseSources(_ object: JSONObject, blockCount: Int) -> Result<(sources: [Source], runs: [Run]), Refusal> {
+        guard let listed = object["from"]?.arrayValue, !listed.isEmpty, listed.count <= blockCount else {
+            return .failure(Refusal("'blocks' must list in 'from' the archives that hold its blocks, at most one a block"))
+        }
+        var sources: [Source] = []
+        for value in listed {
+            guard case .object(let source) = value else { return .failure(Refusal("each of 'from' must be a JSON object")) }
+            var holder: BackupID?
+            if let text = source["in"] {
+                guard let id = text.stringValue.flatMap(BackupID.init) else {
+                    return .failure(Refusal("'in' of 'from' must be a backup id"))
+                }
+                holder = id
+            }
+            guard source["whole"] == nil || source["whole"]?.boolValue != nil else {
+                return .failure(Refusal("'whole' of 'from' must be true or false"))
+            }
+            let offset = source["at"]?.int64Value, length = source["len"]?.int64Value
+            guard (source["at"] == nil) == (source["len"] == nil), source["at"] == nil || (offset ?? -1) >= 0 && (length ?? -1) >= 0,
+                  (offset ?? 0) <= Int64.max - (length ?? 0) else {
+                return .failure(Refusal("'at' and 'len' of 'from' must come together, as whole numbers ≥ 0"))
+            }
+            sources.append(Source(holder: holder, whole: source["whole"]?.boolValue ?? false, archiveOffset: offset, archiveLength: length))
+        }
+        guard let numbers = object["runs"]?.arrayValue, numbers.count % 2 == 0 else {
+            return .failure(Refusal("'blocks' must give 'runs', pairs of a count and an index in 'from'"))
+        }
+        var runs: [Run] = []
+        var covered = 0
+        var used = Set<Int>()
+        for pair in stride(from: 0, to: numbers.count, by: 2) {
+            guard let count = numbers[pair].int64Value.flatMap({ Int(exactly: $0) }), count > 0, count <= blockCount - covered,
+                  let source = numbers[pair + 1].int64Value.flatMap({ Int(exactly: $0) }), sources.indices.contains(source) else {
+                return .failure(Refusal("'runs' must be pairs of a count ≥ 1 and an index in 'from', "
+                                        + "covering the \(blockCount) blocks once"))
+            }
+            covered += count
+            used.insert(source)
+            runs.append(Run(count: count, source: source))
+        }
+        guard covered == blockCount else {
+            return .failure(Refusal("'runs' cover \(covered) blocks, where the file has \(blockCount)"))
+        }
+        guard used.count == sources.count else { return .failure(Refusal("an archive of 'from' holds none of the blocks")) }
+        return .success((sources, runs))
     }
 
     /// Why a `blocks` object was refused.

@@ -52,6 +52,7 @@ public struct Manifest: Sendable {
     static func parseEntryLine(_ line: UnsafeBufferPointer<UInt8>, lineNumber: Int, owner: BackupID) throws -> ManifestEntry {
         let entry = try parseEntryLine(line, lineNumber: lineNumber)
         try checkHolder(entry.storedIn, of: owner, lineNumber: lineNumber)
+        for holder in entry.blocks?.holders.sorted() ?? [] { try checkHolder(holder, of: owner, lineNumber: lineNumber) }
         return entry
     }
 

@@ -83,6 +83,8 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
     private var nameNumbers: [String: UInt32] = [:]
     /// Device numbers, by position, of the few entries that have one (devices).
     private var deviceNumbers: [Int: UInt64] = [:]
+    /// Block tables, by position, of the few entries that have one (big files; `BlockTable`).
+    private var blockTables: [Int: BlockTable] = [:]
     /// The backups named by `in`, each once.
     private var holders: [BackupID] = []
     private var holderNumbers: [BackupID: UInt32] = [:]
@@ -139,6 +141,7 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
                 record.digest.0 = UInt64(number(ofName: sha256))
             }
         }
+        if let blocks = entry.blocks { blockTables[records.count] = blocks }
         finish(&record, storedIn: entry.storedIn, archiveOffset: entry.archiveOffset, archiveLength: entry.archiveLength)
     }
 
@@ -228,6 +231,7 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
         }
         let shift = UInt32(truncatingIfNeeded: bytes.count)
         for (position, number) in other.deviceNumbers { deviceNumbers[records.count + position] = number }
+        for (position, table) in other.blockTables { blockTables[records.count + position] = table }
         let folderMap = other.folderSpans.map { span in
             number(ofFolder: other.folderBytes[Int(span.start)..<Int(span.start + span.length)])
         }
@@ -343,6 +347,7 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
             entry.archiveOffset = record.archiveOffset
             entry.archiveLength = record.archiveLength
         }
+        entry.blocks = blockTables[position]
         return entry
     }
 
@@ -431,6 +436,31 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
         let record = records[position]
         if record.flags & Flag.digest != 0 { return HexEncoding.hex(ofDigest: record.digest) }
         return record.flags & Flag.digestText != 0 ? names[Int(record.digest.0)] : nil
+    }
+
+    /// Whether the entry at `position` lies whole in its own backup's archive: it names no
+    /// other backup's (`in`), and is not a file stored by blocks.
+    public func isWholeInOwnArchive(at position: Int) -> Bool {
+        storedIn(at: position) == nil && blockTables[position]?.isStoredByBlocks != true
+    }
+
+    /// Whether backup's own archive has an entry for the entry at `position`: it lies there
+    /// whole, or it is a file stored by blocks some of which that archive holds (in its
+    /// block entry).
+    public func hasEntryInOwnArchive(at position: Int) -> Bool {
+        guard storedIn(at: position) == nil else { return false }
+        guard let blocks = blockTables[position], blocks.isStoredByBlocks else { return true }
+        return blocks.sources.contains { $0.holder == nil }
+    }
+
+    /// The block table of the entry at `position` (a big file's), when it has one.
+    public func blocks(at position: Int) -> BlockTable? {
+        blockTables[position]
+    }
+
+    /// The positions of the files stored by blocks (see `BlockTable.isStoredByBlocks`), in order.
+    public var positionsStoredByBlocks: [Int] {
+        blockTables.filter { $0.value.isStoredByBlocks }.keys.sorted()
     }
 
     /// Every backup that `in` names, each once.

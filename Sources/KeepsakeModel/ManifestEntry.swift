@@ -39,7 +39,8 @@ public struct ManifestEntry: Sendable, Equatable {
     /// The entry's length in that tar stream, in bytes. JSON `len`.
     public var archiveLength: Int64?
     /// For a file of `BlockTable.threshold` bytes or more that this backup read: the
-    /// SHA-256 of each of its blocks. JSON `blocks`.
+    /// SHA-256 of each of its blocks; for a file stored by blocks (this backup's, or an
+    /// unchanged one's), which archives hold them. JSON `blocks`.
     public var blocks: BlockTable?
 
     /// Creates an entry.
@@ -202,6 +203,10 @@ public struct ManifestEntry: Sendable, Equatable {
             switch BlockTable.parse(table, fileSize: size) {
             case .success(let parsed): blocks = parsed
             case .failure(let refusal): throw ManifestError.invalidLine(line: line, reason: refusal.reason)
+            }
+            if blocks?.isStoredByBlocks == true, storedIn != nil || archiveOffset != nil {
+                throw ManifestError.invalidLine(line: line, reason: "a file stored by blocks says where they are in 'from', "
+                    + "not in 'in', 'at' or 'len'")
             }
         }
     }

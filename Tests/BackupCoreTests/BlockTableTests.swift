@@ -118,6 +118,65 @@ final class BlockTableTests: KeepsakeTestCase {
         }
     }
 
+    // MARK: Files stored by blocks
+
+    private let older = BackupID("20270101T020000Z-0000000a")!
+    private let newer = BackupID("20270102T020000Z-0000000b")!
+
+    func testANewVersionTakesItsUnchangedBlocksFromWhereTheLastOneHadThem() {
+        let digests = (0..<(6 * 32)).map { UInt8(truncatingIfNeeded: $0) }
+        // The last version: blocks 0-2 whole in `older`, 3-4 in `newer`'s block entry, 5 in `older`.
+        let basis = BlockTable(blockSize: 65536, digests: digests,
+                               sources: [.init(holder: older, whole: true, archiveOffset: 512, archiveLength: 400_000),
+                                         .init(holder: newer, whole: false, archiveOffset: 1536, archiveLength: 140_000)],
+                               runs: [.init(count: 3, source: 0), .init(count: 2, source: 1), .init(count: 1, source: 0)])
+        let own = BlockTable.Source(holder: nil, whole: false, archiveOffset: 2048, archiveLength: 67_000)
+        // Block 1 changed, and the file grew by a block (7 now).
+        let table = BlockTable.storedByBlocks(digests: digests + [UInt8](repeating: 9, count: 32), blockSize: 65536,
+                                              changed: [false, true, false, false, false, false, true], basis: basis, own: own)
+        XCTAssertEqual(table.sources, [basis.sources[0], own, basis.sources[1]])
+        XCTAssertEqual(table.runs, [.init(count: 1, source: 0), .init(count: 1, source: 1), .init(count: 1, source: 0),
+                                    .init(count: 2, source: 2), .init(count: 1, source: 0), .init(count: 1, source: 1)])
+        XCTAssertEqual(table.sourceOfEachBlock, [0, 1, 0, 2, 2, 0, 1])
+        XCTAssertEqual(table.holders, [older, newer])
+        // Read back from its line, and as the next backup sees it.
+        var entry = bigFile(size: 7 * 65536 - 100, table: table)
+        XCTAssertEqual(try parsed(line(entry)), entry)
+        let later = BackupID("20270103T020000Z-0000000c")!
+        XCTAssertEqual(table.seen(after: later).sources.map(\.holder), [older, later, newer])
+        entry.storedIn = older
+        XCTAssertThrowsError(try parsed(line(entry)), "a file stored by blocks names no 'in'")
+    }
+
+    func testWhereBlocksLieIsRefusedWhenItCannotBeSo() throws {
+        let table = BlockTable(blockSize: 65536, digests: [UInt8](repeating: 7, count: 3 * 32),
+                               sources: [.init(holder: older, whole: true), .init(holder: nil, whole: false, archiveOffset: 0, archiveLength: 9)],
+                               runs: [.init(count: 2, source: 0), .init(count: 1, source: 1)])
+        let good = line(bigFile(size: 3 * 65536, table: table))
+        XCTAssertNoThrow(try parsed(good))
+        let cases: [(String, [UInt8], String)] = [
+            ("runs short of the blocks", edited(good, #""runs":[2,0,1,1]"#, #""runs":[2,0]"#), "cover 2 blocks"),
+            ("a run past the blocks", edited(good, #""runs":[2,0,1,1]"#, #""runs":[3,0,1,1]"#), "covering the 3 blocks once"),
+            ("an index past 'from'", edited(good, #""runs":[2,0,1,1]"#, #""runs":[2,0,1,2]"#), "an index in 'from'"),
+            ("an archive holding nothing", edited(good, #""runs":[2,0,1,1]"#, #""runs":[3,0]"#), "holds none of the blocks"),
+            ("an empty run", edited(good, #""runs":[2,0,1,1]"#, #""runs":[0,0,2,0,1,1]"#), "a count ≥ 1"),
+            ("'at' without 'len'", edited(good, #","len":9"#, ""), "'at' and 'len'"),
+            ("no runs", edited(good, #","runs":[2,0,1,1]"#, ""), "'runs'"),
+            ("a holder that is no id", edited(good, older.rawValue, "yesterday"), "backup id"),
+        ]
+        for (name, bytes, reason) in cases {
+            XCTAssertThrowsError(try parsed(bytes), name) { error in
+                guard case ManifestError.invalidLine(_, let said) = error else { return XCTFail("\(name): \(error)") }
+                XCTAssertTrue(said.contains(reason), "\(name): \(said)")
+            }
+        }
+        // In a backup's manifest, blocks can only lie in older backups.
+        let line = good
+        XCTAssertThrowsError(try line.withUnsafeBufferPointer { try Manifest.parseEntryLine($0, lineNumber: 2, owner: older) }) { error in
+            XCTAssertTrue("\(error)".contains("not older than"), "\(error)")
+        }
+    }
+
     // MARK: Room in a manifest
 
     func testAManifestIsAllowedTheRoomItsDeclaredBlockDigestsTake() throws {

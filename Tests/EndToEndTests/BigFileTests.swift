@@ -3,7 +3,11 @@ import XCTest
 
 /// Big files (issue 34, part 2): a file of 1 MiB or more that a backup reads gets a table of
 /// its blocks' SHA-256 on its manifest line, made in the same pass as its own SHA-256 and
-/// checked here by Python's hashlib against the file itself.
+/// checked here by Python's hashlib against the file itself. With `--blocks`, a changed one
+/// is stored by its changed blocks: nights of in-place writes, appends, a shrink, a touch and
+/// a rewrite each restore exactly (whole, in part, from a lone archive), Python's tarfile
+/// rebuilds the file from the archives alone by formats.md's rule, verify and restore name a
+/// damaged block, and prune keeps what kept backups take blocks from.
 final class BigFileTests: EndToEndTestCase {
     // MARK: Helpers
 
@@ -36,6 +40,34 @@ final class BigFileTests: EndToEndTestCase {
         let outcome = try toolSucceeds("python3", ["-c", BigFileTests.tableCheck, dest + "/" + manifest], file: file, line: line)
         return String(decoding: outcome.stdout, as: UTF8.self).split(separator: "\n").map(String.init)
     }
+
+    /// Rebuilds the file at archive path `path` of backup `id` in `dest` from the archives
+    /// alone, as docs/formats.md says (Python's tarfile, zstd, no Keepsake), and prints
+    /// whether it has the SHA-256 its manifest line records.
+    private static let rebuild = """
+    import base64, glob, hashlib, io, json, subprocess, sys, tarfile
+    dest, backup, path = sys.argv[1], sys.argv[2], sys.argv[3]
+    def unzstd(name):
+        return subprocess.run(["zstd", "-dc", name], check=True, capture_output=True).stdout
+    def named(backup_id, ending):
+        return glob.glob(dest + "/*_" + backup_id + ending)[0]
+    lines = [json.loads(line) for line in unzstd(named(backup, ".manifest.jsonl.zst")).splitlines()]
+    entry = [e for e in lines[1:] if e.get("path") == path][-1]
+    table, size = entry["blocks"], entry["blocks"]["size"]
+    rebuilt = bytearray(entry["size"])
+    block = 0
+    for count, index in zip(table["runs"][0::2], table["runs"][1::2]):
+        source = table["from"][index]
+        tar = tarfile.open(fileobj=io.BytesIO(unzstd(named(source.get("in", backup), ".tar.zst"))))
+        member = tar.getmember(path if source.get("whole") else ".keepsake/blocks/" + path)
+        data = tar.extractfile(member)
+        data.seek(block * size)
+        start = block * size
+        end = min(len(rebuilt), start + count * size)
+        rebuilt[start:end] = data.read(end - start).ljust(end - start, b"\\0")
+        block += count
+    print("rebuilt" if hashlib.sha256(rebuilt).hexdigest() == entry["sha256"] else "WRONG")
+    """
 
     private func writeRandom(_ path: String, count: Int) throws {
         var generator = SystemRandomNumberGenerator()
@@ -78,5 +110,141 @@ final class BigFileTests: EndToEndTestCase {
         assertExit(try run(["restore", second, "--dest", dest, "--target", target]), 0)
         try assertTreesEqual(expected: source, actual: restored(source, into: target))
         assertExit(try run(["verify", "--dest", dest]), 0)
+    }
+
+    func testNightsOfChangingBigFilesStoredByBlocksRestoreExactly() throws {
+        let source = path("src"), dest = path("dest")
+        try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
+        try writeRandom(source + "/image", count: 3_000_000)
+        try writeRandom(source + "/log", count: 1_500_000)
+        try writeRandom(source + "/db", count: 2 << 20)
+        try Data("small".utf8).write(to: URL(fileURLWithPath: source + "/small"))
+        XCTAssertEqual(RawFileSystem.setXattr(RawFileSystem.bytes(source + "/image"), name: "user.test", value: Array("v1".utf8)), 0)
+        var generator = SystemRandomNumberGenerator()
+        func random(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) } }
+        func append(_ name: String, _ count: Int) throws {
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: source + "/" + name))
+            defer { try? handle.close() }
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data(random(count)))
+        }
+        var nights: [(id: String, copy: String, stored: Int)] = []
+        func night(_ number: Int) throws {
+            let outcome = try run(["backup", source, "--dest", dest, "--json", "--blocks"])
+            assertExit(outcome, 0, "night \(number)")
+            let summary = try json(outcome)
+            let copy = path("nights/\(number)")
+            try toolSucceeds("mkdir", ["-p", path("nights")])
+            try toolSucceeds("cp", ["-a", source, copy])
+            nights.append((summary["id"] as? String ?? "", copy, summary["new_bytes"] as? Int ?? -1))
+        }
+        try night(1)
+        for number in 2...8 {
+            switch number {
+            case 4: try toolSucceeds("truncate", ["-s", "2500000", source + "/image"]) // shrinks
+            case 6: try toolSucceeds("touch", [source + "/image"]) // only its time changes
+            case 7: try writeRandom(source + "/db", count: 2 << 20) // rewritten whole
+            default:
+                // A run of 100 KB rewritten in place somewhere.
+                try overwrite(source + "/image", at: UInt64(Int.random(in: 0..<2_000_000, using: &generator)), with: random(100_000))
+            }
+            if number == 3 {
+                XCTAssertEqual(RawFileSystem.setXattr(RawFileSystem.bytes(source + "/image"), name: "user.test", value: Array("v3".utf8)), 0)
+            }
+            // A second name: the log is stored whole again (a hard link cannot point into blocks).
+            if number == 8 { try toolSucceeds("ln", [source + "/log", source + "/log-link"]) }
+            try append("log", 20_000 + number * 1000)
+            if number != 5 {
+                // Three scattered 4 KiB pages, as a database writes them.
+                for _ in 0..<3 { try overwrite(source + "/db", at: UInt64(Int.random(in: 0..<512, using: &generator) * 4096), with: random(4096)) }
+            }
+            try night(number)
+        }
+        // What each night stored: a few blocks, not the 7 MB of big files; night 7 the rewritten database whole.
+        for (number, stored) in nights.map(\.stored).enumerated().dropFirst() where number + 1 < 7 {
+            XCTAssertLessThan(stored, 1_200_000, "night \(number + 1) stores its changed blocks")
+        }
+        XCTAssertGreaterThan(nights[6].stored, 2 << 20, "a file with no block the same is stored whole")
+        XCTAssertGreaterThan(nights[7].stored, 1_500_000, "so is one that got a second name")
+        let blocks = try ["image", "log", "db"].reduce(0) { total, name in
+            let size = try XCTUnwrap(RawFileSystem.lstat(source + "/" + name)).st_size
+            return total + Int((size + 65535) / 65536)
+        }
+        XCTAssertEqual(try checkedTables(nights[7].id, dest: dest).last, "declared \(blocks) counted \(blocks)",
+                       "every big file's table is carried, and each is the file's")
+
+        for (number, night) in nights.enumerated() {
+            let target = path("restore-\(number + 1)")
+            let restore = try run(["restore", night.id, "--dest", dest, "--target", target])
+            assertExit(restore, 0, "night \(number + 1)")
+            try assertTreesEqual(expected: night.copy, actual: restored(source, into: target))
+        }
+        // In part: the image alone, as night 5 had it.
+        let part = path("part")
+        assertExit(try run(["restore", nights[4].id, "--dest", dest, "--target", part, String(source.dropFirst()) + "/image"]), 0)
+        XCTAssertTrue(try RawFileSystem.filesEqual(RawFileSystem.bytes(nights[4].copy + "/image"), RawFileSystem.bytes(restored(source, into: part) + "/image")))
+        // From the last archive alone, its chain's archives beside it.
+        let lone = try XCTUnwrap(try names(in: dest).first { $0.contains(nights[7].id) && $0.hasSuffix(".tar.zst") })
+        let fromFile = path("from-file")
+        assertExit(try run(["restore", dest + "/" + lone, "--target", fromFile]), 0)
+        try assertTreesEqual(expected: nights[7].copy, actual: restored(source, into: fromFile))
+        // Python's tarfile and zstd rebuild each big file from the archives by formats.md's rule.
+        for name in ["image", "db"] {
+            let outcome = try toolSucceeds("python3", ["-c", BigFileTests.rebuild, dest, nights[7].id, String(source.dropFirst()) + "/" + name])
+            XCTAssertEqual(String(decoding: outcome.stdout, as: UTF8.self), "rebuilt\n", name)
+        }
+        let verify = try run(["verify", "--dest", dest])
+        assertExit(verify, 0)
+    }
+
+    func testADamagedBlockIsNamedAndEarlierNightsStillRestore() throws {
+        let source = path("src"), dest = path("dest")
+        try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
+        try writeRandom(source + "/image", count: 2_000_000)
+        let first = try backup([source], dest: dest, options: ["--blocks", "--compression", "none"])
+        try overwrite(source + "/image", at: 1_000_000, with: Array(repeating: 0x5A, count: 70_000))
+        let second = try backup([source], dest: dest, options: ["--blocks", "--compression", "none"])
+        // One byte of the changed blocks, in the second archive (an uncompressed tar).
+        let archive = dest + "/" + (try XCTUnwrap(try names(in: dest).first { $0.contains(second) && $0.hasSuffix(".tar") }))
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: archive))
+        let marker = try XCTUnwrap(bytes.range(of: Data(repeating: 0x5A, count: 70_000)), "the changed blocks are in the archive")
+        bytes[marker.lowerBound + 1234] ^= 0xFF
+        try bytes.write(to: URL(fileURLWithPath: archive))
+
+        let verify = try run(["verify", second, "--dest", dest])
+        assertExit(verify, 4)
+        XCTAssertTrue(verify.stdoutText.contains("does not match its SHA-256"), verify.stdoutText)
+        let restore = try run(["restore", second, "--dest", dest, "--target", path("out")])
+        assertExit(restore, 4)
+        XCTAssertTrue(restore.stderrText.contains("image"), restore.stderrText)
+        XCTAssertFalse(RawFileSystem.exists(restored(source, into: path("out")) + "/image"), "a damaged file is never placed")
+        let earlier = try run(["restore", first, "--dest", dest, "--target", path("first")])
+        assertExit(earlier, 0)
+        XCTAssertEqual(try RawFileSystem.readFile(RawFileSystem.bytes(restored(source, into: path("first")) + "/image")).count, 2_000_000)
+    }
+
+    func testPruneKeepsTheBackupsWhoseBlocksKeptOnesTake() throws {
+        let source = path("src"), dest = path("dest")
+        try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
+        try writeRandom(source + "/image", count: 2_000_000)
+        var ids: [String] = []
+        var copies: [String] = []
+        for number in 1...5 {
+            if number > 1 { try overwrite(source + "/image", at: UInt64(number * 300_000), with: Array(repeating: UInt8(number), count: 50_000)) }
+            ids.append(try backup([source], dest: dest, options: ["--blocks"]))
+            copies.append(path("copy-\(number)"))
+            try toolSucceeds("cp", ["-a", source, copies[number - 1]])
+        }
+        let prune = try run(["prune", "--dest", dest, "--keep-last", "2"])
+        assertExit(prune, 0)
+        XCTAssertTrue(prune.stderrText.contains("blocks of big files"), prune.stderrText)
+        let listed = try run(["list", "--dest", dest, "--json"])
+        let kept = ((try json(listed))["backups"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+        XCTAssertEqual(Set(kept), Set(ids), "every backup holds blocks the newest takes")
+        for number in [4, 5] {
+            let target = path("out-\(number)")
+            assertExit(try run(["restore", ids[number - 1], "--dest", dest, "--target", target]), 0)
+            try assertTreesEqual(expected: copies[number - 1], actual: restored(source, into: target))
+        }
     }
 }

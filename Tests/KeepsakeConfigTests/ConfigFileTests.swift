@@ -59,6 +59,7 @@ final class ConfigFileTests: KeepsakeTestCase {
             ignore-ctime = true
             ignore-inode = true
             reread = false
+            blocks = true
             before = "pg_dump shop > /var/backups/shop.sql"
             after = "curl -fsS https://hc.example/ping"
 
@@ -101,7 +102,7 @@ final class ConfigFileTests: KeepsakeTestCase {
         XCTAssertEqual(request.readers, 8)
         XCTAssertEqual(request.tags, ["home", "nightly"])
         XCTAssertEqual(request.chain, ChainPolicy(fullEvery: 10, fullIfOlderThan: DurationSpec(days: 14),
-                                                  ignoreCtime: true, ignoreInode: true))
+                                                  ignoreCtime: true, ignoreInode: true, storesBlocks: true))
         XCTAssertFalse(request.dryRun)
         XCTAssertEqual(request.toolVersion, "keepsake 9")
         XCTAssertEqual(request.now, now)
@@ -354,7 +355,7 @@ final class ConfigFileTests: KeepsakeTestCase {
             colour = "blue"
             """, "\(file):3:1: unknown key 'colour' in profile 'home'; known keys: sources, destination, exclude, exclude-from, "
                 + "exclude-caches, exclude-if-present, one-file-system, compression, level, threads, readers, tags, full-every, "
-                + "full-if-older-than, ignore-ctime, ignore-inode, reread, before, after, retention, copy-to, lock-wait, s3-endpoint, "
+                + "full-if-older-than, ignore-ctime, ignore-inode, reread, blocks, before, after, retention, copy-to, lock-wait, s3-endpoint, "
                 + "s3-region, aws-profile, aws-access-key-id, aws-secret-access-key, aws-session-token, recipients, recipients-file, passphrase-file, identity-file, host, signing-key, signed-by")
     }
 

@@ -173,17 +173,25 @@ final class ArchiveSession {
                 // whole if the first name is left out (`linkedFiles` only grows).
                 let opened = linkedFiles[identity] == nil ? reader.open(item, header: header) : nil
                 later { try self.writeFurtherName(item.archivePath, identity: identity, header: header, entry: entry, opened: opened) }
-            } else if let reference = try changes.unchanged(item) {
-                later { try self.writeUnchanged(item.archivePath, identity: identity, links: info.st_nlink, reference: reference, entry: entry) }
             } else {
-                switch reader.open(item, header: header) {
-                case .read(let file):
-                    let prefetched = readAhead?.submit(file)
-                    later(prefetched) {
-                        try self.writeNewFile(file, prefetched: prefetched, identity: identity, links: info.st_nlink, entry: entry)
+                switch try changes.compare(item) {
+                case .unchanged(let reference):
+                    later { try self.writeUnchanged(item.archivePath, identity: identity, links: info.st_nlink, reference: reference, entry: entry) }
+                case .changed(let basis):
+                    switch reader.open(item, header: header) {
+                    case .read(let file):
+                        if let basis, file.status.st_nlink == 1 {
+                            // Read when its turn comes: what it stores is known only once it is read.
+                            later { try self.writeChangedBlocks(file, basis: basis, entry: entry) }
+                            return
+                        }
+                        let prefetched = readAhead?.submit(file)
+                        later(prefetched) {
+                            try self.writeNewFile(file, prefetched: prefetched, identity: identity, links: info.st_nlink, entry: entry)
+                        }
+                    case .problem(let warning):
+                        later { self.warn(warning) }
                     }
-                case .problem(let warning):
-                    later { self.warn(warning) }
                 }
             }
         }
@@ -236,7 +244,12 @@ final class ArchiveSession {
         entry.storedIn = reference.storedIn
         entry.archiveOffset = reference.archiveOffset
         entry.archiveLength = reference.archiveLength
+        entry.blocks = reference.blocks
         if let holder = reference.storedIn { holders.insert(holder) }
+        if let blocks = reference.blocks {
+            holders.formUnion(blocks.holders)
+            blockDigests += Int64(blocks.count)
+        }
         if links > 1 { linkedFiles[identity] = (path, reference.sha256 ?? "", reference.size, reference.storedIn) }
         try finishItem(entry) { counts in
             counts.files += 1
@@ -276,6 +289,65 @@ final class ArchiveSession {
         try manifest.appendChecksum(content.sha256, path: file.header.path)
         newFiles += 1
         newBytes += entry.size
+        try finishItem(entry) { counts in
+            counts.files += 1
+            counts.bytes += entry.size
+        }
+    }
+
+    /// A changed big file whose last version `basis` describes (`--blocks`): read once, its
+    /// changed blocks go into a block entry (`ArchiveLayout.blocksEntryPath`), and its line
+    /// says where every block is; stored whole when no block is the same.
+    private func writeChangedBlocks(_ file: SourceFileReader.OpenFile, basis: BlockTable, entry: ManifestEntry) throws {
+        var entry = file.replaced ? manifestEntry(file.header, info: file.status) : entry
+        let spooling = try BlockSpool(basis: basis)
+        let content = try reader.readContent(of: file, digestingBlocks: false) { try spooling.add($0) }
+        let outcome = try spooling.finish()
+        if let problem = content.problem { warn(problem) }
+        entry.size = file.header.size
+        entry.sha256 = content.sha256
+        entry.mtimeNanoseconds = file.mtimeNanoseconds
+        let path = file.header.path
+        let start = try startEntry()
+        if outcome.changedWhole {
+            try writer.writeHeader(file.header)
+            try outcome.spool.forEachChunk { try writer.writeData($0, path: path) }
+            try endEntry(&entry, from: start)
+            entry.blocks = outcome.table
+            try manifest.appendChecksum(content.sha256, path: path)
+        } else {
+            var header = file.header
+            header.path = ArchiveLayout.blocksEntryPath(for: path)
+            header.sparseRegions = BlockSpool.regions(of: outcome.changed, blockSize: basis.blockSize, fileSize: header.size)
+            try writer.writeHeader(header)
+            var regions = header.sparseRegions.makeIterator()
+            var region = regions.next()
+            var left: Int64 = 0
+            try outcome.spool.forEachChunk { chunk in
+                var rest = chunk[...]
+                while !rest.isEmpty {
+                    if left == 0, let next = region {
+                        try writer.skip(to: next.offset, path: header.path)
+                        left = next.length
+                        region = regions.next()
+                    }
+                    let count = Int(min(left, Int64(rest.count)))
+                    try writer.writeData(UnsafeRawBufferPointer(rebasing: rest.prefix(count)), path: header.path)
+                    left -= Int64(count)
+                    rest = rest.dropFirst(count)
+                }
+            }
+            var own = entry
+            try endEntry(&own, from: start)
+            let source = BlockTable.Source(holder: nil, whole: false, archiveOffset: own.archiveOffset, archiveLength: own.archiveLength)
+            let table = BlockTable.storedByBlocks(digests: outcome.table.digests, blockSize: basis.blockSize,
+                                                  changed: outcome.changed, basis: basis, own: source)
+            entry.blocks = table
+            holders.formUnion(table.holders)
+        }
+        blockDigests += Int64(outcome.table.count)
+        newFiles += 1
+        newBytes += outcome.storedBytes
         try finishItem(entry) { counts in
             counts.files += 1
             counts.bytes += entry.size

@@ -23,6 +23,8 @@ public struct ChainPolicy: Sendable, Equatable {
     public var ignoreInode: Bool
     /// Hash every file and compare contents instead of trusting size and times.
     public var reread: Bool
+    /// Store a changed big file by its changed blocks (`--blocks`): see `BlockTable`.
+    public var storesBlocks: Bool
 
     /// Without `--full-every`, the most archives a restore of a new incremental backup may
     /// read: its own, and those of the backups and supplements its files lie in. Where prune
@@ -40,13 +42,14 @@ public struct ChainPolicy: Sendable, Equatable {
 
     /// Creates a policy.
     public init(forceFull: Bool = false, fullEvery: Int? = nil, fullIfOlderThan: DurationSpec? = nil,
-                ignoreCtime: Bool = false, ignoreInode: Bool = false, reread: Bool = false) {
+                ignoreCtime: Bool = false, ignoreInode: Bool = false, reread: Bool = false, storesBlocks: Bool = false) {
         self.forceFull = forceFull
         self.fullEvery = fullEvery.map { max(1, $0) }
         self.fullIfOlderThan = fullIfOlderThan
         self.ignoreCtime = ignoreCtime
         self.ignoreInode = ignoreInode
         self.reread = reread
+        self.storesBlocks = storesBlocks
     }
 }
 

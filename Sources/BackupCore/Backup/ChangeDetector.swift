@@ -34,27 +34,67 @@ final class ChangeDetector {
 
     // MARK: Comparing
 
-    /// The parent's entry for this file when the file has not changed since (same size,
-    /// mtime, ctime, inode and device, as the chain policy asks; with `reread`, same
-    /// content), with `storedIn` naming the archive that holds the content.
-    func unchanged(_ item: ScannedItem) throws -> ManifestEntry? {
-        guard let parent, let previous = parent.entry(for: item.archivePath), previous.sha256 != nil else { return nil }
+    /// What the parent holds of a scanned file.
+    enum Comparison {
+        /// The file has not changed: the parent's entry, with `storedIn` naming the archive
+        /// that holds the content (or, for a file stored by blocks, its table naming every
+        /// archive that holds some).
+        case unchanged(ManifestEntry)
+        /// It changed (or is new); with `--blocks`, the last version's blocks as this backup
+        /// sees them, when the file can be stored by its changed blocks.
+        case changed(basis: BlockTable?)
+    }
+
+    /// Compares the scanned file with the parent's entry for it: unchanged when it has the
+    /// same size, mtime, ctime, inode and device, as the chain policy asks (with `reread`,
+    /// the same content).
+    func compare(_ item: ScannedItem) throws -> Comparison {
+        guard let parent, let previous = parent.entry(for: item.archivePath), previous.sha256 != nil else {
+            return .changed(basis: nil)
+        }
         let info = item.info
-        guard previous.size == Int64(info.st_size) else { return nil }
-        var reference = previous
-        reference.storedIn = previous.storedIn ?? parent.id
+        // A file stored by blocks that now has other names is stored whole again: a hard link
+        // in the archive cannot point into a block entry.
+        let storedByBlocks = previous.blocks?.isStoredByBlocks == true
+        if previous.size == Int64(info.st_size), !(storedByBlocks && info.st_nlink > 1), try isSame(item, as: previous) {
+            var reference = previous
+            if let blocks = previous.blocks, storedByBlocks {
+                reference.blocks = blocks.seen(after: parent.id)
+            } else {
+                reference.storedIn = previous.storedIn ?? parent.id
+                reference.blocks = nil
+            }
+            return .unchanged(reference)
+        }
+        return .changed(basis: basis(for: item, previous: previous, parent: parent.id))
+    }
+
+    private func isSame(_ item: ScannedItem, as previous: ManifestEntry) throws -> Bool {
+        let info = item.info
         if chain.reread {
-            guard let digest = try contentHash(item), digest == previous.sha256 else { return nil }
-            return reference
+            guard let digest = try contentHash(item) else { return false }
+            return digest == previous.sha256
         }
         let mtime = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
         let ctime = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
-        guard previous.mtimeNanoseconds == mtime,
-              chain.ignoreCtime || previous.ctimeNanoseconds == ctime,
-              chain.ignoreInode || (previous.inode == UInt64(info.st_ino) && previous.device == UInt64(info.st_dev)) else {
-            return nil
-        }
-        return reference
+        return previous.mtimeNanoseconds == mtime
+            && (chain.ignoreCtime || previous.ctimeNanoseconds == ctime)
+            && (chain.ignoreInode || (previous.inode == UInt64(info.st_ino) && previous.device == UInt64(info.st_dev)))
+    }
+
+    /// The last version's blocks, every source named, when `--blocks` stores the changed file
+    /// by its changed blocks: a big file of one name only (a hard link cannot point into a
+    /// block entry), whose last version has a table of the block size it has now.
+    private func basis(for item: ScannedItem, previous: ManifestEntry, parent: BackupID) -> BlockTable? {
+        let size = Int64(item.info.st_size)
+        guard chain.storesBlocks, item.type == .file, item.info.st_nlink == 1, size >= BlockTable.threshold,
+              let blocks = previous.blocks, blocks.blockSize == BlockTable.blockSize(forFileSize: size) else { return nil }
+        if blocks.isStoredByBlocks { return blocks.seen(after: parent) }
+        // Whole in one archive: the parent's own, or the one it names.
+        let whole = BlockTable.Source(holder: previous.storedIn ?? parent, whole: true, archiveOffset: previous.archiveOffset,
+                                      archiveLength: previous.archiveLength)
+        return BlockTable(blockSize: blocks.blockSize, digests: blocks.digests, sources: [whole],
+                          runs: [BlockTable.Run(count: blocks.count, source: 0)])
     }
 
     /// Reads a whole file to hash it (for `--reread`); nil when it cannot be read.

@@ -143,22 +143,25 @@ final class SourceFileReader {
     /// Reads the whole content of `file` into `consume`, exactly `file.header.size` bytes:
     /// holes as zeros, and a file that shrank or failed to read padded with zeros (the
     /// header promised that size; the problem says the copy is incomplete).
-    func readContent(of file: OpenFile, into consume: (UnsafeRawBufferPointer) throws -> Void) throws -> Content {
+    /// With `digestingBlocks` false, a big file gets no block table (the consumer makes its own).
+    func readContent(of file: OpenFile, digestingBlocks: Bool = true,
+                     into consume: (UnsafeRawBufferPointer) throws -> Void) throws -> Content {
         try withoutActuallyEscaping(consume) { consume in
             var destination = ConsumingDestination(scratch: buffer, consume: consume)
-            return try readContent(of: file, into: &destination)
+            return try readContent(of: file, digestingBlocks: digestingBlocks, into: &destination)
         }
     }
 
     /// `readContent(of:into:)` reading straight into the buffers `destination` hands out.
-    func readContent(of file: OpenFile, into destination: inout some ContentDestination) throws -> Content {
+    func readContent(of file: OpenFile, digestingBlocks: Bool = true,
+                     into destination: inout some ContentDestination) throws -> Content {
         let size = file.header.size
         let regions = file.header.sparseRegions.isEmpty ? [ArchiveEntryHeader.SparseRegion(offset: 0, length: size)]
             : file.header.sparseRegions
         var position: Int64 = 0
         var problem: PathWarning?
         let blockSize = BlockTable.blockSize(forFileSize: size)
-        blocks = size >= BlockTable.threshold ? BlockDigester(blockSize: blockSize) : nil
+        blocks = digestingBlocks && size >= BlockTable.threshold ? BlockDigester(blockSize: blockSize) : nil
         defer { blocks = nil }
         for region in regions {
             try feedZeros(region.offset - position, into: &destination)

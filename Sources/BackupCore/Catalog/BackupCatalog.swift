@@ -323,6 +323,7 @@ public final class BackupCatalog {
         var ids = Set<BackupID>()
         _ = try forEachEntry(of: item) { entry in
             if let holder = entry.storedIn { ids.insert(holder) }
+            if let blocks = entry.blocks { ids.formUnion(blocks.holders) }
         }
         ids.remove(item.id)
         return ids

@@ -53,7 +53,7 @@ enum ManifestCheck {
 
     /// Hashes the current entry's content as it would be restored; returns the hex digest
     /// and the logical size.
-    static func hashContent(of reader: ArchiveReader, declaredSize: Int64, cancellation: CancellationFlag) throws -> (sha256: String, size: Int64) {
+    static func hashContent(of reader: any EntryContentReader, declaredSize: Int64, cancellation: CancellationFlag) throws -> (sha256: String, size: Int64) {
         let hasher = SHA256Hasher()
         var end: Int64 = 0
         while let block = try reader.nextBlock() {

@@ -16,7 +16,7 @@ struct ExistingEntryCheck {
     /// `header` describes. The archive's content is read from `reader` only when the
     /// manifest gives no SHA-256 to compare with; `rootFD` is the target folder, where a
     /// hard link's other name is found.
-    func matches(_ header: ArchiveEntryHeader, reader: ArchiveReader, existing: stat, name: [UInt8], parentFD: Int32,
+    func matches(_ header: ArchiveEntryHeader, reader: any EntryContentReader, existing: stat, name: [UInt8], parentFD: Int32,
                  entry: ManifestEntry?, rootFD: Int32) throws -> Bool {
         try compare(header, reader: reader, existing: existing, name: name, parentFD: parentFD, entry: entry, rootFD: rootFD)
             ?? false
@@ -31,7 +31,7 @@ struct ExistingEntryCheck {
     }
 
     /// The comparison; nil when a file has no SHA-256 in the manifest and `reader` is nil.
-    private func compare(_ header: ArchiveEntryHeader, reader: ArchiveReader?, existing: stat, name: [UInt8], parentFD: Int32,
+    private func compare(_ header: ArchiveEntryHeader, reader: (any EntryContentReader)?, existing: stat, name: [UInt8], parentFD: Int32,
                          entry: ManifestEntry?, rootFD: Int32) throws -> Bool? {
         let kind = existing.st_mode & S_IFMT
         switch header.type {
@@ -62,7 +62,7 @@ struct ExistingEntryCheck {
     /// Whether the regular file `name` holds the archive's content for `header`: same size,
     /// then the same SHA-256 (the manifest's, or else that of the content read from the
     /// archive). A file that cannot be read counts as different.
-    private func fileMatches(_ header: ArchiveEntryHeader, reader: ArchiveReader?, existing: stat, name: [UInt8],
+    private func fileMatches(_ header: ArchiveEntryHeader, reader: (any EntryContentReader)?, existing: stat, name: [UInt8],
                              parentFD: Int32, entry: ManifestEntry?) throws -> Bool? {
         guard existing.st_mode & S_IFMT == S_IFREG, Int64(existing.st_size) == header.size else { return false }
         // Non-blocking: a FIFO swapped in since the look must not hang the restore.

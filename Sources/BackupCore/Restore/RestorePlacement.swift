@@ -94,7 +94,7 @@ final class RestorePlacement {
     /// Queues a file's content, read from `reader`, for the writer, which writes it unnamed or
     /// under a temporary name, hashing it, then judges it as `check` says and places it (or
     /// leaves it waiting for the archive's own manifest).
-    func queueFile(_ header: ArchiveEntryHeader, reader: ArchiveReader, components: [[UInt8]], path: [UInt8],
+    func queueFile(_ header: ArchiveEntryHeader, reader: any EntryContentReader, components: [[UInt8]], path: [UInt8],
                    parentFD: Int32, check: RestoreFileWriter.Check, replaces: Bool, result: inout RestoreResult) throws {
         try stopIfTargetFailed(result: &result)
         if result.firstFilePlacement == nil {

@@ -94,6 +94,7 @@ final class RestoreRun {
             if var final = own {
                 try relocate?(&final)
                 try restoreFromEarlierArchives(final, locateArchive: locateArchive)
+                try restoreFilesStoredByBlocks(final, own: archive, ownName: archiveName, locateArchive: locateArchive)
                 try restoreRecordedLinks(final)
             }
         } catch let failure as RestorePlacement.TargetFailure {
@@ -134,7 +135,7 @@ final class RestoreRun {
         var seen = expected.map { SeenEntries(positions: $0.entries.count) } ?? .byPath()
         // With a selection, only the frames of the selected entries this archive holds are read.
         let ownEntries = plan.wanted == nil ? nil : expected.map { index in
-            ManifestIndex(index.entries, positions: index.entries.indices.filter { index.entries.storedIn(at: $0) == nil })
+            ManifestIndex(index.entries, positions: index.entries.indices.filter { index.entries.isWholeInOwnArchive(at: $0) })
         }
         let pass = try readArchive(archive, name: archiveName, holder: nil, expected: expected, seen: &seen,
                                    onlyEntries: ownEntries)
@@ -154,7 +155,7 @@ final class RestoreRun {
             ownIndex = index
             result.verifiedAgainstManifest = true
             seen.resolve(against: index)
-            let scope = ManifestIndex(own.entries, positions: own.entries.indices.filter { own.entries.storedIn(at: $0) == nil })
+            let scope = ManifestIndex(own.entries, positions: own.entries.indices.filter { own.entries.isWholeInOwnArchive(at: $0) })
             try readAround(pass.unreadableFrame, of: archive, name: archiveName, holder: nil, expected: index, scope: scope,
                            cutShort: pass.cutShort, seen: &seen)
             nameMissing(index, seen: seen)
@@ -189,7 +190,7 @@ final class RestoreRun {
     /// takes) but the archive was not `seen` to hold.
     private func nameMissing(_ index: ManifestIndex, seen: SeenEntries) {
         let entries = index.entries
-        for position in index.distinctPositions where entries.storedIn(at: position) == nil && !seen[position] {
+        for position in index.distinctPositions where entries.isWholeInOwnArchive(at: position) && !seen[position] {
             let path = entries.path(at: position)
             guard plan.selection.matches(path, isDirectory: entries.type(at: position) == .directory) else { continue }
             result.damaged.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
@@ -214,7 +215,7 @@ final class RestoreRun {
         if let expected, pass.stoppedAtDamage {
             // This archive's entries in this phase: the selection's, or all it holds.
             let scope = onlyEntries ?? (holder != nil ? expected : ManifestIndex(expected.entries, positions:
-                expected.indexedPositions.filter { expected.entries.storedIn(at: $0) == nil }))
+                expected.indexedPositions.filter { expected.entries.isWholeInOwnArchive(at: $0) }))
             try readAround(pass.unreadableFrame, of: source, name: name, holder: holder, expected: expected, scope: scope,
                            cutShort: pass.cutShort, seen: &seen)
             return Pass(innerManifest: pass.innerManifest)
@@ -445,6 +446,81 @@ final class RestoreRun {
         }
     }
 
+    /// Phase 3: the selected files stored by blocks, each put together from the archives that
+    /// hold its blocks (`BlockAssembly`) and written like any file: checked against its
+    /// SHA-256 before it is placed. A file that cannot be put together is named damaged.
+    private func restoreFilesStoredByBlocks(_ manifest: Manifest, own: RandomAccessSource, ownName: String,
+                                            locateArchive: Restorer.ArchiveLocator?) throws {
+        let entries = manifest.entries
+        let positions = entries.positionsStoredByBlocks.filter { position in
+            entries.type(at: position) == .file
+                && (plan.selection.isEverything || plan.selection.matches(entries.path(at: position), isDirectory: false))
+        }
+        guard !positions.isEmpty else { return }
+        let index = manifest.index()
+        for position in positions {
+            let entry = entries[position]
+            // A later line of the same path is the one a restore takes.
+            guard index.position(of: entry.path[...]) == position, let table = entry.blocks else { continue }
+            let assembly = BlockAssembly(entry: entry, table: table) { source in
+                try self.openBlocks(of: entry, in: source, summary: manifest.summary, own: own, ownName: ownName,
+                                    locateArchive: locateArchive)
+            }
+            defer { assembly.close() }
+            do {
+                var header = try assembly.newestHeader()
+                header.path = entry.path
+                header.type = .file
+                header.size = entry.size
+                header.sparseRegions = []
+                header.linkTarget = nil
+                var seen = SeenEntries(positions: entries.count)
+                try restoreEntry(header, reader: assembly, holder: nil, expected: index, seen: &seen)
+            } catch let problem as BlockAssembly.Problem {
+                entryInFlight = nil
+                result.damaged.append(PathWarning(kind: .damaged, path: entry.displayPath, reason: problem.description))
+            } catch let failure as ArchiveError {
+                entryInFlight = nil
+                result.damaged.append(PathWarning(kind: .damaged, path: entry.displayPath,
+                                                  reason: "an archive holding its blocks is damaged (\(failure))"))
+            } catch let failure as StorageError {
+                entryInFlight = nil
+                result.damaged.append(PathWarning(kind: .damaged, path: entry.displayPath,
+                                                  reason: "an archive holding its blocks cannot be read (\(failure))"))
+            }
+        }
+        try finishWrites()
+    }
+
+    /// The entry holding blocks of `entry` that `source` names: in this backup's own archive,
+    /// or in the earlier one `locateArchive` finds (named missing when it finds none).
+    private func openBlocks(of entry: ManifestEntry, in source: BlockTable.Source, summary: BackupSummary, own: RandomAccessSource,
+                            ownName: String, locateArchive: Restorer.ArchiveLocator?) throws -> BlockAssembly.OpenedEntry {
+        guard let holder = source.holder else {
+            return try BlockAssembly.openEntry(of: entry.path, in: source, archive: own, name: ownName, closing: false,
+                                               cancellation: cancellation)
+        }
+        let located: (source: RandomAccessSource, name: String)?
+        do {
+            located = try locateArchive?(holder)
+        } catch let refused as SigningError {
+            throw refused
+        } catch {
+            located = nil
+        }
+        guard let located else {
+            let host = summary.host.isEmpty ? "HOST" : HostIdentity.fileSafe(summary.host)
+            let fileName = "\(host)_\(holder.rawValue)\(summary.compression.fileExtension)"
+            let earlier = result.missingArchives.firstIndex { $0.backupID == holder }
+            let paths = (earlier.map { result.missingArchives[$0].paths } ?? []) + [entry.displayPath]
+            let missing = MissingArchive(backupID: holder, fileName: fileName, paths: paths.sorted())
+            if let earlier { result.missingArchives[earlier] = missing } else { result.missingArchives.append(missing) }
+            throw BlockAssembly.Problem(description: "the archive of backup \(holder), which holds some of its blocks, is missing")
+        }
+        return try BlockAssembly.openEntry(of: entry.path, in: source, archive: located.source, name: located.name, closing: true,
+                                           cancellation: cancellation)
+    }
+
     /// Hard links recorded only in the manifest (their first name's content is in an earlier
     /// archive): made last, once every file is in place.
     private func restoreRecordedLinks(_ manifest: Manifest) throws {
@@ -490,14 +566,14 @@ final class RestoreRun {
 
     /// Restores (or skips) one entry met in an archive; `entryInFlight` names it until its
     /// content has been read.
-    private func restoreEntry(_ archived: ArchiveEntryHeader, reader: ArchiveReader, holder: BackupID?,
+    private func restoreEntry(_ archived: ArchiveEntryHeader, reader: any EntryContentReader, holder: BackupID?,
                               expected: ManifestIndex?, seen: inout SeenEntries) throws {
         try restoreDecidedEntry(archived, reader: reader, holder: holder, expected: expected, seen: &seen)
         // Reached only when reading it did not fail.
         entryInFlight = nil
     }
 
-    private func restoreDecidedEntry(_ archived: ArchiveEntryHeader, reader: ArchiveReader, holder: BackupID?,
+    private func restoreDecidedEntry(_ archived: ArchiveEntryHeader, reader: any EntryContentReader, holder: BackupID?,
                                      expected: ManifestIndex?, seen: inout SeenEntries) throws {
         let step: RestorePlan.Step
         switch plan.decide(archived, holder: holder, expected: expected, seen: &seen) {
@@ -595,7 +671,7 @@ final class RestoreRun {
 
     /// A dry run's entry: what would be written (listed in `planned`), replaced, or kept,
     /// looking at the target when it exists.
-    private func dryRunEntry(_ step: RestorePlan.Step, reader: ArchiveReader) throws {
+    private func dryRunEntry(_ step: RestorePlan.Step, reader: any EntryContentReader) throws {
         let header = step.header
         let name = step.components[step.components.count - 1]
         if let lookup, let parentFD = try? lookup.directory(step.components.dropLast(), create: false),
@@ -639,7 +715,7 @@ final class RestoreRun {
     /// Counts an existing entry the policy keeps (reading past its content), and names it
     /// in `keptDifferent` when it is not what the backup holds there (see
     /// `ExistingEntryCheck`).
-    private func keepExisting(_ step: RestorePlan.Step, reader: ArchiveReader, existing: stat, parentFD: Int32,
+    private func keepExisting(_ step: RestorePlan.Step, reader: any EntryContentReader, existing: stat, parentFD: Int32,
                               rootFD: Int32) throws {
         result.skippedExisting += 1
         let same = try existingCheck.matches(step.header, reader: reader, existing: existing,

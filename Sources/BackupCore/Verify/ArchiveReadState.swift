@@ -14,6 +14,8 @@ struct ArchiveReadState {
     /// Without a manifest beside the archive: each file's digest and header, checked against
     /// the archive's own manifest at the end.
     var digests: [PathKey: (sha256: String?, header: ArchiveEntryHeader)] = [:]
+    /// Without a manifest beside the archive: the files whose block entries it holds.
+    var blockEntries = Set<PathKey>()
     /// User entries read (files, folders, links; not Keepsake's own).
     var entriesSeen = 0
     /// The entry being read, for messages ("the start of the archive" before the first).

@@ -71,7 +71,7 @@ final class ChecksumListCheck {
     private func nextListable() -> Int? {
         while next < entries.count {
             let type = entries.type(at: next)
-            if entries.storedIn(at: next) == nil, type == .file || type == .hardlink, entries.sha256(at: next) != nil {
+            if entries.isWholeInOwnArchive(at: next), type == .file || type == .hardlink, entries.sha256(at: next) != nil {
                 return next
             }
             next += 1

@@ -355,14 +355,25 @@ public final class Verifier {
         for position in entries.indices where entries.type(at: position) == .file {
             if let holder = entries.storedIn(at: position) { byHolder[holder, default: []].append(position) }
         }
-        report.reliesOn = byHolder.keys.sorted()
+        // Files stored by blocks, by each earlier backup that holds some of their blocks.
+        var blocksByHolder: [BackupID: [Int]] = [:]
+        for position in entries.positionsStoredByBlocks {
+            for holder in entries.blocks(at: position)?.holders ?? [] { blocksByHolder[holder, default: []].append(position) }
+        }
+        report.reliesOn = Set(byHolder.keys).union(blocksByHolder.keys).sorted()
         var ownIndex: ManifestIndex?
         let catalog = BackupCatalog(storage: storage)
         // Listed once per run: a long chain must not re-read every summary for every link.
         if catalogItems == nil { catalogItems = Dictionary((try catalog.items()).map { ($0.id, $0) }, uniquingKeysWith: { $1 }) }
         for holder in report.reliesOn {
             let positions = byHolder[holder] ?? []
+            let blockPositions = blocksByHolder[holder] ?? []
             guard let item = catalogItems?[holder] else {
+                if !blockPositions.isEmpty {
+                    report.archiveProblems.append("it relies on backup \(holder) for blocks of \(Verifier.files(blockPositions.count)), "
+                        + "and that backup is missing: \(DamageRecord.remedy)")
+                }
+                guard !positions.isEmpty else { continue }
                 // A backup prune let go: its files are in supplements, or they are lost.
                 let supplements = try shelf ?? SupplementShelf(storage: storage, objects: storage.list())
                 shelf = supplements
@@ -381,9 +392,13 @@ public final class Verifier {
             let earlier = try verify(item, in: storage)
             if !earlier.isIntact {
                 report.damagedEarlier.append(holder)
-                report.archiveProblems.append("it relies on backup \(holder) for \(Verifier.files(positions.count)), and that backup "
-                    + "is damaged: \(DamageRecord.remedy)")
+                report.archiveProblems.append("it relies on backup \(holder) for \(Verifier.files(positions.count + blockPositions.count)), "
+                    + "and that backup is damaged: \(DamageRecord.remedy)")
             }
+            for (position, problem) in blocksHeld(blockPositions, by: item, manifest: manifest, catalog: catalog) {
+                report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(entries.path(at: position)), reason: problem))
+            }
+            guard !positions.isEmpty else { continue }
             if ownIndex == nil { ownIndex = manifest.index() }
             guard let index = ownIndex,
                   let heldAsRecorded = heldAsRecorded(positions, by: item, manifest: manifest, index: index, catalog: catalog)
@@ -456,6 +471,47 @@ public final class Verifier {
         return recorded
     }
 
+    /// For the files stored by blocks at `positions` of `manifest`, some of whose blocks lie
+    /// in backup `holder`: what is wrong with each, by position, when `holder`'s manifest
+    /// does not say its archive holds those blocks (whole file or block entry, as the line
+    /// says) with the same digests. Empty when its manifest cannot be read (verifying it said so).
+    private func blocksHeld(_ positions: [Int], by holder: BackupCatalog.Item, manifest: Manifest,
+                            catalog: BackupCatalog) -> [(Int, String)] {
+        guard !positions.isEmpty else { return [] }
+        let entries = manifest.entries
+        let paths = Set(positions.map { PathKey(entries.path(at: $0)) })
+        var held: [PathKey: ManifestEntry] = [:]
+        do {
+            _ = try catalog.forEachEntry(of: holder, keeping: { path, _ in paths.contains(PathKey(Array(path))) }) { entry in
+                held[PathKey(entry.path)] = entry
+            }
+        } catch {
+            return []
+        }
+        var problems: [(Int, String)] = []
+        for position in positions {
+            guard let table = entries.blocks(at: position) else { continue }
+            let there = held[PathKey(entries.path(at: position))]
+            let heldSources = there?.blocks?.sourceOfEachBlock ?? []
+            var wrong: Int?
+            for (block, source) in table.sourceOfEachBlock.enumerated() where table.sources[source].holder == holder.id {
+                guard let there, there.type == .file, there.storedIn == nil, let theirs = there.blocks,
+                      theirs.blockSize == table.blockSize, block < theirs.count,
+                      theirs.digest(at: block).elementsEqual(table.digest(at: block)),
+                      theirs.isStoredByBlocks ? (!table.sources[source].whole && block < heldSources.count
+                                                 && theirs.sources[heldSources[block]].holder == nil)
+                                              : table.sources[source].whole else {
+                    wrong = block
+                    break
+                }
+            }
+            if let wrong {
+                problems.append((position, "backup \(holder.id) does not hold block \(wrong) of it as recorded"))
+            }
+        }
+        return problems
+    }
+
     /// Verifies a lone archive file against its own manifest, or against the manifest
     /// beside it (`sidecar`, its raw bytes), including the archive's recorded size and SHA-256.
     public func verify(archive source: ByteSource, name: String, sidecar: [UInt8]?) throws -> VerifyReport {
@@ -511,10 +567,10 @@ public final class Verifier {
         } else if let recovered = state.recovered {
             let entries = recovered.manifest.entries
             report.id = recovered.manifest.summary.id
-            report.filesInEarlierArchives = Int64(entries.indices.count { entries.storedIn(at: $0) != nil && entries.type(at: $0) == .file })
-            let absent = recovered.index.distinctPositions.filter { entries.storedIn(at: $0) == nil && !recovered.seen[$0] }
+            report.filesInEarlierArchives = Int64(entries.indices.count { !entries.hasEntryInOwnArchive(at: $0) && entries.type(at: $0) == .file })
+            let absent = recovered.index.distinctPositions.filter { entries.hasEntryInOwnArchive(at: $0) && !recovered.seen[$0] }
                 .map { entries[$0] }
-            reportAbsent(absent, of: entries.indices.count(where: { entries.storedIn(at: $0) == nil }), report: &report)
+            reportAbsent(absent, of: entries.indices.count(where: { entries.hasEntryInOwnArchive(at: $0) }), report: &report)
         } else if let innerManifest = state.innerManifest {
             judge(state, againstItsOwn: innerManifest, report: &report)
         } else {
@@ -538,6 +594,10 @@ public final class Verifier {
         while let header = try reader.nextHeader() {
             try cancellation.check()
             state.current = PathBytes.display(header.path)
+            if let file = ArchiveLayout.fileOfBlocksEntry(header.path) {
+                try checkBlocks(of: file, header: header, reader: reader, index: index, state: &state, report: &report)
+                continue
+            }
             if ArchiveLayout.isMetadataEntry(header.path) {
                 try readOwnEntry(header, of: reader, name: name, expected: expected, state: &state, report: &report)
                 continue
@@ -553,6 +613,46 @@ public final class Verifier {
         }
         state.current = "the end of the archive"
         try reader.readToEnd()
+    }
+
+    /// Checks a block entry (the blocks of the file at `file` that this backup stores): with
+    /// the manifest known, each block it holds must be one the file's line says is here,
+    /// with the SHA-256 recorded, and every such block must be there. Without it, the entry
+    /// is only noted (its blocks cannot be judged before the manifest inside is read).
+    private func checkBlocks(of file: [UInt8], header: ArchiveEntryHeader, reader: ArchiveReader, index: ManifestIndex?,
+                             state: inout ArchiveReadState, report: inout VerifyReport) throws {
+        state.entriesSeen += 1
+        guard let index else {
+            state.blockEntries.insert(PathKey(file))
+            return try reader.skipContent()
+        }
+        let shown = PathBytes.display(file)
+        guard let position = index.position(of: file[...]), let table = index.entries.blocks(at: position),
+              let here = table.sources.firstIndex(where: { $0.holder == nil }) else {
+            report.problems.append(PathWarning(kind: .damaged, path: shown, reason: "the archive holds blocks of it that its "
+                + "manifest line does not place here"))
+            return try reader.skipContent()
+        }
+        state.seen[position] = true
+        let entry = index.entries[position]
+        var expected = Set<Int>()
+        var first = 0
+        for run in table.runs {
+            if run.source == here { expected.formUnion(first..<(first + run.count)) }
+            first += run.count
+        }
+        let check = BlockCheck(table: table, fileSize: entry.size)
+        while let block = try reader.nextBlock() {
+            try cancellation.check()
+            check.add(block.bytes, at: block.offset)
+            report.bytesChecked += Int64(block.bytes.count)
+        }
+        let found = check.finish()
+        report.filesChecked += 1
+        if let problem = found.problem ?? (found.matched == expected ? nil
+            : "the archive holds \(found.matched.count) of its blocks, where its manifest line places \(expected.count) here") {
+            report.problems.append(PathWarning(kind: .damaged, path: shown, reason: problem))
+        }
     }
 
     /// Reads one of Keepsake's own entries: the marker folder, the checksum list, the manifest.
@@ -638,13 +738,13 @@ public final class Verifier {
                        beside: ManifestFingerprint?, name: String, report: inout VerifyReport) {
         let entries = expected.entries
         report.filesInEarlierArchives = Int64(entries.indices.count {
-            entries.storedIn(at: $0) != nil && entries.type(at: $0) == .file
+            !entries.hasEntryInOwnArchive(at: $0) && entries.type(at: $0) == .file
         })
         // An earlier duplicate of a path counts as seen when its path was.
         let absent = entries.indices.filter {
-            entries.storedIn(at: $0) == nil && !(index.position(of: entries.path(at: $0)).map { state.seen[$0] } ?? false)
+            entries.hasEntryInOwnArchive(at: $0) && !(index.position(of: entries.path(at: $0)).map { state.seen[$0] } ?? false)
         }.map { entries[$0] }
-        reportAbsent(absent, of: entries.indices.count(where: { entries.storedIn(at: $0) == nil }), report: &report)
+        reportAbsent(absent, of: entries.indices.count(where: { entries.hasEntryInOwnArchive(at: $0) }), report: &report)
         if let inside = state.inside, let beside, !beside.matches(inside: inside) {
             report.archiveProblems.append("the manifest inside \(name) differs from the one beside it")
         } else if state.inside == nil && report.archiveProblems.isEmpty {
@@ -659,9 +759,15 @@ public final class Verifier {
         for (path, found) in state.digests {
             compare(found.header, sha: found.sha256, with: inner[path], insideOnly: true, report: &report)
         }
-        report.filesInEarlierArchives = Int64(manifest.entries.filter { $0.storedIn != nil && $0.type == .file }.count)
-        let absent = manifest.entries.filter { $0.storedIn == nil && state.digests[PathKey($0.path)] == nil }
-        reportAbsent(absent, of: manifest.entries.count(where: { $0.storedIn == nil }), report: &report)
+        let entries = manifest.entries
+        report.filesInEarlierArchives = Int64(entries.indices.count { !entries.hasEntryInOwnArchive(at: $0) && entries.type(at: $0) == .file })
+        // A file stored by blocks counts as present when its block entry was met (its
+        // blocks are checked only against a manifest known before reading).
+        let absent = entries.indices.filter { position in
+            let key = PathKey(entries.path(at: position))
+            return entries.hasEntryInOwnArchive(at: position) && state.digests[key] == nil && !state.blockEntries.contains(key)
+        }.map { entries[$0] }
+        reportAbsent(absent, of: entries.indices.count(where: { entries.hasEntryInOwnArchive(at: $0) }), report: &report)
     }
 
     /// Judges an archive read without any manifest: damaged or truncated when it is a

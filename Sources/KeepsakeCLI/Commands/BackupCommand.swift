@@ -54,6 +54,8 @@ struct BackupCommand: KeepsakeCommand {
             OptionSpec(.ignoreCtime, help: "Decide a file is unchanged without looking at its ctime."),
             OptionSpec(.ignoreInode, help: "Decide a file is unchanged without looking at its inode and device numbers."),
             OptionSpec(.reread, help: "Read and hash every file, and compare contents instead of size and times."),
+            OptionSpec(.blocks, help: "Store a changed file of 1 MiB or more by its changed 64 KiB blocks, not whole "
+                       + "(prune then keeps the backups holding blocks that kept ones take)."),
             CommonOptions.lockWait,
             CommonOptions.progress,
         ] + KeyOptions.writing + [SigningOptions.signingKey] + CommonOptions.global,
@@ -157,7 +159,8 @@ struct BackupCommand: KeepsakeCommand {
         }
         let tags = BackupSettingRules.distinct(arguments.values(.tag).filter { BackupSettingRules.tagProblem($0) == nil })
         var chain = ChainPolicy(forceFull: arguments.flag(.full), ignoreCtime: arguments.flag(.ignoreCtime),
-                                ignoreInode: arguments.flag(.ignoreInode), reread: arguments.flag(.reread))
+                                ignoreInode: arguments.flag(.ignoreInode), reread: arguments.flag(.reread),
+                                storesBlocks: arguments.flag(.blocks))
         if let text = arguments.value(.fullEvery) {
             if let value = Int(text).flatMap({ BackupSettingRules.accepted($0, in: BackupSettingRules.fullEvery) }) {
                 chain.fullEvery = value
@@ -348,6 +351,7 @@ extension OptionKey {
     static let level = OptionKey("level")
     static let oneFileSystem = OptionKey("one-file-system")
     static let reread = OptionKey("reread")
+    static let blocks = OptionKey("blocks")
     static let stdin = OptionKey("stdin")
     static let stdinName = OptionKey("stdin-name")
     static let tag = OptionKey("tag")

@@ -30,6 +30,7 @@ import KeepsakeTOML
 /// ignore-ctime = false                             # as --ignore-ctime
 /// ignore-inode = false                             # as --ignore-inode
 /// reread = false                                   # as --reread
+/// blocks = false                                   # as --blocks
 /// before = "pg_dump shop > /var/backups/shop.sql"  # /bin/sh -c before the backup
 /// after = "curl -fsS https://hc.example/ping"      # /bin/sh -c after everything else
 ///
@@ -55,7 +56,7 @@ import KeepsakeTOML
 ///   `exclude-from`, `exclude-if-present`, `tags`, `keep-tag`); `destination`, `compression`,
 ///   `full-if-older-than`, `keep-within`, `before` and `after` are strings; `level`, `threads`
 ///   and `full-every` are whole numbers; `exclude-caches`, `one-file-system`, `ignore-ctime`,
-///   `ignore-inode` and `reread` are `true` or `false`; the `keep-*` counts are whole numbers
+///   `ignore-inode`, `reread` and `blocks` are `true` or `false`; the `keep-*` counts are whole numbers
 ///   of 0 or more (0 leaves the rule unused) or the string `"unlimited"`.
 /// - **Durations** (`full-if-older-than`, `keep-within`): numbers with the units `y`, `m`
 ///   (months), `w`, `d`, `h`, like `7d`, `2w`, `1y6m` (``DurationSpec``).

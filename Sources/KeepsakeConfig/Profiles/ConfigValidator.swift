@@ -18,7 +18,7 @@ struct ConfigValidator {
     static let profileKeys = [
         "sources", "destination", "exclude", "exclude-from", "exclude-caches", "exclude-if-present", "one-file-system",
         "compression", "level", "threads", "readers", "tags", "full-every", "full-if-older-than", "ignore-ctime", "ignore-inode",
-        "reread", "before", "after", "retention", "copy-to", "lock-wait", "s3-endpoint", "s3-region", "aws-profile", "aws-access-key-id",
+        "reread", "blocks", "before", "after", "retention", "copy-to", "lock-wait", "s3-endpoint", "s3-region", "aws-profile", "aws-access-key-id",
         "aws-secret-access-key", "aws-session-token", "recipients", "recipients-file", "passphrase-file", "identity-file", "host",
         "signing-key", "signed-by",
     ]
@@ -261,6 +261,7 @@ struct ConfigValidator {
         chain.ignoreCtime = bool("ignore-ctime", in: table) ?? false
         chain.ignoreInode = bool("ignore-inode", in: table) ?? false
         chain.reread = bool("reread", in: table) ?? false
+        chain.storesBlocks = bool("blocks", in: table) ?? false
 
         let excludeCaches = bool("exclude-caches", in: table) ?? false
         let oneFileSystem = bool("one-file-system", in: table) ?? false

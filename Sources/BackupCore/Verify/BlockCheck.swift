@@ -1,0 +1,68 @@
+import KeepsakeHashing
+import KeepsakeModel
+
+/// Checks the blocks a block entry holds against a file's block table as its data arrive,
+/// each at its offset in the file: which blocks are there whole with the SHA-256 recorded,
+/// and the first thing wrong (a block that differs, one cut short, data off a block's start).
+final class BlockCheck {
+    // MARK: State
+
+    private let table: BlockTable
+    private let fileSize: Int64
+    private let hasher = SHA256Hasher()
+    /// The block being hashed, and where the next byte of it is expected.
+    private var current: (index: Int, next: Int64)?
+    private(set) var matched = Set<Int>()
+    private(set) var problem: String?
+
+    // MARK: Life cycle
+
+    /// A check of blocks of a file of `fileSize` bytes whose table is `table`.
+    init(table: BlockTable, fileSize: Int64) {
+        self.table = table
+        self.fileSize = fileSize
+    }
+
+    // MARK: Checking
+
+    /// Takes the entry's next data, at `offset` in the file.
+    func add(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
+        let blockSize = Int64(table.blockSize)
+        var offset = offset
+        var rest = bytes[...]
+        while !rest.isEmpty, problem == nil {
+            let index = Int(offset / blockSize)
+            if let current, current.index != index || current.next != offset {
+                problem = "block \(current.index) of it is cut short in this archive"
+                return
+            }
+            if current == nil {
+                guard offset == Int64(index) * blockSize, index < table.count else {
+                    problem = "this archive holds data of it off its blocks (at byte \(offset))"
+                    return
+                }
+                current = (index, offset)
+            }
+            let end = min(Int64(index + 1) * blockSize, fileSize)
+            let take = Int(min(end - offset, Int64(rest.count)))
+            hasher.update(UnsafeRawBufferPointer(rebasing: rest.prefix(take)))
+            offset += Int64(take)
+            rest = rest.dropFirst(take)
+            current?.next = offset
+            if offset == end {
+                if table.digest(at: index).elementsEqual(hasher.finalizeDigest()) {
+                    matched.insert(index)
+                } else {
+                    problem = "block \(index) of it in this archive does not match its SHA-256 in the manifest"
+                }
+                current = nil
+            }
+        }
+    }
+
+    /// What was found once the entry ends.
+    func finish() -> (matched: Set<Int>, problem: String?) {
+        if problem == nil, let current { problem = "block \(current.index) of it is cut short in this archive" }
+        return (matched, problem)
+    }
+}
