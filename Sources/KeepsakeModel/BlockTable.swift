@@ -257,7 +257,11 @@ public struct BlockTable: Sendable, Equatable {
                   (offset ?? 0) <= Int64.max - (length ?? 0) else {
                 return .failure(Refusal("'at' and 'len' of 'from' must come together, as whole numbers ≥ 0"))
             }
-            sources.append(Source(holder: holder, whole: source["whole"]?.boolValue ?? false, archiveOffset: offset, archiveLength: length))
+            let whole = source["whole"]?.boolValue ?? false
+            guard holder != nil || !whole else {
+                return .failure(Refusal("a file whole in its own backup's archive is not stored by blocks: no 'from' says so"))
+            }
+            sources.append(Source(holder: holder, whole: whole, archiveOffset: offset, archiveLength: length))
         }
         guard let numbers = object["runs"]?.arrayValue, numbers.count % 2 == 0 else {
             return .failure(Refusal("'blocks' must give 'runs', pairs of a count and an index in 'from'"))

@@ -247,4 +247,36 @@ final class BigFileTests: EndToEndTestCase {
             try assertTreesEqual(expected: copies[number - 1], actual: restored(source, into: target))
         }
     }
+
+    func testALoneArchiveWithoutTheOneHoldingItsOtherBlocksNamesIt() throws {
+        let source = path("src"), dest = path("dest")
+        try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
+        try writeRandom(source + "/image", count: 1_500_000)
+        try Data("note".utf8).write(to: URL(fileURLWithPath: source + "/note"))
+        let first = try backup([source], dest: dest, options: ["--blocks"])
+        try overwrite(source + "/image", at: 100_000, with: Array(repeating: 7, count: 1000))
+        try Data("note, edited".utf8).write(to: URL(fileURLWithPath: source + "/note"))
+        let second = try backup([source], dest: dest, options: ["--blocks"])
+        let firstArchive = try XCTUnwrap(try names(in: dest).first { $0.contains(first) && $0.hasSuffix(".tar.zst") })
+        let secondArchive = try XCTUnwrap(try names(in: dest).first { $0.contains(second) && $0.hasSuffix(".tar.zst") })
+        let lone = path("usb")
+        try FileManager.default.createDirectory(atPath: lone, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: dest + "/" + secondArchive, toPath: lone + "/" + secondArchive)
+        let away: [String: String?] = ["KEEPSAKE_DEST": path("no-such-destination")]
+
+        let outcome = try run(["restore", lone + "/" + secondArchive, "--target", path("out"), "--json"], environment: away)
+        let object = try json(outcome)
+        XCTAssertEqual(object["exit_code"] as? Int, 3, "an archive to bring, not damage: \(object)")
+        XCTAssertTrue((object["damaged"] as? [Any] ?? [0]).isEmpty, "\(object)")
+        let missing = object["missing_archives"] as? [[String: Any]] ?? []
+        XCTAssertEqual(missing.first?["file"] as? String, firstArchive, "\(object)")
+        XCTAssertEqual(missing.first?["paths"] as? [String], [String(source.dropFirst()) + "/image"], "\(object)")
+        let root = restored(source, into: path("out"))
+        XCTAssertEqual(try String(contentsOfFile: root + "/note", encoding: .utf8), "note, edited", "its own files are restored")
+        XCTAssertFalse(RawFileSystem.exists(root + "/image"), "a file it cannot put together is not placed")
+
+        try FileManager.default.copyItem(atPath: dest + "/" + firstArchive, toPath: lone + "/" + firstArchive)
+        assertExit(try run(["restore", lone + "/" + secondArchive, "--target", path("whole")], environment: away), 0)
+        try assertTreesEqual(expected: source, actual: restored(source, into: path("whole")))
+    }
 }

@@ -301,7 +301,13 @@ final class ArchiveSession {
     private func writeChangedBlocks(_ file: SourceFileReader.OpenFile, basis: BlockTable, entry: ManifestEntry) throws {
         var entry = file.replaced ? manifestEntry(file.header, info: file.status) : entry
         let spooling = try BlockSpool(basis: basis)
-        let content = try reader.readContent(of: file, digestingBlocks: false) { try spooling.add($0) }
+        var read: Int64 = 0
+        let content = try reader.readContent(of: file, digestingBlocks: false) { chunk in
+            try spooling.add(chunk)
+            read += Int64(chunk.count)
+            // A big file reports progress every 64 MiB on its way, as when stored whole.
+            if read & ((1 << 26) - 1) < Int64(chunk.count) { self.reportProgress(file.header.path, force: false) }
+        }
         let outcome = try spooling.finish()
         if let problem = content.problem { warn(problem) }
         entry.size = file.header.size
@@ -326,7 +332,10 @@ final class ArchiveSession {
             try outcome.spool.forEachChunk { chunk in
                 var rest = chunk[...]
                 while !rest.isEmpty {
-                    if left == 0, let next = region {
+                    if left == 0 {
+                        guard let next = region else {
+                            throw ArchiveError.write(path: PathBytes.display(path), reason: "more changed blocks than its regions hold")
+                        }
                         try writer.skip(to: next.offset, path: header.path)
                         left = next.length
                         region = regions.next()

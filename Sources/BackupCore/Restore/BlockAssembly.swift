@@ -22,9 +22,15 @@ final class BlockAssembly: EntryContentReader {
     /// Opens the entry of the file in `source`'s archive, positioned at its content.
     typealias Opener = (BlockTable.Source) throws -> OpenedEntry
 
-    /// Why the file cannot be put together (an archive missing, or not holding its entry).
+    /// Why the file cannot be put together: an archive does not hold its entry.
     struct Problem: Error, CustomStringConvertible {
         let description: String
+    }
+
+    /// The archive of backup `holder`, which holds some of its blocks, is not found (the
+    /// restore names it to bring).
+    struct MissingArchive: Error {
+        let holder: BackupID
     }
 
     /// One source's entry, read forward: the block last read from it and how far it is used.

@@ -7,7 +7,8 @@ import KeepsakeStorage
 import KeepsakeSupport
 
 /// One restore, from start to end: reads the restored backup's own archive, then each
-/// earlier archive its unchanged files live in, front to back; sends every entry through
+/// earlier archive its unchanged files live in, front to back, then puts together the files
+/// stored by blocks (`BlockAssembly`); sends every entry through
 /// the `RestorePlan`, and what is to be written to the `RestorePlacement` (in a dry run,
 /// only says what would happen). Then the `PendingCommit` settles what waited for the
 /// archive's own manifest, and the `FolderFixes` give folders their modes and times. Made
@@ -458,13 +459,13 @@ final class RestoreRun {
         }
         guard !positions.isEmpty else { return }
         let index = manifest.index()
+        var seen = SeenEntries(positions: entries.count)
         for position in positions {
             let entry = entries[position]
             // A later line of the same path is the one a restore takes.
             guard index.position(of: entry.path[...]) == position, let table = entry.blocks else { continue }
             let assembly = BlockAssembly(entry: entry, table: table) { source in
-                try self.openBlocks(of: entry, in: source, summary: manifest.summary, own: own, ownName: ownName,
-                                    locateArchive: locateArchive)
+                try self.openBlocks(of: entry, in: source, own: own, ownName: ownName, locateArchive: locateArchive)
             }
             defer { assembly.close() }
             do {
@@ -474,8 +475,17 @@ final class RestoreRun {
                 header.size = entry.size
                 header.sparseRegions = []
                 header.linkTarget = nil
-                var seen = SeenEntries(positions: entries.count)
                 try restoreEntry(header, reader: assembly, holder: nil, expected: index, seen: &seen)
+            } catch let missing as BlockAssembly.MissingArchive {
+                // Named with the archives to bring, as a file whose archive is missing is.
+                entryInFlight = nil
+                let summary = manifest.summary
+                let host = summary.host.isEmpty ? "HOST" : HostIdentity.fileSafe(summary.host)
+                let fileName = "\(host)_\(missing.holder.rawValue)\(summary.compression.fileExtension)"
+                let earlier = result.missingArchives.firstIndex { $0.backupID == missing.holder }
+                let paths = (earlier.map { result.missingArchives[$0].paths } ?? []) + [entry.displayPath]
+                let named = MissingArchive(backupID: missing.holder, fileName: fileName, paths: paths.sorted())
+                if let earlier { result.missingArchives[earlier] = named } else { result.missingArchives.append(named) }
             } catch let problem as BlockAssembly.Problem {
                 entryInFlight = nil
                 result.damaged.append(PathWarning(kind: .damaged, path: entry.displayPath, reason: problem.description))
@@ -494,8 +504,8 @@ final class RestoreRun {
 
     /// The entry holding blocks of `entry` that `source` names: in this backup's own archive,
     /// or in the earlier one `locateArchive` finds (named missing when it finds none).
-    private func openBlocks(of entry: ManifestEntry, in source: BlockTable.Source, summary: BackupSummary, own: RandomAccessSource,
-                            ownName: String, locateArchive: Restorer.ArchiveLocator?) throws -> BlockAssembly.OpenedEntry {
+    private func openBlocks(of entry: ManifestEntry, in source: BlockTable.Source, own: RandomAccessSource, ownName: String,
+                            locateArchive: Restorer.ArchiveLocator?) throws -> BlockAssembly.OpenedEntry {
         guard let holder = source.holder else {
             return try BlockAssembly.openEntry(of: entry.path, in: source, archive: own, name: ownName, closing: false,
                                                cancellation: cancellation)
@@ -508,15 +518,8 @@ final class RestoreRun {
         } catch {
             located = nil
         }
-        guard let located else {
-            let host = summary.host.isEmpty ? "HOST" : HostIdentity.fileSafe(summary.host)
-            let fileName = "\(host)_\(holder.rawValue)\(summary.compression.fileExtension)"
-            let earlier = result.missingArchives.firstIndex { $0.backupID == holder }
-            let paths = (earlier.map { result.missingArchives[$0].paths } ?? []) + [entry.displayPath]
-            let missing = MissingArchive(backupID: holder, fileName: fileName, paths: paths.sorted())
-            if let earlier { result.missingArchives[earlier] = missing } else { result.missingArchives.append(missing) }
-            throw BlockAssembly.Problem(description: "the archive of backup \(holder), which holds some of its blocks, is missing")
-        }
+        // Thrown, not noted here: this runs while the file is written, `result` in use.
+        guard let located else { throw BlockAssembly.MissingArchive(holder: holder) }
         return try BlockAssembly.openEntry(of: entry.path, in: source, archive: located.source, name: located.name, closing: true,
                                            cancellation: cancellation)
     }
