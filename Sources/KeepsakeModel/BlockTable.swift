@@ -1,9 +1,9 @@
 import Foundation
 import KeepsakeJSON
 
-/// The blocks of a big file as a manifest line records them (JSON `blocks`): the SHA-256 of
-/// each fixed-size block (`{"size":65536,"sha256_b64":"…"}`, the digests one after another,
-/// 32 bytes each, in base64), and, for a file stored by its changed blocks, which archives
+/// The blocks of a big file as a manifest line records them (JSON `blocks`): a digest of
+/// each fixed-size block (`{"size":65536,"digests_b64":"…"}`: the first 16 bytes of each
+/// block's SHA-256, one after another, in base64), and, for a file stored by its changed blocks, which archives
 /// hold which blocks (`from`, `runs`). The next backup of a changed file compares its blocks
 /// with these to find what changed (issue 34, part 2): fixed blocks, because the big files
 /// that change a little (images, databases, mailboxes, logs) are written in place or
@@ -24,8 +24,11 @@ public struct BlockTable: Sendable, Equatable {
     public static let mostBlocks = 1 << 16
     /// The smallest and largest block sizes a manifest may name (powers of two).
     public static let blockSizes = (4 << 10)...(1 << 30)
-    /// Bytes of one digest.
-    public static let digestLength = 32
+    /// Bytes of one digest: the first 16 of the block's SHA-256. They tell a changed block
+    /// from the one before (a chance of 2^-128 that a change goes unseen, and what a restore
+    /// puts together is checked against the whole file's SHA-256 all the same), at half the
+    /// room: a table is stored each night a file changes, in both copies of the manifest.
+    public static let digestLength = 16
 
     /// The block size Keepsake uses for a file of `size` bytes.
     public static func blockSize(forFileSize size: Int64) -> Int {
@@ -46,7 +49,7 @@ public struct BlockTable: Sendable, Equatable {
 
     /// Bytes per block: a power of two in `blockSizes`.
     public let blockSize: Int
-    /// The blocks' SHA-256 digests, `digestLength` bytes each, in file order.
+    /// The blocks' digests, `digestLength` bytes each, in file order.
     public let digests: [UInt8]
     /// For a file stored by blocks: the archives that hold them (JSON `from`). Empty when the
     /// file is whole where its line says (its backup's own archive, or `in`).
@@ -104,7 +107,7 @@ public struct BlockTable: Sendable, Equatable {
     /// The earlier backups whose archives hold blocks of the file.
     public var holders: Set<BackupID> { Set(sources.compactMap(\.holder)) }
 
-    /// A table of `digests` (32 bytes per block) for blocks of `blockSize` bytes, with the
+    /// A table of `digests` (`digestLength` bytes per block) for blocks of `blockSize` bytes, with the
     /// archives that hold them when the file is stored by blocks.
     public init(blockSize: Int, digests: [UInt8], sources: [Source] = [], runs: [Run] = []) {
         self.blockSize = blockSize
@@ -182,7 +185,7 @@ public struct BlockTable: Sendable, Equatable {
     public func write(to writer: inout JSONWriter) {
         writer.beginObject()
         writer.key("size"); writer.int(Int64(blockSize))
-        writer.key("sha256_b64"); writer.string(Data(digests).base64EncodedString())
+        writer.key("digests_b64"); writer.string(Data(digests).base64EncodedString())
         if !sources.isEmpty {
             writer.key("from")
             writer.beginArray()
@@ -216,8 +219,8 @@ public struct BlockTable: Sendable, Equatable {
               blockSize & (blockSize - 1) == 0 else {
             return .failure(Refusal("'blocks' must give its block 'size', a power of two from 4096 to 1073741824"))
         }
-        guard let encoded = object["sha256_b64"]?.stringValue, let decoded = Data(base64Encoded: encoded) else {
-            return .failure(Refusal("'blocks' must give 'sha256_b64', the blocks' digests in base64"))
+        guard let encoded = object["digests_b64"]?.stringValue, let decoded = Data(base64Encoded: encoded) else {
+            return .failure(Refusal("'blocks' must give 'digests_b64', the blocks' digests in base64"))
         }
         let count = blockCount(fileSize: fileSize, blockSize: blockSize)
         let expected = count.map { $0.multipliedReportingOverflow(by: digestLength) }

@@ -18,8 +18,8 @@ public struct ManifestSizeLimit {
     public static let summaryLineLimit = 1 << 20
     /// Bytes allowed for each entry the summary declares.
     public static let bytesPerEntry = 64 << 10
-    /// Bytes allowed for each block digest the summary declares (43 in base64).
-    public static let bytesPerBlockDigest = 64
+    /// Bytes allowed for each block digest the summary declares (22 in base64).
+    public static let bytesPerBlockDigest = 32
     /// Bytes allowed besides (the summary line, blank lines).
     public static let allowance = 1 << 20
     /// The most any manifest may hold, whatever its summary declares.

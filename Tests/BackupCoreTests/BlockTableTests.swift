@@ -56,14 +56,14 @@ final class BlockTableTests: KeepsakeTestCase {
 
     // MARK: Digests
 
-    func testDigestsAreEachBlocksSHA256HoweverTheBytesArriveInChunks() throws {
+    func testDigestsAreTheStartOfEachBlocksSHA256HoweverTheBytesArriveInChunks() throws {
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<(5 * 4096 + 1234)).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let expected = stride(from: 0, to: bytes.count, by: 4096).flatMap { start in
-            SHA256Hasher.digest(of: Array(bytes[start..<min(bytes.count, start + 4096)]))
+            SHA256Hasher.digest(of: Array(bytes[start..<min(bytes.count, start + 4096)])).prefix(BlockTable.digestLength)
         }
         for chunk in [1, 7, 4095, 4096, 4097, 65536] {
-            let digester = BlockDigester(blockSize: 4096)
+            let digester = BlockDigester(blockSize: 4096, digestLength: BlockTable.digestLength)
             var start = 0
             while start < bytes.count {
                 let end = min(bytes.count, start + chunk)
@@ -75,37 +75,37 @@ final class BlockTableTests: KeepsakeTestCase {
         }
         let whole = BlockDigester(blockSize: 4096)
         bytes[0..<8192].withUnsafeBytes { whole.update($0) }
-        XCTAssertEqual(whole.finish().count, 64, "a stream ending on a block's end has no empty last block")
+        XCTAssertEqual(whole.finish().count, 64, "a stream ending on a block's end has no empty last block (whole digests)")
     }
 
     // MARK: The manifest line
 
     func testATableReadsBackAsWrittenAndOlderReadersLinesStayTheSame() throws {
         let size: Int64 = 3_300_000
-        let digests = (0..<(51 * 32)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let digests = (0..<(51 * BlockTable.digestLength)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         let entry = bigFile(size: size, table: BlockTable(blockSize: 65536, digests: digests))
         let text = String(decoding: line(entry), as: UTF8.self)
-        XCTAssertTrue(text.contains(#""blocks":{"size":65536,"sha256_b64":""# + Data(digests).base64EncodedString() + #""}"#), text)
+        XCTAssertTrue(text.contains(#""blocks":{"size":65536,"digests_b64":""# + Data(digests).base64EncodedString() + #""}"#), text)
         let back = try parsed(line(entry))
         XCTAssertEqual(back, entry)
         XCTAssertEqual(back.blocks?.count, 51)
-        XCTAssertEqual(Array(back.blocks?.digest(at: 50) ?? []), Array(digests[(50 * 32)...]))
+        XCTAssertEqual(Array(back.blocks?.digest(at: 50) ?? []), Array(digests[(50 * BlockTable.digestLength)...]))
         // A file without a table writes no key: its line is what it always was.
         XCTAssertFalse(String(decoding: line(bigFile(size: size, table: nil)), as: UTF8.self).contains("blocks"))
     }
 
     func testATableThatDoesNotFitItsFileIsRefusedNamingWhy() throws {
-        let table = BlockTable(blockSize: 65536, digests: [UInt8](repeating: 7, count: 51 * 32))
+        let table = BlockTable(blockSize: 65536, digests: [UInt8](repeating: 7, count: 51 * BlockTable.digestLength))
         let good = line(bigFile(size: 3_300_000, table: table))
         let encoded = Data(table.digests).base64EncodedString()
         let cases: [(String, [UInt8], String)] = [
-            ("one block too few", edited(good, encoded, Data(table.digests.dropLast(32)).base64EncodedString()),
+            ("one block too few", edited(good, encoded, Data(table.digests.dropLast(BlockTable.digestLength)).base64EncodedString()),
              "holds 50 digests, where a file of 3300000 bytes has 51 blocks of 65536"),
             ("a size that is no power of two", edited(good, #""size":65536,"#, #""size":65537,"#), "a power of two"),
             ("a size too small", edited(good, #""size":65536,"#, #""size":2048,"#), "a power of two from 4096"),
-            ("no digests", edited(good, #","sha256_b64":""# + encoded + "\"", ""), "'sha256_b64'"),
-            ("digests not in base64", edited(good, encoded, "%%%"), "'sha256_b64'"),
-            ("not an object", edited(good, #"{"size":65536,"sha256_b64":""# + encoded + #""}"#, "[]"), "must be a JSON object"),
+            ("no digests", edited(good, #","digests_b64":""# + encoded + "\"", ""), "'digests_b64'"),
+            ("digests not in base64", edited(good, encoded, "%%%"), "'digests_b64'"),
+            ("not an object", edited(good, #"{"size":65536,"digests_b64":""# + encoded + #""}"#, "[]"), "must be a JSON object"),
             ("a file of another size", edited(good, #""size":3300000"#, #""size":65536"#), "has 1 blocks"),
             ("on a folder", edited(good, #""type":"file""#, #""type":"dir""#), "only for files"),
         ]
@@ -124,7 +124,7 @@ final class BlockTableTests: KeepsakeTestCase {
     private let newer = BackupID("20270102T020000Z-0000000b")!
 
     func testANewVersionTakesItsUnchangedBlocksFromWhereTheLastOneHadThem() {
-        let digests = (0..<(6 * 32)).map { UInt8(truncatingIfNeeded: $0) }
+        let digests = (0..<(6 * BlockTable.digestLength)).map { UInt8(truncatingIfNeeded: $0) }
         // The last version: blocks 0-2 whole in `older`, 3-4 in `newer`'s block entry, 5 in `older`.
         let basis = BlockTable(blockSize: 65536, digests: digests,
                                sources: [.init(holder: older, whole: true, archiveOffset: 512, archiveLength: 400_000),
@@ -132,7 +132,7 @@ final class BlockTableTests: KeepsakeTestCase {
                                runs: [.init(count: 3, source: 0), .init(count: 2, source: 1), .init(count: 1, source: 0)])
         let own = BlockTable.Source(holder: nil, whole: false, archiveOffset: 2048, archiveLength: 67_000)
         // Block 1 changed, and the file grew by a block (7 now).
-        let table = BlockTable.storedByBlocks(digests: digests + [UInt8](repeating: 9, count: 32), blockSize: 65536,
+        let table = BlockTable.storedByBlocks(digests: digests + [UInt8](repeating: 9, count: BlockTable.digestLength), blockSize: 65536,
                                               changed: [false, true, false, false, false, false, true], basis: basis, own: own)
         XCTAssertEqual(table.sources, [basis.sources[0], own, basis.sources[1]])
         XCTAssertEqual(table.runs, [.init(count: 1, source: 0), .init(count: 1, source: 1), .init(count: 1, source: 0),
@@ -149,7 +149,7 @@ final class BlockTableTests: KeepsakeTestCase {
     }
 
     func testWhereBlocksLieIsRefusedWhenItCannotBeSo() throws {
-        let table = BlockTable(blockSize: 65536, digests: [UInt8](repeating: 7, count: 3 * 32),
+        let table = BlockTable(blockSize: 65536, digests: [UInt8](repeating: 7, count: 3 * BlockTable.digestLength),
                                sources: [.init(holder: older, whole: true), .init(holder: nil, whole: false, archiveOffset: 0, archiveLength: 9)],
                                runs: [.init(count: 2, source: 0), .init(count: 1, source: 1)])
         let good = line(bigFile(size: 3 * 65536, table: table))
@@ -180,11 +180,11 @@ final class BlockTableTests: KeepsakeTestCase {
     // MARK: Room in a manifest
 
     func testAManifestIsAllowedTheRoomItsDeclaredBlockDigestsTake() throws {
-        // One 3 GiB file: 49,152 digests, a line of about 2 MB, which its one entry
+        // One 4 GiB file: 65,536 digests, a line of 1.4 MB, which its one entry
         // alone would not make room for.
-        let size: Int64 = 3 << 30
+        let size: Int64 = 4 << 30
         let count = BlockTable.blockCount(fileSize: size, blockSize: 65536) ?? 0
-        let entryLine = line(bigFile(size: size, table: BlockTable(blockSize: 65536, digests: [UInt8](repeating: 1, count: count * 32))))
+        let entryLine = line(bigFile(size: size, table: BlockTable(blockSize: 65536, digests: [UInt8](repeating: 1, count: count * BlockTable.digestLength))))
         var summary = BackupSummary(id: BackupID("20270111T030000Z-0000000c")!, created: Date(timeIntervalSince1970: 1_799_636_400),
                                     host: "box", user: "ana", sources: ["/srv"], tags: [], compression: .zstd, level: 3,
                                     fileCount: 1, originalBytes: size, toolVersion: "keepsake test")

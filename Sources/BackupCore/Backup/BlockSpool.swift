@@ -94,7 +94,7 @@ final class BlockSpool {
 
     private func finishBlock() throws {
         hasher.update(block)
-        let digest = hasher.finalizeDigest()
+        let digest = hasher.finalizeDigest().prefix(BlockTable.digestLength)
         let index = changed.count
         let same = index < basis.count && basis.digest(at: index).elementsEqual(digest)
         if !same { try spool.append(block) }

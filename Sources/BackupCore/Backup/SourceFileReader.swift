@@ -161,7 +161,7 @@ final class SourceFileReader {
         var position: Int64 = 0
         var problem: PathWarning?
         let blockSize = BlockTable.blockSize(forFileSize: size)
-        blocks = digestingBlocks && size >= BlockTable.threshold ? BlockDigester(blockSize: blockSize) : nil
+        blocks = digestingBlocks && size >= BlockTable.threshold ? BlockDigester(blockSize: blockSize, digestLength: BlockTable.digestLength) : nil
         defer { blocks = nil }
         for region in regions {
             try feedZeros(region.offset - position, into: &destination)

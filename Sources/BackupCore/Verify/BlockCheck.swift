@@ -2,7 +2,7 @@ import KeepsakeHashing
 import KeepsakeModel
 
 /// Checks the blocks a block entry holds against a file's block table as its data arrive,
-/// each at its offset in the file: which blocks are there whole with the SHA-256 recorded,
+/// each at its offset in the file: which blocks are there whole with the digest recorded,
 /// and the first thing wrong (a block that differs, one cut short, data off a block's start).
 final class BlockCheck {
     // MARK: State
@@ -50,10 +50,10 @@ final class BlockCheck {
             rest = rest.dropFirst(take)
             current?.next = offset
             if offset == end {
-                if table.digest(at: index).elementsEqual(hasher.finalizeDigest()) {
+                if table.digest(at: index).elementsEqual(hasher.finalizeDigest().prefix(BlockTable.digestLength)) {
                     matched.insert(index)
                 } else {
-                    problem = "block \(index) of it in this archive does not match its SHA-256 in the manifest"
+                    problem = "block \(index) of it in this archive does not match its digest in the manifest"
                 }
                 current = nil
             }
