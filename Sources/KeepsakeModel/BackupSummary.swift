@@ -7,11 +7,18 @@ import KeepsakeSupport
 public struct BackupSummary: Sendable, Equatable {
     // MARK: Constants
 
-    /// The manifest format this build writes and the newest it reads.
-    public static let formatVersion = 1
+    /// The newest manifest format this build reads: 2 for a manifest with files stored by
+    /// blocks (`BlockTable`), which an older Keepsake must refuse (reading the line as a whole
+    /// file, it would point the next backup at an archive that does not hold it whole); 1 for
+    /// every other, which older versions read.
+    public static let formatVersion = 2
+    /// The format of a manifest with files stored by blocks.
+    public static let blocksFormat = 2
 
     // MARK: Fields
 
+    /// The manifest's format (JSON `format`): 1, or `blocksFormat`.
+    public var format = 1
     public var id: BackupID
     public var created: Date
     public var host: String
@@ -126,7 +133,7 @@ public struct BackupSummary: Sendable, Equatable {
     public var json: JSONValue {
         var object = JSONObject([
             ("keepsake", .string("manifest")),
-            ("format", .int(Int64(BackupSummary.formatVersion))),
+            ("format", .int(Int64(format))),
             ("id", .string(id.rawValue)),
             ("created", .string(Timestamp.iso8601(created))),
             ("host", .string(host)),
@@ -262,5 +269,6 @@ public struct BackupSummary: Sendable, Equatable {
             sourceSet = text
         }
         blockDigests = try count("block_digests")
+        self.format = Int(format)
     }
 }

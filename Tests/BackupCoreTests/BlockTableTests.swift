@@ -190,32 +190,13 @@ final class BlockTableTests: KeepsakeTestCase {
                                     fileCount: 1, originalBytes: size, toolVersion: "keepsake test")
         func manifest() -> [UInt8] { Array((summary.json.serialized() + "\n").utf8) + entryLine + [10] }
         XCTAssertGreaterThan(entryLine.count, ManifestSizeLimit.limit(forEntries: 1))
-        XCTAssertThrowsError(try ManifestSizeLimit.read(ListedBytes(manifest()), name: "the manifest X"), "undeclared") { error in
+        XCTAssertThrowsError(try ManifestSizeLimit.read(MemorySource(manifest()), name: "the manifest X"), "undeclared") { error in
             guard case ManifestError.tooLarge = error else { return XCTFail("\(error)") }
         }
         summary.blockDigests = Int64(count)
-        let bytes = try ManifestSizeLimit.read(ListedBytes(manifest()), name: "the manifest X")
+        let bytes = try ManifestSizeLimit.read(MemorySource(manifest()), name: "the manifest X")
         let read = try Manifest.parse(bytes)
         XCTAssertEqual(read.summary.blockDigests, Int64(count))
         XCTAssertEqual(read.entries.count, 1)
     }
-}
-
-/// Bytes handed out a piece at a time.
-private final class ListedBytes: ByteSource {
-    private let bytes: [UInt8]
-    private var delivered = 0
-
-    init(_ bytes: [UInt8]) {
-        self.bytes = bytes
-    }
-
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        let count = min(buffer.count, 65536, bytes.count - delivered)
-        bytes[delivered..<(delivered + count)].withUnsafeBytes { buffer.copyMemory(from: $0) }
-        delivered += count
-        return count
-    }
-
-    func close() {}
 }

@@ -412,9 +412,9 @@ final class ManifestTests: KeepsakeTestCase {
     }
 
     func testFutureFormatVersionIsUnsupported() {
-        let future = summaryLine.replacingOccurrences(of: "\"format\":1,", with: "\"format\":2,")
-        XCTAssertEqual(manifestError(future + "\n"), .unsupportedFormat(2))
-        XCTAssertTrue(ManifestError.unsupportedFormat(2).description.contains("upgrade"))
+        let future = summaryLine.replacingOccurrences(of: "\"format\":1,", with: "\"format\":3,")
+        XCTAssertEqual(manifestError(future + "\n"), .unsupportedFormat(3))
+        XCTAssertTrue(ManifestError.unsupportedFormat(3).description.contains("upgrade"))
         let farFuture = summaryLine.replacingOccurrences(of: "\"format\":1,", with: "\"format\":99999999999,")
         XCTAssertEqual(manifestError(farFuture + "\n"), .unsupportedFormat(Int(99_999_999_999)))
     }

@@ -30,7 +30,7 @@ final class BigFileTests: EndToEndTestCase {
         whole = hashlib.sha256(data).hexdigest() == entry["sha256"]
         print(entry["path"].rsplit("/", 1)[1], size, len(digests) // 16, "ok" if digests == expected and whole else "WRONG")
         counted += len(digests) // 16
-    print("declared", lines[0].get("block_digests", 0), "counted", counted)
+    print("format", lines[0]["format"], "declared", lines[0].get("block_digests", 0), "counted", counted)
     """
 
     /// What `tableCheck` says of the manifest of backup `id` in `dest`, line by line.
@@ -97,14 +97,15 @@ final class BigFileTests: EndToEndTestCase {
 
         let first = try backup([source], dest: dest)
         XCTAssertEqual(try checkedTables(first, dest: dest).sorted(), [
-            "big 65536 51 ok", "declared 147 counted 147", "edge 65536 16 ok", "sparse 65536 80 ok",
+            "big 65536 51 ok", "edge 65536 16 ok", "format 1 declared 147 counted 147", "sparse 65536 80 ok",
         ], "every file of 1 MiB or more, and only those, has its table")
 
         // The next night one block of `big` changes in place: it is read again and has a new
         // table; the files not read point at the first backup and carry none.
         try overwrite(source + "/big", at: 700_000, with: Array(repeating: 0xAB, count: 10))
         let second = try backup([source], dest: dest)
-        XCTAssertEqual(try checkedTables(second, dest: dest).sorted(), ["big 65536 51 ok", "declared 51 counted 51"])
+        XCTAssertEqual(try checkedTables(second, dest: dest).sorted(), ["big 65536 51 ok", "format 1 declared 51 counted 51"],
+                       "a manifest without files stored by blocks stays in the format older versions read")
 
         let target = path("out")
         assertExit(try run(["restore", second, "--dest", dest, "--target", target]), 0)
@@ -170,8 +171,8 @@ final class BigFileTests: EndToEndTestCase {
             let size = try XCTUnwrap(RawFileSystem.lstat(source + "/" + name)).st_size
             return total + Int((size + 65535) / 65536)
         }
-        XCTAssertEqual(try checkedTables(nights[7].id, dest: dest).last, "declared \(blocks) counted \(blocks)",
-                       "every big file's table is carried, and each is the file's")
+        XCTAssertEqual(try checkedTables(nights[7].id, dest: dest).last, "format 2 declared \(blocks) counted \(blocks)",
+                       "every big file's table is carried, each is the file's, and older versions are told to stay away")
 
         for (number, night) in nights.enumerated() {
             let target = path("restore-\(number + 1)")

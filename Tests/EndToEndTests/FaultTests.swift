@@ -218,6 +218,11 @@ final class FaultTests: FaultTestCase {
         let tmpdir = path("tmpdir")
         try RawFileSystem.makeDirectory(RawFileSystem.bytes(tmpdir))
         let environment: [String: String?] = ["TMPDIR": tmpdir]
+        // The prunes killed pause 20 ms before each removal, so that a prune lasts the same
+        // whatever the machine's load, and the kills spread by time land inside it (on a
+        // busy machine, a prune of a few milliseconds' work was over before most of them).
+        var killed = environment
+        killed["KEEPSAKE_TEST_REMOVAL_PAUSE_MS"] = "20"
         var ids: [String] = []
         for round in 0..<10 {
             try Fixtures.makeTree(at: small, files: ["rounds/round-\(round).txt": String(repeating: "\(round)\n", count: round + 1)])
@@ -230,7 +235,7 @@ final class FaultTests: FaultTestCase {
         let measureDest = path("measure")
         try copyDestination(template, to: measureDest)
         let duration = try seconds {
-            assertExit(try run(["prune", "--dest", measureDest, "--keep-last", "2"], environment: environment), 0, "measuring prune")
+            assertExit(try run(["prune", "--dest", measureDest, "--keep-last", "2"], environment: killed), 0, "measuring prune")
         }
         XCTAssertEqual(Set(try listedIDs(measureDest)), kept)
 
@@ -252,7 +257,7 @@ final class FaultTests: FaultTestCase {
         for (index, point) in points.enumerated() {
             let failuresBefore = testRun?.failureCount ?? 0
             try copyDestination(template, to: dest)
-            let running = try keepsake.start(["prune", "--dest", dest, "--keep-last", "2"], environment: environment)
+            let running = try keepsake.start(["prune", "--dest", dest, "--keep-last", "2"], environment: killed)
             defer { running.kill() }
             try reach(point, running: running, dest: dest)
             let pid = running.processIdentifier

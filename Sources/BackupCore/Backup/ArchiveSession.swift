@@ -46,6 +46,9 @@ final class ArchiveSession {
     private var newBytes: Int64 = 0
     /// Digests in the block tables of the files read (see `BlockTable`).
     private var blockDigests: Int64 = 0
+    /// Whether a line says a file is stored by blocks: the manifest is then of
+    /// `BackupSummary.blocksFormat`, which older versions refuse.
+    private var storesByBlocks = false
     private var lastProgress = Date.distantPast
 
     /// Scanned items waiting to be written, in scan order (from `queueStart` on): the file
@@ -249,6 +252,7 @@ final class ArchiveSession {
         if let blocks = reference.blocks {
             holders.formUnion(blocks.holders)
             blockDigests += Int64(blocks.count)
+            storesByBlocks = storesByBlocks || blocks.isStoredByBlocks
         }
         if links > 1 { linkedFiles[identity] = (path, reference.sha256 ?? "", reference.size, reference.storedIn) }
         try finishItem(entry) { counts in
@@ -353,6 +357,7 @@ final class ArchiveSession {
                                                   changed: outcome.changed, basis: basis, own: source)
             entry.blocks = table
             holders.formUnion(table.holders)
+            storesByBlocks = true
         }
         blockDigests += Int64(outcome.table.count)
         newFiles += 1
@@ -440,6 +445,7 @@ final class ArchiveSession {
         summary.newFileCount = newFiles
         summary.newBytes = newBytes
         summary.blockDigests = blockDigests
+        if storesByBlocks { summary.format = BackupSummary.blocksFormat }
         summary.reliesOn = holders.sorted()
     }
 

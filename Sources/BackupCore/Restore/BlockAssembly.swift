@@ -60,6 +60,15 @@ final class BlockAssembly: EntryContentReader {
     private let size: Int64
     private let open: Opener
     private var feeds: [Int: Feed] = [:]
+    /// When each open feed was last read from (a count of reads), to close the one read
+    /// longest ago when `mostOpen` are open.
+    private var lastRead: [Int: Int] = [:]
+    private var reads = 0
+    /// The most archives open at once: a real file's blocks lie in a few dozen, and a table
+    /// naming thousands must not open them all (a feed closed early is opened again, and read
+    /// forward to where it is needed).
+    static let mostOpen = 32
+    private let mostOpen: Int
     /// Runs left to read, and the one being read: its source and where it ends in the file.
     private var runs: IndexingIterator<[BlockTable.Run]>
     private var run: (source: Int, end: Int64)?
@@ -67,10 +76,12 @@ final class BlockAssembly: EntryContentReader {
 
     // MARK: Life cycle
 
-    /// The file `entry` (a file stored by blocks, of `table`), its archives opened by `open`.
-    init(entry: ManifestEntry, table: BlockTable, open: @escaping Opener) {
+    /// The file `entry` (a file stored by blocks, of `table`), its archives opened by `open`,
+    /// at most `mostOpen` at once.
+    init(entry: ManifestEntry, table: BlockTable, mostOpen: Int = BlockAssembly.mostOpen, open: @escaping Opener) {
         self.table = table
         size = max(0, entry.size)
+        self.mostOpen = max(1, mostOpen)
         self.open = open
         runs = table.runs.makeIterator()
     }
@@ -81,6 +92,7 @@ final class BlockAssembly: EntryContentReader {
     func close() {
         for feed in feeds.values { feed.opened.close() }
         feeds = [:]
+        lastRead = [:]
     }
 
     /// The header of the newest archive's entry: its extended attributes are the file's
@@ -132,8 +144,14 @@ final class BlockAssembly: EntryContentReader {
     }
 
     private func feed(_ source: Int) throws -> Feed {
+        reads += 1
+        lastRead[source] = reads
         if let feed = feeds[source] { return feed }
         guard table.sources.indices.contains(source) else { throw Problem(description: "its block table names no such archive") }
+        if feeds.count >= mostOpen,
+           let oldest = lastRead.filter({ feeds[$0.key] != nil && $0.key != source }).min(by: { $0.value < $1.value })?.key {
+            feeds.removeValue(forKey: oldest)?.opened.close()
+        }
         let feed = Feed(try open(table.sources[source]))
         feeds[source] = feed
         return feed
@@ -149,21 +167,25 @@ extension BlockAssembly {
     static func openEntry(of path: [UInt8], in source: BlockTable.Source, archive: RandomAccessSource, name: String,
                           closing: Bool, cancellation: CancellationFlag) throws -> OpenedEntry {
         let wanted = source.whole ? path : ArchiveLayout.blocksEntryPath(for: path)
-        let reader: ArchiveReader
-        if let range = source.archiveRange, let table = RangedZstdSource.table(of: archive) {
-            let ranged = RangedZstdSource(source: archive, table: table, ranges: [range], name: name, workers: 1)
-            reader = try ArchiveReader(decoded: ranged, name: name, keepsakeTar: true, cancellation: cancellation)
-        } else {
-            reader = try ArchiveReader(source: FromTheStart(archive), name: name, cancellation: cancellation)
-        }
-        while let header = try reader.nextHeader() {
-            if header.path == wanted, header.type == .file {
-                return OpenedEntry(reader: reader, header: header, close: { if closing { archive.close() } })
+        do {
+            let reader: ArchiveReader
+            if let range = source.archiveRange, let table = RangedZstdSource.table(of: archive) {
+                let ranged = RangedZstdSource(source: archive, table: table, ranges: [range], name: name, workers: 1)
+                reader = try ArchiveReader(decoded: ranged, name: name, keepsakeTar: true, cancellation: cancellation)
+            } else {
+                reader = try ArchiveReader(source: FromTheStart(archive), name: name, cancellation: cancellation)
             }
-            try reader.skipContent()
+            while let header = try reader.nextHeader() {
+                if header.path == wanted, header.type == .file {
+                    return OpenedEntry(reader: reader, header: header, close: { if closing { archive.close() } })
+                }
+                try reader.skipContent()
+            }
+            throw Problem(description: "\(name) does not hold its \(source.whole ? "content" : "blocks") where its manifest says")
+        } catch {
+            if closing { archive.close() }
+            throw error
         }
-        if closing { archive.close() }
-        throw Problem(description: "\(name) does not hold its \(source.whole ? "content" : "blocks") where its manifest says")
     }
 
     /// An archive read again from its first byte, whatever was read of it before.

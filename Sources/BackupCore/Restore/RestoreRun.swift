@@ -419,21 +419,9 @@ final class RestoreRun {
         for holder in groups.keys.sorted() {
             guard let group = groups.removeValue(forKey: holder) else { continue }
             let files = ManifestIndex(entries, positions: group)
-            let located: (source: RandomAccessSource, name: String)?
-            do {
-                located = try locateArchive?(holder)
-            } catch let refused as SigningError {
-                // Found, but not signed as asked: nothing of it is used, and the restore stops.
-                throw refused
-            } catch {
-                located = nil
-            }
-            guard let located else {
+            guard let located = try locate(holder, with: locateArchive) else {
                 // Not found at all (not found damaged): the caller says what to bring.
-                let host = manifest.summary.host.isEmpty ? "HOST" : HostIdentity.fileSafe(manifest.summary.host)
-                let fileName = "\(host)_\(holder.rawValue)\(manifest.summary.compression.fileExtension)"
-                result.missingArchives.append(MissingArchive(backupID: holder, fileName: fileName,
-                                                             paths: files.map { PathBytes.display($0.key.bytes) }.sorted()))
+                noteMissing(holder, of: manifest.summary, paths: files.map { PathBytes.display($0.key.bytes) })
                 continue
             }
             defer { located.source.close() }
@@ -479,13 +467,7 @@ final class RestoreRun {
             } catch let missing as BlockAssembly.MissingArchive {
                 // Named with the archives to bring, as a file whose archive is missing is.
                 entryInFlight = nil
-                let summary = manifest.summary
-                let host = summary.host.isEmpty ? "HOST" : HostIdentity.fileSafe(summary.host)
-                let fileName = "\(host)_\(missing.holder.rawValue)\(summary.compression.fileExtension)"
-                let earlier = result.missingArchives.firstIndex { $0.backupID == missing.holder }
-                let paths = (earlier.map { result.missingArchives[$0].paths } ?? []) + [entry.displayPath]
-                let named = MissingArchive(backupID: missing.holder, fileName: fileName, paths: paths.sorted())
-                if let earlier { result.missingArchives[earlier] = named } else { result.missingArchives.append(named) }
+                noteMissing(missing.holder, of: manifest.summary, paths: [entry.displayPath])
             } catch let problem as BlockAssembly.Problem {
                 entryInFlight = nil
                 result.damaged.append(PathWarning(kind: .damaged, path: entry.displayPath, reason: problem.description))
@@ -510,18 +492,35 @@ final class RestoreRun {
             return try BlockAssembly.openEntry(of: entry.path, in: source, archive: own, name: ownName, closing: false,
                                                cancellation: cancellation)
         }
-        let located: (source: RandomAccessSource, name: String)?
-        do {
-            located = try locateArchive?(holder)
-        } catch let refused as SigningError {
-            throw refused
-        } catch {
-            located = nil
-        }
         // Thrown, not noted here: this runs while the file is written, `result` in use.
-        guard let located else { throw BlockAssembly.MissingArchive(holder: holder) }
+        guard let located = try locate(holder, with: locateArchive) else { throw BlockAssembly.MissingArchive(holder: holder) }
         return try BlockAssembly.openEntry(of: entry.path, in: source, archive: located.source, name: located.name, closing: true,
                                            cancellation: cancellation)
+    }
+
+    /// The archive of the earlier backup `holder`, or nil when it is not found (or found
+    /// damaged); one found but not signed as asked stops the restore.
+    private func locate(_ holder: BackupID, with locateArchive: Restorer.ArchiveLocator?) throws
+        -> (source: RandomAccessSource, name: String)? {
+        do {
+            return try locateArchive?(holder)
+        } catch let refused as SigningError {
+            // Found, but not signed as asked: nothing of it is used, and the restore stops.
+            throw refused
+        } catch {
+            return nil
+        }
+    }
+
+    /// Names the archive of backup `holder` (relied on by the backup `summary` describes) as
+    /// one to bring, holding `paths` (added to those it was named for already).
+    private func noteMissing(_ holder: BackupID, of summary: BackupSummary, paths: [String]) {
+        let host = summary.host.isEmpty ? "HOST" : HostIdentity.fileSafe(summary.host)
+        let fileName = "\(host)_\(holder.rawValue)\(summary.compression.fileExtension)"
+        let earlier = result.missingArchives.firstIndex { $0.backupID == holder }
+        let all = (earlier.map { result.missingArchives[$0].paths } ?? []) + paths
+        let missing = MissingArchive(backupID: holder, fileName: fileName, paths: all.sorted())
+        if let earlier { result.missingArchives[earlier] = missing } else { result.missingArchives.append(missing) }
     }
 
     /// Hard links recorded only in the manifest (their first name's content is in an earlier
