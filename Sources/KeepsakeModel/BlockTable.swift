@@ -147,21 +147,9 @@ public struct BlockTable: Sendable, Equatable {
         var sources: [Source] = []
         var numbers: [Int: Int] = [:] // basis source → its number here; -1 stands for `own`
         var runs: [Run] = []
-        var basisRuns = basis.runs.makeIterator()
-        var basisRun = basisRuns.next()
-        var basisLeft = basisRun?.count ?? 0
+        let held = basis.sourceOfEachBlock
         for block in 0..<count {
-            // The basis's source of this block (its runs walked in step).
-            var held = -1
-            if block < basis.count {
-                while basisLeft == 0, let next = basisRuns.next() {
-                    basisRun = next
-                    basisLeft = next.count
-                }
-                held = basisRun?.source ?? 0
-                basisLeft -= 1
-            }
-            let key = block < changed.count && changed[block] || held < 0 || basis.sources.isEmpty ? -1 : held
+            let key = block < changed.count && changed[block] || block >= held.count ? -1 : held[block]
             let number: Int
             if let known = numbers[key] {
                 number = known

@@ -441,7 +441,8 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
     /// Whether the entry at `position` lies whole in its own backup's archive: it names no
     /// other backup's (`in`), and is not a file stored by blocks.
     public func isWholeInOwnArchive(at position: Int) -> Bool {
-        storedIn(at: position) == nil && blockTables[position]?.isStoredByBlocks != true
+        // Most manifests have no table at all: no lookup for them.
+        storedIn(at: position) == nil && (blockTables.isEmpty || blockTables[position]?.isStoredByBlocks != true)
     }
 
     /// Whether backup's own archive has an entry for the entry at `position`: it lies there

@@ -273,8 +273,7 @@ final class ArchiveSession {
         let write: (UnsafeRawBufferPointer) throws -> Void = { chunk in
             try self.writer.writeData(chunk, path: file.header.path)
             written += Int64(chunk.count)
-            // A big file reports progress every 64 MiB on its way.
-            if written & ((1 << 26) - 1) < Int64(chunk.count) { self.reportProgress(file.header.path, force: false) }
+            self.reportProgress(file.header.path, read: written, last: chunk.count)
         }
         let content: SourceFileReader.Content
         if let prefetched, let readAhead {
@@ -309,8 +308,7 @@ final class ArchiveSession {
         let content = try reader.readContent(of: file, digestingBlocks: false) { chunk in
             try spooling.add(chunk)
             read += Int64(chunk.count)
-            // A big file reports progress every 64 MiB on its way, as when stored whole.
-            if read & ((1 << 26) - 1) < Int64(chunk.count) { self.reportProgress(file.header.path, force: false) }
+            self.reportProgress(file.header.path, read: read, last: chunk.count)
         }
         let outcome = try spooling.finish()
         if let problem = content.problem { warn(problem) }
@@ -450,6 +448,12 @@ final class ArchiveSession {
     }
 
     // MARK: Progress
+
+    /// A big file reports progress every 64 MiB on its way: `read` bytes of it so far, the
+    /// last `last` of them just now.
+    private func reportProgress(_ path: [UInt8], read: Int64, last: Int) {
+        if read & ((1 << 26) - 1) < Int64(last) { reportProgress(path, force: false) }
+    }
 
     private func reportProgress(_ path: [UInt8], force: Bool) {
         guard let events else { return }

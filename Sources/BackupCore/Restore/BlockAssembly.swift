@@ -112,7 +112,7 @@ final class BlockAssembly: EntryContentReader {
 
     func nextBlock() throws -> (bytes: UnsafeRawBufferPointer, offset: Int64)? {
         while position < size {
-            guard let current = try currentRun() else { return nil }
+            guard let current = currentRun() else { return nil }
             guard let chunk = try feed(current.source).chunk(reaching: position), chunk.offset < current.end else {
                 // A hole to the end of the run (or the entry ended): zeros.
                 position = current.end
@@ -133,7 +133,7 @@ final class BlockAssembly: EntryContentReader {
     }
 
     /// The run that holds `position`, moving on past the ones that end before it.
-    private func currentRun() throws -> (source: Int, end: Int64)? {
+    private func currentRun() -> (source: Int, end: Int64)? {
         while run == nil || position >= run?.end ?? 0 {
             guard let next = runs.next() else { return nil }
             let start = run?.end ?? 0

@@ -635,12 +635,7 @@ public final class Verifier {
         }
         state.seen[position] = true
         let entry = index.entries[position]
-        var expected = Set<Int>()
-        var first = 0
-        for run in table.runs {
-            if run.source == here { expected.formUnion(first..<(first + run.count)) }
-            first += run.count
-        }
+        let expected = Set(table.sourceOfEachBlock.enumerated().filter { $0.element == here }.map(\.offset))
         let check = BlockCheck(table: table, fileSize: entry.size)
         while let block = try reader.nextBlock() {
             try cancellation.check()
