@@ -1,4 +1,5 @@
 import Foundation
+import KeepsakeArchive
 import KeepsakeJSON
 
 /// The blocks of a big file as a manifest line records them (JSON `blocks`): a digest of
@@ -69,13 +70,25 @@ public struct BlockTable: Sendable, Equatable {
         /// Where that entry lies in the archive's tar stream (a hint, as for a file's). JSON `at`, `len`.
         public var archiveOffset: Int64?
         public var archiveLength: Int64?
+        /// Set only when a reader points the source at a supplement (`holder` is then the
+        /// supplement's id): the backup whose blocks it holds, which names its entry
+        /// (`SupplementNaming.blocksEntryPath`). Never written.
+        public var origin: BackupID?
 
         /// A source: `holder`'s archive (nil: the line's own backup), whole or not, the entry where given.
-        public init(holder: BackupID?, whole: Bool, archiveOffset: Int64? = nil, archiveLength: Int64? = nil) {
+        public init(holder: BackupID?, whole: Bool, archiveOffset: Int64? = nil, archiveLength: Int64? = nil, origin: BackupID? = nil) {
             self.holder = holder
             self.whole = whole
             self.archiveOffset = archiveOffset
             self.archiveLength = archiveLength
+            self.origin = origin
+        }
+
+        /// The entry that holds the blocks in the archive, for the file at `path`.
+        public func entryPath(for path: [UInt8]) -> [UInt8] {
+            if whole { return path }
+            if let origin { return SupplementNaming.blocksEntryPath(origin: origin, path: path) }
+            return ArchiveLayout.blocksEntryPath(for: path)
         }
 
         /// Where the entry lies, when given.
@@ -127,7 +140,7 @@ public struct BlockTable: Sendable, Equatable {
     public func seen(after owner: BackupID) -> BlockTable {
         BlockTable(blockSize: blockSize, digests: digests,
                    sources: sources.map { Source(holder: $0.holder ?? owner, whole: $0.whole, archiveOffset: $0.archiveOffset,
-                                                 archiveLength: $0.archiveLength) },
+                                                 archiveLength: $0.archiveLength, origin: $0.origin) },
                    runs: runs)
     }
 

@@ -223,6 +223,12 @@ public struct ManifestEntries: RandomAccessCollection, Sendable, Equatable, Expr
         records[position] = record
     }
 
+    /// Sets the block table of the file at `position` (a reader pointing its blocks at the
+    /// supplements that hold them: see `SupplementShelf.relocating`).
+    public mutating func replaceBlocks(at position: Int, with table: BlockTable) {
+        blockTables[position] = table
+    }
+
     /// Adds every entry of `other` at the end.
     public mutating func append(contentsOf other: ManifestEntries) {
         guard !isEmpty else {

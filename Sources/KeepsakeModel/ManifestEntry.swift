@@ -108,7 +108,7 @@ public struct ManifestEntry: Sendable, Equatable {
         writer.endObject()
     }
 
-    private static func writeBytes(_ bytes: [UInt8], key: String, to writer: inout JSONWriter) {
+    static func writeBytes(_ bytes: [UInt8], key: String, to writer: inout JSONWriter) {
         if let text = PathBytes.validString(bytes) {
             writer.key(key)
             writer.string(text)

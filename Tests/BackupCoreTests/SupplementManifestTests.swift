@@ -51,7 +51,7 @@ final class SupplementManifestTests: KeepsakeTestCase {
         let cases: [(String, [UInt8], String)] = [
             ("empty", [], "empty"),
             ("a backup's manifest", Array("{\"format\":1}\n".utf8), "supplement"),
-            ("a newer format", replacing(line: 1, with: "{\"supplement\":2}", in: good), "format"),
+            ("a newer format", replacing(line: 1, with: "{\"supplement\":3}", in: good), "format"),
             ("no owner", replacing(line: 1, with: "{\"supplement\":1,\"id\":\"20270111T030000Z-0000000c\",\"host\":\"box\"}", in: good),
              "owner"),
         ]
@@ -133,5 +133,56 @@ final class SupplementManifestTests: KeepsakeTestCase {
         forged.holds.insert(owner)
         XCTAssertThrowsError(try SupplementSummary.parse(forged.encoded()))
         XCTAssertThrowsError(try SupplementSummary.parse(manifest([entry("a", from: origin)]).summary.encoded()))
+    }
+
+    /// Held blocks (`HeldBlocks`): lines after the files, in a manifest of format 2 (what
+    /// older versions refuse); what they write reads back the same, the summary names their
+    /// backups, and every line Keepsake never writes is refused, naming the line.
+    func testHeldBlocksReadBackAndWhatKeepsakeNeverWritesIsRefused() throws {
+        let digests = (0..<5).flatMap { Array(repeating: UInt8($0), count: BlockTable.digestLength) }
+        let held = HeldBlocks(origin: origin, path: Array("srv/disk.img".utf8), blockSize: 65536, indices: [0, 1, 2, 7, 9],
+                              digests: digests, entrySize: 9 * 65536 + 100, archiveOffset: 1536, archiveLength: 200_000)
+        let second = BackupID("20270104T020000Z-0000000d")!
+        var other = held
+        other.origin = second
+        let written = SupplementManifest(id: BackupID("20270111T030000Z-0000000c")!, host: "box", owner: owner,
+                                         created: Date(timeIntervalSince1970: 1_799_636_400),
+                                         archiveName: "box_20270111T030000Z-0000000c.supplement.tar.zst", archiveSize: 4096,
+                                         archiveSHA256: sha, entries: [entry("a", from: origin)], blocks: [held, other])
+        let text = String(decoding: written.encoded(), as: UTF8.self)
+        XCTAssertTrue(text.hasPrefix("{\"supplement\":2,"), text)
+        XCTAssertTrue(text.contains("\"runs\":[0,3,7,1,9,1]"), text)
+        XCTAssertEqual(try SupplementManifest.parse(written.encoded()), written)
+        XCTAssertEqual(written.summary.holds, [origin, second])
+        XCTAssertEqual(held.regions.map(\.offset), [0, 7 * 65536, 9 * 65536])
+        XCTAssertEqual(held.regions.map(\.length), [3 * 65536, 65536, 100])
+        XCTAssertTrue(held.holds(7, digest: held.digest(of: 7) ?? []))
+        XCTAssertNil(held.digest(of: 8))
+        XCTAssertEqual(SupplementNaming.blocksEntryPath(origin: origin, path: held.path),
+                       Array(".keepsake/blocks/\(origin.rawValue)/srv/disk.img".utf8))
+
+        let line = String(text.split(separator: "\n")[2])
+        let base64 = Data(digests).base64EncodedString()
+        let cases: [(String, [UInt8], String)] = [
+            ("blocks in format 1", replacing(line: 1, with: String(text.split(separator: "\n")[0]).replacingOccurrences(
+                of: "\"supplement\":2", with: "\"supplement\":1"), in: written), "format 1"),
+            ("files after blocks", Array((text + String(text.split(separator: "\n")[1]) + "\n").utf8), "before its blocks"),
+            ("listed twice", Array((text + line + "\n").utf8), "twice"),
+            ("runs out of order", Array(text.replacingOccurrences(of: "[0,3,7,1,9,1]", with: "[7,1,0,3,9,1]").utf8), "in order"),
+            ("past the entry", Array(text.replacingOccurrences(of: "[0,3,7,1,9,1]", with: "[0,3,7,1,10,1]").utf8), "within"),
+            ("not ending at its size", Array(text.replacingOccurrences(of: "[0,3,7,1,9,1]", with: "[0,3,7,1,8,1]").utf8), "ends"),
+            ("a digest short", Array(text.replacingOccurrences(of: base64, with: Data(digests.dropLast(16)).base64EncodedString()).utf8),
+             "one digest"),
+            ("no place", Array(text.replacingOccurrences(of: "\"at\":1536,\"len\":200000,", with: "").utf8), "'at'"),
+            ("an odd block size", Array(text.replacingOccurrences(of: "\"held_blocks\":{\"size\":65536", with: "\"held_blocks\":{\"size\":65537").utf8),
+             "power of two"),
+            ("blocks of its owner", Array(text.replacingOccurrences(of: "\"in\":\"\(second.rawValue)\"", with: "\"in\":\"\(owner.rawValue)\"").utf8),
+             "not older"),
+        ]
+        for (label, bytes, expected) in cases {
+            XCTAssertThrowsError(try SupplementManifest.parse(bytes), label) { error in
+                XCTAssertTrue("\(error)".contains(expected), "\(label): \(error)")
+            }
+        }
     }
 }

@@ -224,29 +224,83 @@ final class BigFileTests: EndToEndTestCase {
         XCTAssertEqual(try RawFileSystem.readFile(RawFileSystem.bytes(restored(source, into: path("first")) + "/image")).count, 2_000_000)
     }
 
-    func testPruneKeepsTheBackupsWhoseBlocksKeptOnesTake() throws {
+    /// Ten nights of a changing big file stored by blocks, pruned each night to the last
+    /// three: the kept set is the policy's, the blocks kept backups take from removed ones
+    /// move into supplements (block entries of their own, valid tar), every kept backup
+    /// restores exactly, whole and in part, also from a folder holding only its archives and
+    /// supplements; verify passes; and the destination holds far less than a whole copy a
+    /// kept backup.
+    func testNightlyPrunesMoveTheBlocksKeptBackupsTakeIntoSupplements() throws {
         let source = path("src"), dest = path("dest")
         try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
-        try writeRandom(source + "/image", count: 2_000_000)
+        let imageSize = 1_500_000
+        try writeRandom(source + "/image", count: imageSize)
         var ids: [String] = []
-        var copies: [String] = []
-        for number in 1...5 {
-            if number > 1 { try overwrite(source + "/image", at: UInt64(number * 300_000), with: Array(repeating: UInt8(number), count: 50_000)) }
-            ids.append(try backup([source], dest: dest, options: ["--blocks"]))
-            copies.append(path("copy-\(number)"))
-            try toolSucceeds("cp", ["-a", source, copies[number - 1]])
+        var copies: [String: String] = [:]
+        for night in 1...10 {
+            if night > 1 {
+                // In-place runs at offsets that move each night, an append on night 6, a note edited.
+                try overwrite(source + "/image", at: UInt64((night * 170_000) % 1_300_000), with: Array(repeating: UInt8(night), count: 40_000))
+                try overwrite(source + "/image", at: UInt64((night * 610_000) % 1_400_000), with: Array(repeating: UInt8(night + 100), count: 3_000))
+                if night == 6 {
+                    let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: source + "/image"))
+                    try handle.seekToEnd()
+                    try handle.write(contentsOf: Data(repeating: 9, count: 70_000))
+                    try handle.close()
+                }
+            }
+            try Data("night \(night)".utf8).write(to: URL(fileURLWithPath: source + "/note"))
+            let id = try backup([source], dest: dest, options: ["--blocks"])
+            ids.append(id)
+            copies[id] = path("copy-\(night)")
+            try toolSucceeds("cp", ["-a", source, path("copy-\(night)")])
+            guard night >= 3 else { continue }
+            assertExit(try run(["prune", "--dest", dest, "--keep-last", "3", "--quiet"]), 0, "night \(night)")
+            let listed = ((try json(try run(["list", "--dest", dest, "--json"])))["backups"] as? [[String: Any]] ?? [])
+                .compactMap { $0["id"] as? String }
+            XCTAssertEqual(Set(listed), Set(ids.suffix(3)), "night \(night): the backups kept are the policy's")
+            for kept in ids.suffix(3) {
+                let target = path("out-\(night)-\(kept)")
+                assertExit(try run(["restore", kept, "--dest", dest, "--target", target, "--quiet"]), 0, "night \(night), \(kept)")
+                try assertTreesEqual(expected: copies[kept] ?? "", actual: restored(source, into: target))
+            }
+            if night % 3 == 0 { assertExit(try run(["verify", "--dest", dest, "--quiet"]), 0, "night \(night)") }
         }
-        let prune = try run(["prune", "--dest", dest, "--keep-last", "2"])
-        assertExit(prune, 0)
-        XCTAssertTrue(prune.stderrText.contains("blocks of big files"), prune.stderrText)
-        let listed = try run(["list", "--dest", dest, "--json"])
-        let kept = ((try json(listed))["backups"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
-        XCTAssertEqual(Set(kept), Set(ids), "every backup holds blocks the newest takes")
-        for number in [4, 5] {
-            let target = path("out-\(number)")
-            assertExit(try run(["restore", ids[number - 1], "--dest", dest, "--target", target]), 0)
-            try assertTreesEqual(expected: copies[number - 1], actual: restored(source, into: target))
+        // The supplements hold blocks in entries of their own, which tar reads.
+        let supplements = try names(in: dest).filter { $0.hasSuffix(".supplement.tar.zst") }
+        XCTAssertFalse(supplements.isEmpty)
+        var blockEntries: [String] = []
+        for supplement in supplements {
+            let listing = try toolSucceeds("tar", ["--zstd", "-tf", dest + "/" + supplement]).stdoutText
+            blockEntries += listing.split(separator: "\n").map(String.init).filter { $0.hasPrefix(".keepsake/blocks/") }
         }
+        XCTAssertFalse(blockEntries.isEmpty, "blocks moved into supplements")
+        XCTAssertTrue(blockEntries.allSatisfy { $0.hasSuffix("/image") }, "\(blockEntries)")
+        let stored = try names(in: dest).reduce(Int64(0)) { total, name in
+            total + ((try? FileManager.default.attributesOfItem(atPath: dest + "/" + name)[.size] as? Int64) ?? 0)
+        }
+        XCTAssertLessThan(stored, Int64(imageSize) * 2, "three kept nights of a 1.5 MB file, not three whole copies")
+
+        // A partial restore, and one from a folder with only the kept archives and supplements.
+        let newest = ids[ids.count - 1]
+        assertExit(try run(["restore", newest, "--dest", dest, "--target", path("part"), String(source.dropFirst()) + "/image"]), 0)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: restored(source, into: path("part")) + "/image")),
+                       try Data(contentsOf: URL(fileURLWithPath: (copies[newest] ?? "") + "/image")))
+        let lone = path("usb")
+        try FileManager.default.createDirectory(atPath: lone, withIntermediateDirectories: true)
+        for name in try names(in: dest) where name.hasSuffix(".tar.zst") || name.hasSuffix(".supplement.jsonl.zst") {
+            try FileManager.default.copyItem(atPath: dest + "/" + name, toPath: lone + "/" + name)
+        }
+        let archive = try XCTUnwrap(try names(in: dest).first { $0.contains(newest) && $0.hasSuffix(".tar.zst") })
+        assertExit(try run(["restore", lone + "/" + archive, "--target", path("from-usb"), "--quiet"],
+                           environment: ["KEEPSAKE_DEST": path("no-such-destination")]), 0)
+        try assertTreesEqual(expected: copies[newest] ?? "", actual: restored(source, into: path("from-usb")))
+
+        // Down to the newest alone: its supplement holds every block it takes.
+        assertExit(try run(["prune", "--dest", dest, "--keep-last", "1", "--quiet"]), 0)
+        assertExit(try run(["restore", newest, "--dest", dest, "--target", path("last"), "--quiet"]), 0)
+        try assertTreesEqual(expected: copies[newest] ?? "", actual: restored(source, into: path("last")))
+        assertExit(try run(["verify", "--dest", dest, "--quiet"]), 0)
     }
 
     func testALoneArchiveWithoutTheOneHoldingItsOtherBlocksNamesIt() throws {

@@ -200,6 +200,7 @@ public final class LocatedBackup {
         for position in entries.indices {
             if let holder = entries.storedIn(at: position) { holders.insert(holder) }
         }
+        for position in entries.positionsStoredByBlocks { holders.formUnion(entries.blocks(at: position)?.holders ?? []) }
         guard !holders.isEmpty else { return 0 }
         let present: Set<BackupID>
         switch origin {
@@ -218,10 +219,10 @@ public final class LocatedBackup {
         var interrupted: Interruption?
         let used = shelf.relocating(&manifest, gone: gone) { candidates in
             candidates.firstIndex { candidate in
-                let id = candidate.supplement.id
+                let id = candidate.id
                 if wholeSupplements[id] == nil, interrupted == nil {
                     do {
-                        try SupplementContent.checkArchive(of: candidate.supplement, in: storage, cancellation: cancellation)
+                        try SupplementContent.checkArchive(of: candidate, in: storage, cancellation: cancellation)
                         wholeSupplements[id] = true
                     } catch let stop as Interruption {
                         interrupted = stop

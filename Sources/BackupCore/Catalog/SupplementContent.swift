@@ -98,11 +98,17 @@ enum SupplementContent {
     static func checkArchive(of manifest: SupplementManifest, in storage: KeyedStorage, cancellation: CancellationFlag) throws {
         var expected: [PathKey: String] = [:]
         for entry in manifest.entries { expected[PathKey(entry.path)] = entry.sha256 }
+        var expectedBlocks: [PathKey: HeldBlocks] = [:]
+        for held in manifest.blocks { expectedBlocks[PathKey(SupplementNaming.blocksEntryPath(origin: held.origin, path: held.path))] = held }
         let (hashing, content) = try openHashed(manifest.archiveName, in: storage)
         defer { content.close() }
         let reader = try ArchiveReader(source: content, name: manifest.archiveName, cancellation: cancellation)
         while let header = try reader.nextHeader() {
             try cancellation.check()
+            if let held = expectedBlocks.removeValue(forKey: PathKey(header.path)) {
+                try checkBlocks(held, header: header, reader: reader, archive: manifest.archiveName, cancellation: cancellation)
+                continue
+            }
             if ArchiveLayout.isMetadataEntry(header.path) || header.path == SupplementNaming.innerManifestPath {
                 try reader.skipContent()
                 continue
@@ -114,11 +120,31 @@ enum SupplementContent {
         }
         try reader.readToEnd()
         try drain(hashing)
-        if let missing = expected.keys.first {
+        if let missing = expected.keys.first ?? expectedBlocks.keys.first {
             throw SupplementDamage(reason: "\(PathBytes.display(missing.bytes)) is missing from \(manifest.archiveName)")
         }
         guard hashing.count == manifest.archiveSize, hashing.finalizeHex() == manifest.archiveSHA256 else {
             throw SupplementDamage(reason: "\(manifest.archiveName) is not the archive its manifest records (size or SHA-256)")
+        }
+    }
+
+    /// Checks the entry at the reader (`header`) that holds `held`: of its size, holding
+    /// exactly those blocks, each with its digest.
+    static func checkBlocks(_ held: HeldBlocks, header: ArchiveEntryHeader, reader: ArchiveReader, archive: String,
+                            cancellation: CancellationFlag) throws {
+        let shown = PathBytes.display(header.path)
+        guard header.type == .file, header.size == held.entrySize else {
+            throw SupplementDamage(reason: "\(shown) in \(archive) is not the entry of blocks its manifest records")
+        }
+        let check = BlockCheck(held: held)
+        while let block = try reader.nextBlock() {
+            try cancellation.check()
+            check.add(block.bytes, at: block.offset)
+        }
+        let found = check.finish()
+        if let problem = found.problem ?? (found.matched.count == held.indices.count ? nil
+            : "it holds \(found.matched.count) of the \(held.indices.count) blocks its manifest records") {
+            throw SupplementDamage(reason: "\(shown) in \(archive): \(problem)")
         }
     }
 

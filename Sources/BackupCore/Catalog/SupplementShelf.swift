@@ -22,6 +22,9 @@ public struct SupplementShelf: Sendable {
     /// Where each held file is: the supplement's position in `supplements` and the entry's,
     /// oldest supplement first.
     private var held: [SupplementManifest.HeldFile: [(supplement: Int, entry: Int)]] = [:]
+    /// Where held blocks are (`HeldBlocks`), by the backup and path they are of: the
+    /// supplement's position and the line's, oldest supplement first.
+    private var heldBlocks: [SupplementManifest.HeldFile: [(supplement: Int, line: Int)]] = [:]
     /// For each backup some supplement holds files of, those supplements' positions.
     private var byOrigin: [BackupID: Set<Int>] = [:]
 
@@ -86,6 +89,10 @@ public struct SupplementShelf: Sendable {
             held[SupplementManifest.HeldFile(origin: origin, path: PathKey(entry.path)), default: []].append((position, index))
             byOrigin[origin, default: []].insert(position)
         }
+        for (line, blocks) in manifest.blocks.enumerated() {
+            heldBlocks[SupplementManifest.HeldFile(origin: blocks.origin, path: PathKey(blocks.path)), default: []].append((position, line))
+            byOrigin[blocks.origin, default: []].insert(position)
+        }
     }
 
     // MARK: Looking up
@@ -109,6 +116,14 @@ public struct SupplementShelf: Sendable {
             let supplement = supplements[place.supplement]
             let entry = supplement.entries[place.entry]
             return entry.sha256 == sha256 ? (supplement, entry) : nil
+        }
+    }
+
+    /// Every supplement holding blocks of backup `origin`'s version of the file at `path`,
+    /// with the line that says which, newest first.
+    public func blockHolders(_ origin: BackupID, path: [UInt8]) -> [(supplement: SupplementManifest, blocks: HeldBlocks)] {
+        (heldBlocks[SupplementManifest.HeldFile(origin: origin, path: PathKey(path))] ?? []).reversed().map { place in
+            (supplements[place.supplement], supplements[place.supplement].blocks[place.line])
         }
     }
 
@@ -140,12 +155,14 @@ public struct SupplementShelf: Sendable {
 
     /// `manifest` with each file whose holder is in `gone` pointed at the supplement that
     /// holds it (its `in`, `at` and `len` then name the supplement and the place there),
-    /// when one holds it with the same SHA-256; other entries as they were. When several
-    /// say they hold a file, `choosing` picks among them (newest first; by default the
+    /// when one holds it with the same SHA-256; and each block of a file stored by blocks
+    /// whose holder is in `gone` pointed at a supplement holding it with the same digest
+    /// (`relocatingBlocks`). Other entries and blocks as they were. When several say they
+    /// hold a file or a block, `choosing` picks among them (newest first; by default the
     /// newest). Returns the supplements it points at.
     public func relocating(_ manifest: inout Manifest, gone: Set<BackupID>,
-                           choosing: ([(supplement: SupplementManifest, entry: ManifestEntry)]) -> Int = { _ in 0 }) -> Set<BackupID> {
-        guard !gone.isEmpty, !held.isEmpty else { return [] }
+                           choosing: ([SupplementManifest]) -> Int = { _ in 0 }) -> Set<BackupID> {
+        guard !gone.isEmpty, !held.isEmpty || !heldBlocks.isEmpty else { return [] }
         var used = Set<BackupID>()
         let entries = manifest.entries
         var moves: [(position: Int, holder: BackupID, offset: Int64, length: Int64)] = []
@@ -153,7 +170,7 @@ public struct SupplementShelf: Sendable {
             guard let holder = entries.storedIn(at: position), gone.contains(holder) else { continue }
             let candidates = holders(holder, path: entries.path(at: position), sha256: entries.sha256(at: position))
             guard !candidates.isEmpty else { continue }
-            let chosen = candidates.count == 1 ? 0 : choosing(candidates)
+            let chosen = candidates.count == 1 ? 0 : choosing(candidates.map(\.supplement))
             let found = candidates[candidates.indices.contains(chosen) ? chosen : 0]
             guard let offset = found.entry.archiveOffset, let length = found.entry.archiveLength else { continue }
             moves.append((position, found.supplement.id, offset, length))
@@ -162,6 +179,64 @@ public struct SupplementShelf: Sendable {
         for move in moves {
             manifest.entries.relocate(at: move.position, to: move.holder, offset: move.offset, length: move.length)
         }
+        for position in manifest.entries.positionsStoredByBlocks {
+            guard let table = manifest.entries.blocks(at: position), !table.holders.isDisjoint(with: gone),
+                  let moved = relocatingBlocks(of: table, path: manifest.entries.path(at: position), gone: gone, choosing: choosing)
+            else { continue }
+            manifest.entries.replaceBlocks(at: position, with: moved)
+            used.formUnion(moved.sources.compactMap { $0.origin == nil ? nil : $0.holder })
+        }
         return used
+    }
+
+    /// `table` (of the file at `path`) with each block whose holder is in `gone` taken from a
+    /// supplement that holds it with the same digest (a source of its own per supplement
+    /// line, `origin` naming its entry); nil when no block moves. A block no supplement
+    /// holds keeps its source: a restore names that backup's archive as missing.
+    private func relocatingBlocks(of table: BlockTable, path: [UInt8], gone: Set<BackupID>,
+                                  choosing: ([SupplementManifest]) -> Int) -> BlockTable? {
+        struct Place: Hashable {
+            var original: Int
+            var supplement: BackupID?
+            var origin: BackupID?
+        }
+        var sources: [BlockTable.Source] = []
+        var numbers: [Place: Int] = [:]
+        var runs: [BlockTable.Run] = []
+        var holdersOf: [Int: [(supplement: SupplementManifest, blocks: HeldBlocks)]] = [:]
+        var moved = false
+        for (block, original) in table.sourceOfEachBlock.enumerated() {
+            var place = Place(original: original, supplement: nil, origin: nil)
+            var source = table.sources[original]
+            if let holder = source.holder, gone.contains(holder) {
+                if holdersOf[original] == nil { holdersOf[original] = blockHolders(holder, path: path) }
+                let candidates = (holdersOf[original] ?? []).filter {
+                    $0.blocks.blockSize == table.blockSize && $0.blocks.holds(block, digest: table.digest(at: block))
+                }
+                if !candidates.isEmpty {
+                    let chosen = candidates.count == 1 ? 0 : choosing(candidates.map(\.supplement))
+                    let found = candidates[candidates.indices.contains(chosen) ? chosen : 0]
+                    // One line per backup and path in a supplement: the two name it.
+                    place = Place(original: -1, supplement: found.supplement.id, origin: found.blocks.origin)
+                    source = BlockTable.Source(holder: found.supplement.id, whole: false, archiveOffset: found.blocks.archiveOffset,
+                                               archiveLength: found.blocks.archiveLength, origin: found.blocks.origin)
+                    moved = true
+                }
+            }
+            let number: Int
+            if let known = numbers[place] {
+                number = known
+            } else {
+                number = sources.count
+                numbers[place] = number
+                sources.append(source)
+            }
+            if let last = runs.last, last.source == number {
+                runs[runs.count - 1].count += 1
+            } else {
+                runs.append(BlockTable.Run(count: 1, source: number))
+            }
+        }
+        return moved ? BlockTable(blockSize: table.blockSize, digests: table.digests, sources: sources, runs: runs) : nil
     }
 }

@@ -49,6 +49,11 @@ struct ChainConsolidation {
         /// Every file kept backups take from backups that are gone or going, with the
         /// SHA-256 they record: what a supplement may be removed only once others hold.
         var needed: [SupplementManifest.HeldFile: String] = [:]
+        /// Blocks of big files to copy (see `HeldBlocks`), by the kept backup whose supplement takes them.
+        var wantedBlocks: [BackupID: [SupplementWriter.WantedBlocks]] = [:]
+        /// Every block kept backups take from backups that are gone or going, by backup and
+        /// path, with its digest (as `needed` for files).
+        var neededBlocks: [SupplementManifest.HeldFile: [Int: ArraySlice<UInt8>]] = [:]
         /// The supplements that stay (the newest of each kept backup that gets no new one).
         var staying: [SupplementManifest] = []
         /// Supplements read whole while planning (true when they checked out).
@@ -91,6 +96,7 @@ struct ChainConsolidation {
         var files = 0
         var bytes: Int64 = 0
         var needed: [SupplementManifest.HeldFile: String] = [:]
+        var neededBlocks: [SupplementManifest.HeldFile: [Int: ArraySlice<UInt8>]] = [:]
         var staying: [SupplementManifest] = []
         var checked: [BackupID: Bool] = [:]
     }
@@ -190,8 +196,13 @@ struct ChainConsolidation {
 
         // Oldest kept first: each file goes to the oldest kept backup that takes it.
         var lost = 0
+        var blockNeeds = BlockNeeds()
         for item in kept.sorted(by: { $0.id < $1.id }) where consolidated.contains(item.manifestName) {
             _ = try catalog.forEachEntry(of: item) { entry in
+                if let table = entry.blocks, table.isStoredByBlocks {
+                    blockNeeds.add(entry, table: table, of: item, keeping: keptIDs)
+                    return
+                }
                 guard entry.type == .file, let origin = entry.storedIn, !keptIDs.contains(origin) else { return }
                 let key = SupplementManifest.HeldFile(origin: origin, path: PathKey(entry.path))
                 guard plan.needed[key] == nil else { return }
@@ -218,16 +229,72 @@ struct ChainConsolidation {
             events?.handle(.caution("\(lost == 1 ? "1 file" : "\(lost) files") that kept backups take from earlier ones "
                 + "could not be found in \(storage.location); run 'keepsake verify'"))
         }
-        // A kept backup that gets a new supplement takes its present one's files into it.
-        for owner in plan.wanted.keys {
+        let unmoved = planBlocks(blockNeeds, into: &plan, holding: Array(newestOfOwner.values) + left, going: byID, shelf: shelf)
+        if unmoved > 0 {
+            events?.handle(.caution("blocks of \(unmoved == 1 ? "1 big file" : "\(unmoved) big files") that kept backups take "
+                + "could not be found whole in one archive of \(storage.location); the supplements holding them stay where they are "
+                + "(run 'keepsake verify')"))
+        }
+        // A kept backup that gets a new supplement takes its present one's files into it,
+        // and what kept backups still take of its blocks.
+        for owner in Set(plan.wanted.keys).union(plan.wantedBlocks.keys) {
             guard let present = newestOfOwner[owner], !leaving.contains(present.archiveName) else { continue }
             plan.wanted[owner, default: []] += present.entries.map {
                 .init(entry: $0, source: present.archiveName, location: $0.archiveRange)
             }
+            let taken = Set((plan.wantedBlocks[owner] ?? []).map { SupplementManifest.HeldFile(origin: $0.held.origin, path: PathKey($0.held.path)) })
+            for line in present.blocks {
+                let key = SupplementManifest.HeldFile(origin: line.origin, path: PathKey(line.path))
+                guard !taken.contains(key), let still = BlockNeeds.part(of: line, needed: plan.neededBlocks[key] ?? [:]) else { continue }
+                plan.wantedBlocks[owner, default: []].append(.init(held: still, source: present.archiveName,
+                                                                   entryPath: SupplementNaming.blocksEntryPath(origin: line.origin, path: line.path),
+                                                                   location: line.archiveRange))
+            }
             plan.replaced.append(present)
         }
-        plan.staying = newestOfOwner.values.filter { plan.wanted[$0.owner] == nil }
+        plan.staying = newestOfOwner.values.filter { plan.wanted[$0.owner] == nil && plan.wantedBlocks[$0.owner] == nil }
         return plan
+    }
+
+    /// Plans the copies of the blocks kept backups take from backups gone or going
+    /// (`needs`): for each backup and path, all its blocks kept backups take go to the
+    /// oldest of them, copied from one archive (the backup's own when it is going, else a
+    /// supplement holding them all), unless a supplement in `holding` (which stay) holds
+    /// them all already. Returns how many files' blocks are in no one archive (left where they are).
+    private func planBlocks(_ needs: BlockNeeds, into plan: inout Plan, holding: [SupplementManifest],
+                            going: [BackupID: BackupCatalog.Item], shelf: SupplementShelf) -> Int {
+        var unmoved = 0
+        for key in needs.order {
+            guard let need = needs.byFile[key] else { continue }
+            plan.neededBlocks[key] = need.digests
+            let covers = { (line: HeldBlocks) in
+                line.blockSize == need.blockSize && need.digests.allSatisfy { line.holds($0.key, digest: $0.value) }
+            }
+            if holding.contains(where: { $0.blocks.contains { $0.origin == key.origin && PathKey($0.path) == key.path && covers($0) } }) {
+                continue
+            }
+            let held = need.held(origin: key.origin, path: key.path.bytes)
+            var wanted: SupplementWriter.WantedBlocks?
+            if let gone = going[key.origin], let archive = gone.summary?.archive?.name {
+                wanted = .init(held: held, source: archive, entryPath: need.source.entryPath(for: key.path.bytes),
+                               location: need.source.archiveRange)
+                plan.archives[archive] = key.origin
+            } else if let found = shelf.blockHolders(key.origin, path: key.path.bytes).first(where: { covers($0.blocks) }) {
+                wanted = .init(held: held, source: found.supplement.archiveName,
+                               entryPath: SupplementNaming.blocksEntryPath(origin: key.origin, path: key.path.bytes),
+                               location: found.blocks.archiveRange)
+            }
+            guard let wanted else {
+                unmoved += 1
+                continue
+            }
+            plan.wantedBlocks[need.owner.id, default: []].append(wanted)
+            plan.files += 1
+            plan.bytes += Int64(need.digests.count) * Int64(need.blockSize)
+            plan.hosts[need.owner.id] = need.owner.summary.map { HostIdentity.fileSafe($0.host) }
+            plan.encryption[need.owner.id] = need.owner.summary?.encryption
+        }
+        return unmoved
     }
 
     /// The supplement to copy `entry` (a file of backup `origin`) from: the only one that
@@ -251,10 +318,11 @@ struct ChainConsolidation {
         var writer = SupplementWriter(storage: storage, reading: KeyedStorage(storage, keyring: keyring), cancellation: cancellation)
         writer.betweenCommits = beforeEachStep
         var outcome = Outcome(replaced: plan.replaced, files: plan.files, bytes: plan.bytes, needed: plan.needed,
-                              staying: plan.staying, checked: plan.checked)
+                              neededBlocks: plan.neededBlocks, staying: plan.staying, checked: plan.checked)
         var previous = plan.newestID
-        for owner in plan.wanted.keys.sorted() {
-            guard let files = plan.wanted[owner], let host = plan.hosts[owner] else { continue }
+        for owner in Set(plan.wanted.keys).union(plan.wantedBlocks.keys).sorted() {
+            let files = plan.wanted[owner] ?? [], blocks = plan.wantedBlocks[owner] ?? []
+            guard let host = plan.hosts[owner] else { continue }
             beforeEachStep()
             try cancellation.check()
             let id = BackupID(date: now, after: previous)
@@ -268,7 +336,7 @@ struct ChainConsolidation {
             }
             let written: SupplementManifest
             do {
-                written = try writer.write(host: host, id: id, owner: owner, now: now, wanted: files, encryption: encryption)
+                written = try writer.write(host: host, id: id, owner: owner, now: now, wanted: files, blocks: blocks, encryption: encryption)
             } catch let damaged as SupplementWriter.DamagedSource {
                 guard let backup = plan.archives[damaged.archive] else {
                     // A supplement's archive: what only it holds cannot be had elsewhere.
@@ -278,8 +346,9 @@ struct ChainConsolidation {
             }
             outcome.written.append(written)
             outcome.writtenBytes += written.archiveSize
-            events?.handle(.notice("wrote supplement \(id) for backup \(owner): \(files.count == 1 ? "1 file" : "\(files.count) files") "
-                + "it takes from backups prune removes (\(written.archiveSize) bytes)"))
+            let blocksSaid = blocks.isEmpty ? "" : " and blocks of \(blocks.count == 1 ? "1 big file" : "\(blocks.count) big files")"
+            events?.handle(.notice("wrote supplement \(id) for backup \(owner): \(files.count == 1 ? "1 file" : "\(files.count) files")"
+                + "\(blocksSaid) it takes from backups prune removes (\(written.archiveSize) bytes)"))
         }
         return outcome
     }
@@ -306,9 +375,33 @@ struct ChainConsolidation {
         var whole = outcome.checked
         let keyed = KeyedStorage(storage, keyring: keyring)
         var freed: Int64 = 0
+        let writtenBlocks = outcome.written.flatMap(\.blocks)
         for supplement in outcome.replaced {
             var safe = true
-            for entry in supplement.entries {
+            // Each block it holds that kept backups take must be in a supplement written now,
+            // or in one that stays and reads whole.
+            for line in supplement.blocks {
+                let key = SupplementManifest.HeldFile(origin: line.origin, path: PathKey(line.path))
+                for (block, digest) in outcome.neededBlocks[key] ?? [:] where line.holds(block, digest: digest) {
+                    let same = { (other: HeldBlocks) in
+                        other.origin == line.origin && other.path == line.path && other.holds(block, digest: digest)
+                    }
+                    if writtenBlocks.contains(where: same) { continue }
+                    guard let other = outcome.staying.first(where: { $0.blocks.contains(where: same) }) else {
+                        safe = false
+                        break
+                    }
+                    if whole[other.id] == nil {
+                        whole[other.id] = (try? SupplementContent.checkArchive(of: other, in: keyed, cancellation: cancellation)) != nil
+                    }
+                    if whole[other.id] != true {
+                        safe = false
+                        break
+                    }
+                }
+                if !safe { break }
+            }
+            for entry in supplement.entries where safe {
                 guard let origin = entry.storedIn else { continue }
                 let key = SupplementManifest.HeldFile(origin: origin, path: PathKey(entry.path))
                 guard let sha = outcome.needed[key], written[key] != sha else { continue }

@@ -347,28 +347,14 @@ public final class PruneEngine {
             .sorted { ($0.id, $0.manifestName) > ($1.id, $1.manifestName) }
         var examined = Set<String>()
         var reportedMissing = Set<BackupID>()
-        var keptForBlocks = 0
-        defer {
-            if keptForBlocks > 0 {
-                events?.handle(.notice((keptForBlocks == 1 ? "1 kept backup keeps the backups it takes"
-                    : "\(keptForBlocks) kept backups keep the backups they take") + " blocks of big files from (made with --blocks): "
-                    + "prune does not move blocks into supplements yet"))
-            }
-        }
         while !pending.isEmpty {
             let item = pending.removeFirst()
             guard examined.insert(item.manifestName).inserted else { continue }
             // Consolidated only when its manifest reads whole (the plan reads every entry);
-            // else its chain is kept, as below. So is the chain of a backup with files stored
-            // by blocks that earlier backups hold: supplements hold whole files only (for now).
-            var takesBlocks = false
-            if let consolidation, consolidation.consolidates(item),
-               (try? catalog.forEachEntry(of: item) { entry in takesBlocks = takesBlocks || entry.blocks?.holders.isEmpty == false }) != nil {
-                if !takesBlocks {
-                    consolidated.insert(item.manifestName)
-                    continue
-                }
-                keptForBlocks += 1
+            // else its chain is kept, as below.
+            if let consolidation, consolidation.consolidates(item), (try? catalog.forEachEntry(of: item) { _ in }) != nil {
+                consolidated.insert(item.manifestName)
+                continue
             }
             var needs = neededBackups(of: item, catalog: catalog, itemsByID: itemsByID)
             if let clear = item.summary, clear.sourcesHidden {

@@ -25,6 +25,18 @@ struct SupplementWriter {
         var location: Range<Int64>?
     }
 
+    /// Blocks of a big file to copy into the supplement (see `HeldBlocks`): all from one
+    /// entry of one archive, which holds them at their offsets in the file.
+    struct WantedBlocks {
+        /// What the supplement will hold (its place there is set when written).
+        var held: HeldBlocks
+        /// The archive object they are read from, the entry's name there (the file whole, or
+        /// a block entry), and where it lies in the archive's tar stream, if known.
+        var source: String
+        var entryPath: [UInt8]
+        var location: Range<Int64>?
+    }
+
     /// An archive files were to be copied from that does not hold them as the kept
     /// manifests record (read again without writing, to tell its damage from a failure
     /// to write): prune keeps the backup it belongs to rather than stopping.
@@ -59,7 +71,7 @@ struct SupplementWriter {
     /// - Throws: `SupplementDamage` when a file is not found where it was said to be or does
     ///   not match its SHA-256, or the supplement does not read back as written;
     ///   `DamagedSource` when an archive read from is damaged; storage errors.
-    func write(host: String, id: BackupID, owner: BackupID, now: Date, wanted: [Wanted],
+    func write(host: String, id: BackupID, owner: BackupID, now: Date, wanted: [Wanted], blocks wantedBlocks: [WantedBlocks] = [],
                encryption: Encryption? = nil) throws -> SupplementManifest {
         let archiveName = SupplementNaming.archiveName(host: host, id: id, encrypted: encryption != nil)
         let pending = try storage.create(archiveName)
@@ -93,13 +105,30 @@ struct SupplementWriter {
                 throw error
             }
         }
+        var blocks: [HeldBlocks] = []
+        for wanted in wantedBlocks.sorted(by: { ($0.source, $0.location?.lowerBound ?? 0) < ($1.source, $1.location?.lowerBound ?? 0) }) {
+            do {
+                blocks.append(try copyBlocks(wanted, into: writer))
+            } catch let error as Interruption {
+                throw error
+            } catch {
+                do {
+                    _ = try copyBlocks(wanted, into: nil)
+                } catch let again as Interruption {
+                    throw again
+                } catch let again {
+                    throw DamagedSource(archive: wanted.source, reason: "\(again)")
+                }
+                throw error
+            }
+        }
         // A copy of the manifest as its last entry: the supplement can be committed again
         // from the archive alone if its manifest object is lost. Whole seconds, as a
         // manifest records them, so that it reads back equal.
         let created = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
         let inner = SupplementManifest(id: id, host: host, owner: owner, created: created, archiveName: archiveName,
                                        archiveSize: 0, archiveSHA256: "", encryption: encryption?.record,
-                                       entries: entries).encoded(inner: true)
+                                       entries: entries, blocks: blocks).encoded(inner: true)
         try writer.writeHeader(ArchiveEntryHeader(path: SupplementNaming.innerManifestPath, type: .file, size: Int64(inner.count),
                                                   permissions: 0o644, uid: geteuid(), gid: getegid(),
                                                   mtimeSeconds: Int64(created.timeIntervalSince1970)))
@@ -111,7 +140,7 @@ struct SupplementWriter {
         betweenCommits()
         let manifest = SupplementManifest(id: id, host: host, owner: owner, created: created, archiveName: archiveName,
                                           archiveSize: hashing.count, archiveSHA256: hashing.finalizeHex(),
-                                          encryption: encryption?.record, entries: entries)
+                                          encryption: encryption?.record, entries: entries, blocks: blocks)
         do {
             try SupplementContent.writeManifest(manifest, keys: encryption?.keys, to: storage)
             try check(manifest)
@@ -166,6 +195,61 @@ struct SupplementWriter {
         if let missing = wanted.indices.first(where: { !done.contains($0) }) {
             throw SupplementDamage(reason: "\(wanted[missing].entry.displayPath) is not in \(source)")
         }
+    }
+
+    /// Copies the blocks of `wanted` from its entry into a block entry of `writer` (each
+    /// checked against its digest on the way); without one, only checks that the source
+    /// holds them. Returns what the supplement holds, placed in its tar stream.
+    private func copyBlocks(_ wanted: WantedBlocks, into writer: ArchiveWriter?) throws -> HeldBlocks {
+        var held = wanted.held
+        let shown = PathBytes.display(held.path)
+        let archive = try reading.open(wanted.source)
+        let source = BlockTable.Source(holder: nil, whole: true, archiveOffset: wanted.location?.lowerBound,
+                                       archiveLength: wanted.location.map { Int64($0.count) })
+        let opened = try BlockAssembly.openEntry(of: wanted.entryPath, in: source, archive: archive, name: wanted.source,
+                                                 closing: true, cancellation: cancellation)
+        defer { opened.close() }
+        var header = opened.header
+        header.path = SupplementNaming.blocksEntryPath(origin: held.origin, path: held.path)
+        header.type = .file
+        header.size = held.entrySize
+        header.linkTarget = nil
+        let regions = held.regions
+        header.sparseRegions = regions.map { ArchiveEntryHeader.SparseRegion(offset: $0.offset, length: $0.length) }
+        let start = writer?.position ?? 0
+        try writer?.writeHeader(header)
+        let check = BlockCheck(held: held)
+        var next = 0
+        var written: Int64 = 0
+        while let chunk = try opened.reader.nextBlock() {
+            try cancellation.check()
+            let chunkEnd = chunk.offset + Int64(chunk.bytes.count)
+            // The parts of the chunk inside the regions held, in order.
+            while next < regions.count, regions[next].offset + regions[next].length <= chunk.offset { next += 1 }
+            var region = next
+            while region < regions.count, regions[region].offset < chunkEnd {
+                let from = max(regions[region].offset, chunk.offset)
+                let to = min(regions[region].offset + regions[region].length, chunkEnd)
+                if from < to, from >= written {
+                    let part = UnsafeRawBufferPointer(rebasing: chunk.bytes[Int(from - chunk.offset) ..< Int(to - chunk.offset)])
+                    check.add(part, at: from)
+                    // Over a hole only: a skip to where the entry stands inside a region is refused.
+                    if from > written { try writer?.skip(to: from, path: header.path) }
+                    try writer?.writeData(part, path: header.path)
+                    written = to
+                }
+                region += 1
+            }
+        }
+        let found = check.finish()
+        if let problem = found.problem ?? (found.matched.count == held.indices.count ? nil
+            : "it holds \(found.matched.count) of the \(held.indices.count) blocks kept backups take") {
+            throw SupplementDamage(reason: "blocks of \(shown) in \(wanted.source): \(problem)")
+        }
+        try writer?.finishEntry()
+        held.archiveOffset = start
+        held.archiveLength = (writer?.position ?? 0) - start
+        return held
     }
 
     // MARK: Reading back

@@ -166,7 +166,7 @@ extension BlockAssembly {
     /// recorded place when the archive has a seek table, else the archive from its start.
     static func openEntry(of path: [UInt8], in source: BlockTable.Source, archive: RandomAccessSource, name: String,
                           closing: Bool, cancellation: CancellationFlag) throws -> OpenedEntry {
-        let wanted = source.whole ? path : ArchiveLayout.blocksEntryPath(for: path)
+        let wanted = source.entryPath(for: path)
         do {
             let reader: ArchiveReader
             if let range = source.archiveRange, let table = RangedZstdSource.table(of: archive) {

@@ -7,7 +7,9 @@ import KeepsakeModel
 final class BlockCheck {
     // MARK: State
 
-    private let table: BlockTable
+    private let blockSize: Int64
+    /// The digest each block must have; nil for a block that must not be there.
+    private let digest: (Int) -> ArraySlice<UInt8>?
     private let fileSize: Int64
     private let hasher = SHA256Hasher()
     /// The block being hashed, and where the next byte of it is expected.
@@ -19,15 +21,22 @@ final class BlockCheck {
 
     /// A check of blocks of a file of `fileSize` bytes whose table is `table`.
     init(table: BlockTable, fileSize: Int64) {
-        self.table = table
+        blockSize = Int64(table.blockSize)
+        digest = { $0 >= 0 && $0 < table.count ? table.digest(at: $0) : nil }
         self.fileSize = fileSize
+    }
+
+    /// A check of the entry of blocks a supplement holds (`held`): only those, each with its digest.
+    init(held: HeldBlocks) {
+        blockSize = Int64(held.blockSize)
+        digest = { held.digest(of: $0) }
+        fileSize = held.entrySize
     }
 
     // MARK: Checking
 
     /// Takes the entry's next data, at `offset` in the file.
     func add(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
-        let blockSize = Int64(table.blockSize)
         var offset = offset
         var rest = bytes[...]
         while !rest.isEmpty, problem == nil {
@@ -37,7 +46,7 @@ final class BlockCheck {
                 return
             }
             if current == nil {
-                guard offset == Int64(index) * blockSize, index < table.count else {
+                guard offset == Int64(index) * blockSize, digest(index) != nil else {
                     problem = "this archive holds data of it off its blocks (at byte \(offset))"
                     return
                 }
@@ -50,7 +59,7 @@ final class BlockCheck {
             rest = rest.dropFirst(take)
             current?.next = offset
             if offset == end {
-                if table.digest(at: index).elementsEqual(hasher.finalizeDigest().prefix(BlockTable.digestLength)) {
+                if digest(index)?.elementsEqual(hasher.finalizeDigest().prefix(BlockTable.digestLength)) == true {
                     matched.insert(index)
                 } else {
                     problem = "block \(index) of it in this archive does not match its digest in the manifest"

@@ -369,14 +369,19 @@ public final class Verifier {
             let positions = byHolder[holder] ?? []
             let blockPositions = blocksByHolder[holder] ?? []
             guard let item = catalogItems?[holder] else {
-                if !blockPositions.isEmpty {
-                    report.archiveProblems.append("it relies on backup \(holder) for blocks of \(Verifier.files(blockPositions.count)), "
-                        + "and that backup is missing: \(DamageRecord.remedy)")
-                }
-                guard !positions.isEmpty else { continue }
-                // A backup prune let go: its files are in supplements, or they are lost.
+                // A backup prune let go: its files and blocks are in supplements, or they are lost.
                 let supplements = try shelf ?? SupplementShelf(storage: storage, objects: storage.list())
                 shelf = supplements
+                if !blockPositions.isEmpty {
+                    if supplements.holdsFiles(of: holder) {
+                        try checkSupplementedBlocks(blockPositions, of: manifest, from: holder, shelf: supplements, in: storage,
+                                                    report: &report)
+                    } else {
+                        report.archiveProblems.append("it relies on backup \(holder) for blocks of \(Verifier.files(blockPositions.count)), "
+                            + "and that backup is missing: \(DamageRecord.remedy)")
+                    }
+                }
+                guard !positions.isEmpty else { continue }
                 if supplements.holdsFiles(of: holder) {
                     try checkSupplemented(positions, of: manifest, from: holder, shelf: supplements, in: storage, report: &report)
                     continue
@@ -424,22 +429,58 @@ public final class Verifier {
                                                    reason: "backup \(holder) is gone and no supplement holds this file as recorded"))
                 continue
             }
-            let id = found.supplement.id
-            if supplementProblems[id] == nil {
-                do {
-                    try SupplementContent.checkArchive(of: found.supplement, in: storage, cancellation: cancellation)
-                    supplementProblems[id] = .some(nil)
-                } catch let error as Interruption {
-                    throw error
-                } catch {
-                    supplementProblems[id] = .some("\(error)")
-                }
-            }
-            if case .some(.some(let problem)) = supplementProblems[id], damaged.insert(id).inserted {
+            if let problem = try supplementProblem(found.supplement, in: storage), damaged.insert(found.supplement.id).inserted {
                 report.archiveProblems.append("the supplement \(found.supplement.archiveName), which holds files of backup \(holder) "
                     + "it relies on, is damaged (\(problem)): \(DamageRecord.remedy)")
             }
         }
+    }
+
+    /// The files stored by blocks at `positions` of `manifest`, some of whose blocks lie in
+    /// backup `holder`, gone: each of those blocks must be in a supplement with the digest
+    /// recorded, and each supplement used must be whole (read once a run).
+    private func checkSupplementedBlocks(_ positions: [Int], of manifest: Manifest, from holder: BackupID, shelf: SupplementShelf,
+                                         in storage: KeyedStorage, report: inout VerifyReport) throws {
+        let entries = manifest.entries
+        var damaged = Set<BackupID>()
+        for position in positions {
+            guard let table = entries.blocks(at: position) else { continue }
+            let path = entries.path(at: position)
+            let holders = shelf.blockHolders(holder, path: path).filter { $0.blocks.blockSize == table.blockSize }
+            var used = Set<BackupID>()
+            var lost: Int?
+            for (block, source) in table.sourceOfEachBlock.enumerated() where table.sources[source].holder == holder {
+                guard let found = holders.first(where: { $0.blocks.holds(block, digest: table.digest(at: block)) }) else {
+                    lost = block
+                    break
+                }
+                if used.insert(found.supplement.id).inserted, let problem = try supplementProblem(found.supplement, in: storage),
+                   damaged.insert(found.supplement.id).inserted {
+                    report.archiveProblems.append("the supplement \(found.supplement.archiveName), which holds blocks of backup "
+                        + "\(holder) it relies on, is damaged (\(problem)): \(DamageRecord.remedy)")
+                }
+            }
+            if let lost {
+                report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
+                                                   reason: "backup \(holder) is gone and no supplement holds block \(lost) of it as recorded"))
+            }
+        }
+    }
+
+    /// What is wrong with the supplement `supplement`'s archive (nil when it is whole), read once a run.
+    private func supplementProblem(_ supplement: SupplementManifest, in storage: KeyedStorage) throws -> String? {
+        if let known = supplementProblems[supplement.id] { return known }
+        let problem: String?
+        do {
+            try SupplementContent.checkArchive(of: supplement, in: storage, cancellation: cancellation)
+            problem = nil
+        } catch let error as Interruption {
+            throw error
+        } catch {
+            problem = "\(error)"
+        }
+        supplementProblems[supplement.id] = .some(problem)
+        return problem
     }
 
     /// Whether each file at `positions` of `manifest` (which relies on backup `holder` for

@@ -20,6 +20,9 @@ public struct SupplementHeader: Sendable, Equatable {
     public var archiveSHA256: String
     /// How its archive and manifest are encrypted, as its owner is; nil in the clear.
     public var encryption: BackupEncryption?
+    /// The format its first line says (`"supplement"`): `SupplementManifest.formatVersion`,
+    /// or `blocksFormat` when it holds blocks (see `HeldBlocks`), which older versions refuse.
+    public var format: Int = SupplementManifest.formatVersion
 
     /// A supplement's first line.
     public init(id: BackupID, host: String, owner: BackupID, created: Date, archiveName: String, archiveSize: Int64,
@@ -46,7 +49,7 @@ public struct SupplementHeader: Sendable, Equatable {
     /// Writes its fields into an open JSON object; `inner` leaves out the archive's size and
     /// SHA-256 (see `SupplementManifest.encoded`).
     func writeFields(to writer: inout JSONWriter, inner: Bool) {
-        writer.key("supplement"); writer.int(Int64(SupplementManifest.formatVersion))
+        writer.key("supplement"); writer.int(Int64(format))
         writer.key("id"); writer.string(id.rawValue)
         writer.key("host"); writer.string(host)
         writer.key("owner"); writer.string(owner.rawValue)
@@ -79,7 +82,9 @@ public struct SupplementHeader: Sendable, Equatable {
         guard let version = header["supplement"]?.int64Value else {
             throw ManifestError.notAManifest(reason: "line 1 does not say 'supplement'")
         }
-        guard version == Int64(SupplementManifest.formatVersion) else { throw ManifestError.unsupportedFormat(Int(clamping: version)) }
+        guard version == Int64(SupplementManifest.formatVersion) || version == Int64(SupplementManifest.blocksFormat) else {
+            throw ManifestError.unsupportedFormat(Int(clamping: version))
+        }
         return header
     }
 
@@ -122,5 +127,6 @@ public struct SupplementHeader: Sendable, Equatable {
         }
         self.init(id: id, host: try text("host", header["host"]), owner: owner, created: created, archiveName: archiveName,
                   archiveSize: size, archiveSHA256: sha256, encryption: encryption)
+        format = Int(header["supplement"]?.int64Value ?? Int64(SupplementManifest.formatVersion))
     }
 }

@@ -16,19 +16,25 @@ public struct SupplementManifest: Sendable, Equatable {
 
     /// The format of the first line (`"supplement": 1`).
     public static let formatVersion = 1
+    /// The format of a supplement that holds blocks (`"supplement": 2`).
+    public static let blocksFormat = 2
 
     /// What it is: its first line.
     public var header: SupplementHeader
     /// One entry per file: `storedIn` is the backup it came from, `archiveOffset` and
     /// `archiveLength` place it in this supplement's archive.
     public var entries: [ManifestEntry]
+    /// Blocks of big files it holds, one line each (after the files): see `HeldBlocks`.
+    public var blocks: [HeldBlocks]
 
     /// A supplement's manifest.
     public init(id: BackupID, host: String, owner: BackupID, created: Date, archiveName: String, archiveSize: Int64,
-                archiveSHA256: String, encryption: BackupEncryption? = nil, entries: [ManifestEntry]) {
+                archiveSHA256: String, encryption: BackupEncryption? = nil, entries: [ManifestEntry], blocks: [HeldBlocks] = []) {
         header = SupplementHeader(id: id, host: host, owner: owner, created: created, archiveName: archiveName,
                                   archiveSize: archiveSize, archiveSHA256: archiveSHA256, encryption: encryption)
+        header.format = blocks.isEmpty ? SupplementManifest.formatVersion : SupplementManifest.blocksFormat
         self.entries = entries
+        self.blocks = blocks
     }
 
     /// A field of its header.
@@ -42,13 +48,14 @@ public struct SupplementManifest: Sendable, Equatable {
 
     /// What it is without its entries, and the backups whose files it holds.
     public var summary: SupplementSummary {
-        SupplementSummary(header: header, holds: Set(entries.compactMap(\.storedIn)))
+        SupplementSummary(header: header, holds: Set(entries.compactMap(\.storedIn) + blocks.map(\.origin)))
     }
 
     /// A manifest of `header` holding `entries`.
-    public init(header: SupplementHeader, entries: [ManifestEntry]) {
+    public init(header: SupplementHeader, entries: [ManifestEntry], blocks: [HeldBlocks] = []) {
         self.header = header
         self.entries = entries
+        self.blocks = blocks
     }
 
     // MARK: Encoding
@@ -56,13 +63,17 @@ public struct SupplementManifest: Sendable, Equatable {
     /// The JSON lines, each ended by a newline; `inner` leaves the archive's size and
     /// SHA-256 out (the copy inside the archive, written before they are known).
     public func encoded(inner: Bool = false) -> [UInt8] {
-        var writer = JSONWriter(capacity: 256 + entries.count * 200)
+        var writer = JSONWriter(capacity: 256 + entries.count * 200 + blocks.reduce(0) { $0 + 200 + $1.digests.count * 2 })
         writer.beginObject()
         header.writeFields(to: &writer, inner: inner)
         writer.endObject()
         writer.endLine()
         for entry in entries {
             entry.write(to: &writer)
+            writer.endLine()
+        }
+        for held in blocks {
+            held.write(to: &writer)
             writer.endLine()
         }
         return writer.bytes
@@ -79,8 +90,22 @@ public struct SupplementManifest: Sendable, Equatable {
         let fields = try SupplementHeader.parseLine(Array(lines.popFirst() ?? []))
         var manifest = SupplementManifest(header: try SupplementHeader(fields: fields, measured: measured), entries: [])
         var seen = Set<HeldFile>()
+        var seenBlocks = Set<HeldFile>()
         for (offset, line) in lines.enumerated() {
             let number = offset + 2
+            if line.firstRange(of: heldBlocksKey) != nil {
+                let held = try parseHeldBlocks(Array(line), lineNumber: number, format: manifest.format)
+                try Manifest.checkHolder(held.origin, of: manifest.owner, lineNumber: number)
+                guard seenBlocks.insert(HeldFile(origin: held.origin, path: PathKey(held.path))).inserted else {
+                    throw ManifestError.invalidLine(line: number, reason: "blocks of '\(PathBytes.display(held.path))' of backup "
+                        + "\(held.origin) are listed twice")
+                }
+                manifest.blocks.append(held)
+                continue
+            }
+            guard manifest.blocks.isEmpty else {
+                throw ManifestError.invalidLine(line: number, reason: "a supplement lists its files before its blocks")
+            }
             let entry = try line.withUnsafeBufferPointer { try Manifest.parseEntryLine($0, lineNumber: number) }
             guard entry.type == .file, let origin = entry.storedIn, entry.sha256 != nil,
                   let at = entry.archiveOffset, let length = entry.archiveLength, at >= 0, length > 0 else {
@@ -95,6 +120,23 @@ public struct SupplementManifest: Sendable, Equatable {
             manifest.entries.append(entry)
         }
         return manifest
+    }
+
+    /// The key that marks a line of held blocks.
+    private static let heldBlocksKey = Array("\"held_blocks\":".utf8)
+
+    /// A line of held blocks, in a manifest of format `format`.
+    private static func parseHeldBlocks(_ line: [UInt8], lineNumber: Int, format: Int) throws -> HeldBlocks {
+        guard format >= blocksFormat else {
+            throw ManifestError.invalidLine(line: lineNumber, reason: "held blocks in a supplement of format \(format)")
+        }
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(line)
+        } catch {
+            throw ManifestError.invalidLine(line: lineNumber, reason: "not JSON: \(error)")
+        }
+        return try HeldBlocks.parse(value, line: lineNumber)
     }
 
     // MARK: Looking up

@@ -46,6 +46,13 @@ public enum SupplementNaming {
     /// manifest object was lost is committed again from the archive alone.
     public static let innerManifestPath = Array(".keepsake/supplement.jsonl".utf8)
 
+    /// The entry holding blocks of backup `origin`'s version of the file at `path`
+    /// (`HeldBlocks`): `.keepsake/blocks/ORIGIN/PATH`. The origin is in the name because one
+    /// supplement may hold blocks of the same file from two versions.
+    public static func blocksEntryPath(origin: BackupID, path: [UInt8]) -> [UInt8] {
+        ArchiveLayout.blocksEntryPrefix + Array(origin.rawValue.utf8) + [UInt8(ascii: "/")] + path
+    }
+
     // MARK: Reading names
 
     /// The host and id of a supplement's manifest name (encrypted or not), or nil when

@@ -1,0 +1,67 @@
+import KeepsakeModel
+import KeepsakeSupport
+
+/// The blocks of big files that kept backups take from backups gone or going, gathered by
+/// prune's plan (`ChainConsolidation`) from the kept manifests, oldest first: by backup and
+/// path, each block with its digest, the oldest kept backup that takes any of them (its
+/// supplement gets them all), and where that backup's archive has them.
+struct BlockNeeds {
+    // MARK: Kinds
+
+    /// What kept backups take of one backup's version of one file.
+    struct File {
+        /// The oldest kept backup that takes blocks of it.
+        var owner: BackupCatalog.Item
+        var blockSize: Int
+        /// The blocks taken, with their digests, and where the last of them ends.
+        var digests: [Int: ArraySlice<UInt8>] = [:]
+        var lastEnd: (block: Int, end: Int64) = (-1, 0)
+        /// Where the backup's archive has them, as the first kept table names it.
+        var source: BlockTable.Source
+
+        /// The blocks as a supplement holds them (placed when written).
+        func held(origin: BackupID, path: [UInt8]) -> HeldBlocks {
+            let indices = digests.keys.sorted()
+            return HeldBlocks(origin: origin, path: path, blockSize: blockSize, indices: indices,
+                              digests: indices.flatMap { digests[$0] ?? [] }, entrySize: lastEnd.end)
+        }
+    }
+
+    // MARK: State
+
+    private(set) var byFile: [SupplementManifest.HeldFile: File] = [:]
+    /// The keys of `byFile` in the order first met.
+    private(set) var order: [SupplementManifest.HeldFile] = []
+
+    // MARK: Gathering
+
+    /// Adds the blocks that `entry` (a file stored by blocks, of `table`, in kept backup
+    /// `item`) takes from backups not in `kept`. A table that disagrees with an earlier one
+    /// on a block size or a digest (damaged or forged) adds nothing for that block: the
+    /// first one's stands, and a restore checks the file whole.
+    mutating func add(_ entry: ManifestEntry, table: BlockTable, of item: BackupCatalog.Item, keeping kept: Set<BackupID>) {
+        for (block, number) in table.sourceOfEachBlock.enumerated() {
+            let source = table.sources[number]
+            guard let holder = source.holder, !kept.contains(holder) else { continue }
+            let key = SupplementManifest.HeldFile(origin: holder, path: PathKey(entry.path))
+            if byFile[key] == nil {
+                byFile[key] = File(owner: item, blockSize: table.blockSize, source: source)
+                order.append(key)
+            }
+            guard byFile[key]?.blockSize == table.blockSize, byFile[key]?.digests[block] == nil else { continue }
+            let end = min(Int64(block + 1) * Int64(table.blockSize), max(0, entry.size))
+            byFile[key]?.digests[block] = table.digest(at: block)
+            if block > byFile[key]?.lastEnd.block ?? -1 { byFile[key]?.lastEnd = (block, end) }
+        }
+    }
+
+    /// The part of `line` (blocks a supplement holds) that `needed` still takes, with the
+    /// same digests; nil when none.
+    static func part(of line: HeldBlocks, needed: [Int: ArraySlice<UInt8>]) -> HeldBlocks? {
+        let indices = line.indices.filter { index in needed[index].map { line.holds(index, digest: $0) } ?? false }
+        guard let last = indices.last else { return nil }
+        return HeldBlocks(origin: line.origin, path: line.path, blockSize: line.blockSize, indices: indices,
+                          digests: indices.flatMap { line.digest(of: $0) ?? [] }, entrySize: line.range(of: last).upperBound,
+                          archiveOffset: line.archiveOffset, archiveLength: line.archiveLength)
+    }
+}
