@@ -296,6 +296,12 @@ final class BigFileTests: EndToEndTestCase {
                            environment: ["KEEPSAKE_DEST": path("no-such-destination")]), 0)
         try assertTreesEqual(expected: copies[newest] ?? "", actual: restored(source, into: path("from-usb")))
 
+        // Copied to another destination, the supplements come along.
+        let copy = path("copy-dest")
+        assertExit(try run(["copy", newest, "--from", dest, "--to", copy, "--quiet"]), 0)
+        assertExit(try run(["restore", newest, "--dest", copy, "--target", path("from-copy"), "--quiet"]), 0)
+        try assertTreesEqual(expected: copies[newest] ?? "", actual: restored(source, into: path("from-copy")))
+
         // Down to the newest alone: its supplement holds every block it takes.
         assertExit(try run(["prune", "--dest", dest, "--keep-last", "1", "--quiet"]), 0)
         assertExit(try run(["restore", newest, "--dest", dest, "--target", path("last"), "--quiet"]), 0)

@@ -198,17 +198,17 @@ final class ConsolidationTests: FaultTestCase {
 
     // MARK: Remote destinations
 
-    /// `nights` nights into `dest` (reached with `environment`), each pruned with
-    /// `--keep-last KEEP`: the newest KEEP are listed, the destination
-    /// verifies, and each restores to its night's tree.
+    /// `nights` nights into `dest` (reached with `environment`) with `--blocks`, its mailbox
+    /// over 1 MiB (so supplements hold blocks too), each pruned with `--keep-last KEEP`: the
+    /// newest KEEP are listed, the destination verifies, and each restores to its night's tree.
     private func live(_ nights: Int, keeping keep: Int, dest: String, environment: [String: String?], label: String,
                       encrypting: [String] = [], reading: [String] = []) throws {
-        var home = try SimulatedHome(root: path("home-\(label)"), seed: 12)
+        var home = try SimulatedHome(root: path("home-\(label)"), seed: 12, mailboxSize: (1 << 20) + 50_000)
         var trees: [String: SimulatedHome.Snapshot] = [:]
         var ids: [String] = []
         for night in 0..<nights {
             if night > 0 { try home.liveADay(night) }
-            let made = try run(["backup", home.root, "--dest", dest, "--json"] + encrypting,
+            let made = try run(["backup", home.root, "--dest", dest, "--json", "--blocks"] + encrypting,
                                environment: environment.merging(ConsolidationTests.clock(night)) { $1 })
             assertExit(made, 0, "\(label), night \(night)")
             let id = try XCTUnwrap(try json(made)["id"] as? String)
@@ -279,8 +279,9 @@ final class ConsolidationTests: FaultTestCase {
 
     // MARK: Faults
 
-    /// Ten nights backed up (the first eight pruned with `--keep-last 3`, so a
-    /// supplement is there), then `prune --keep-last 3` killed with SIGKILL at
+    /// Ten nights backed up with `--blocks`, a mailbox of more than 1 MiB among the files
+    /// (the first eight pruned with `--keep-last 3`, so a supplement holding files and
+    /// blocks is there), then `prune --keep-last 3` killed with SIGKILL at
     /// each step it takes in the destination (writing a supplement, removing backups and the
     /// supplement it replaces; the k-th change of its listing, k = 1, 2, …, until one prune
     /// ends first): afterwards the three kept backups are listed and restore
@@ -288,7 +289,7 @@ final class ConsolidationTests: FaultTestCase {
     /// nothing else but supplements, the destination verifies, each restores); and the next
     /// backup is incremental on the newest.
     func testKilledAtEveryStepOfAConsolidatingPruneKeptBackupsStillRestore() throws {
-        try killAtEveryStepOfAConsolidatingPrune()
+        try killAtEveryStepOfAConsolidatingPrune(options: ["--blocks"])
     }
 
     /// The same with backups encrypted to a public key, pruned with its identity: the
@@ -299,23 +300,25 @@ final class ConsolidationTests: FaultTestCase {
         let made = try run(["keygen", "--output", identity])
         assertExit(made, 0)
         let recipient = made.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
-        try killAtEveryStepOfAConsolidatingPrune(encrypting: ["--recipient", recipient], reading: ["--identity", identity])
+        try killAtEveryStepOfAConsolidatingPrune(options: ["--recipient", recipient, "--blocks"], reading: ["--identity", identity])
     }
 
-    /// The test above, backups made with `encrypting` and read (pruned, verified, restored)
+    /// The test above, backups made with `options` and read (pruned, verified, restored)
     /// with `reading`.
-    private func killAtEveryStepOfAConsolidatingPrune(encrypting: [String] = [], reading: [String] = []) throws {
+    private func killAtEveryStepOfAConsolidatingPrune(options: [String], reading: [String] = []) throws {
         // Made at the path every try prunes (an encrypted backup's change-detection cache is
         // kept by destination), then set aside as the template each try starts from.
         let template = path("template")
         let dest = path("dest")
         // Not the process's home folder: an encrypted backup's change-detection cache is there.
-        var home = try SimulatedHome(root: path("data"), seed: 7)
+        // A mailbox of more than 1 MiB: stored by its changed blocks (`--blocks`), whose
+        // blocks kept backups take from removed ones go into the supplement too.
+        var home = try SimulatedHome(root: path("data"), seed: 7, mailboxSize: (1 << 20) + 100_000)
         var trees: [String: SimulatedHome.Snapshot] = [:]
         var ids: [String] = []
         for night in 0..<10 {
             if night > 0 { try home.liveADay(night) }
-            let id = try backUp(at: home.root, dest: dest, night: night, options: encrypting)
+            let id = try backUp(at: home.root, dest: dest, night: night, options: options)
             trees[id] = home.nodes
             ids.append(id)
             // Supplements already there, so that the prune killed replaces one and removes it.
@@ -326,6 +329,10 @@ final class ConsolidationTests: FaultTestCase {
         }
         try toolSucceeds("mv", [dest, template])
         XCTAssertEqual(try supplementManifests(template).count, 1, "the template holds a supplement to replace")
+        if reading.isEmpty, let supplement = try supplementManifests(template).first {
+            XCTAssertTrue(try toolSucceeds("zstd", ["-dc", template + "/" + supplement]).stdoutText.contains("\"held_blocks\""),
+                          "the supplement holds blocks of the mailbox")
+        }
         let kept = Set(ids.suffix(3))
         var step = 1
         var killedAt: [Int] = []
@@ -378,7 +385,7 @@ final class ConsolidationTests: FaultTestCase {
 
         // The next backup builds on the newest, whose files now lie in a supplement too.
         try home.liveADay(10)
-        let next = try run(["backup", home.root, "--dest", dest, "--json"] + encrypting, environment: ConsolidationTests.clock(11))
+        let next = try run(["backup", home.root, "--dest", dest, "--json"] + options, environment: ConsolidationTests.clock(11))
         assertExit(next, 0)
         XCTAssertEqual(try json(next)["kind"] as? String, "incremental", "\(next)")
         let id = try XCTUnwrap(try json(next)["id"] as? String)

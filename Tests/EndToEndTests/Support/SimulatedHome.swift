@@ -40,12 +40,16 @@ struct SimulatedHome {
 
     /// The mailbox that grows every night (issue 34's "big file appended to").
     static let mailbox = "mail/inbox.mbox"
+    /// Its size on the first night; compacted, it is three quarters of it.
+    private let mailboxSize: Int
 
     // MARK: Life
 
-    /// Makes the first night's tree at `root` (created), from `seed`.
-    init(root: String, seed: UInt64) throws {
+    /// Makes the first night's tree at `root` (created), from `seed`, its mailbox
+    /// `mailboxSize` bytes (1 MiB and more gets a block table: see `BlockTable.threshold`).
+    init(root: String, seed: UInt64, mailboxSize: Int = 64 * 1024) throws {
         self.root = root
+        self.mailboxSize = mailboxSize
         random = SeededGenerator(seed: seed)
         try RawFileSystem.makeDirectory(RawFileSystem.bytes(root))
         for folder in ["docs", "docs/letters", "photos", "projects", "projects/site", "projects/site/css", "mail", "notes"] {
@@ -55,7 +59,7 @@ struct SimulatedHome {
             let folder = ["docs", "docs/letters", "photos", "projects/site", "projects/site/css", "notes"][index % 6]
             try writeNewFile(folder + "/file-\(index).dat", size: random.below(6_000), mode: 0o644)
         }
-        try writeNewFile(SimulatedHome.mailbox, size: 64 * 1024, mode: 0o600)
+        try writeNewFile(SimulatedHome.mailbox, size: mailboxSize, mode: 0o600)
         try makeLink("notes/latest", target: "file-5.dat")
         try makeFolder("empty")
     }
@@ -137,7 +141,7 @@ struct SimulatedHome {
         guard case .file(_, _, let mode) = nodes[SimulatedHome.mailbox] else {
             throw BrokenRecord(description: "the record of \(root) has no \(SimulatedHome.mailbox)")
         }
-        try write(SimulatedHome.mailbox, seed: takeSeed(), size: 48 * 1024, mode: mode, replacing: true)
+        try write(SimulatedHome.mailbox, seed: takeSeed(), size: mailboxSize * 3 / 4, mode: mode, replacing: true)
         lastChanges.append("compacted \(SimulatedHome.mailbox)")
     }
 
