@@ -55,7 +55,7 @@ struct BackupCommand: KeepsakeCommand {
             OptionSpec(.ignoreInode, help: "Decide a file is unchanged without looking at its inode and device numbers."),
             OptionSpec(.reread, help: "Read and hash every file, and compare contents instead of size and times."),
             OptionSpec(.blocks, help: "Store a changed file of 1 MiB or more by its changed 64 KiB blocks, not whole "
-                       + "(prune then keeps the backups holding blocks that kept ones take)."),
+                       + "(prune moves the blocks kept backups take into supplements)."),
             CommonOptions.lockWait,
             CommonOptions.progress,
         ] + KeyOptions.writing + [SigningOptions.signingKey] + CommonOptions.global,
