@@ -92,6 +92,10 @@ class SimulatedYearTestCase: EndToEndTestCase {
     /// destination held: what the year met of consolidation, for its closing line.
     private var damagedKeptNights = 0
     private var mostSupplements = 0
+    /// Backups whose manifest has a file stored by blocks (its mailbox), and supplement
+    /// manifests that hold blocks: the year must meet both (issue 34's "Done when").
+    private var backupsWithBlocks = Set<String>()
+    private var supplementsWithBlocks = Set<String>()
     /// Seconds spent in each kind of keepsake process (`run`, `restore`, `verify`, …), and
     /// in everything else, for the closing line: where the year's minutes go.
     private var spent: [String: TimeInterval] = [:]
@@ -120,12 +124,15 @@ class SimulatedYearTestCase: EndToEndTestCase {
         for night in 0..<nights {
             guard try live(night, last: night == nights - 1) else { return }
         }
+        XCTAssertFalse(backupsWithBlocks.isEmpty, "the mailbox was stored by its changed blocks")
+        XCTAssertFalse(supplementsWithBlocks.isEmpty, "prune moved blocks kept backups take into a supplement")
         print("\(type(of: self)): \(nights) nights (off-site: \(offsite), a full backup every \(self.fullEvery)) "
             + "in \(Int(Date().timeIntervalSince(started))) s; "
             + "\(present.count) backups kept of \(made.count) made; \(damagedRestores) restores of damaged backups "
             + "lost \(filesLostToDamage) files, all held in damaged archives; files saved while the run read were backed up "
             + "\(savesSeen.after) times as saved, \(savesSeen.before) as before; \(killedArchivesCommitted) killed runs' whole "
-            + "archives committed by the next run; at most \(mostSupplements) supplements at once; \(damagedKeptNights) nights' "
+            + "archives committed by the next run; at most \(mostSupplements) supplements at once; \(backupsWithBlocks.count) "
+            + "backups stored the mailbox by blocks, \(supplementsWithBlocks.count) supplements held blocks; \(damagedKeptNights) nights' "
             + "prune kept a damaged backup a kept one takes files from; seconds spent: " + spentLine(total: Date().timeIntervalSince(started)))
     }
 
@@ -177,7 +184,9 @@ class SimulatedYearTestCase: EndToEndTestCase {
     private var fullEvery = 14
 
     private func setUpYear() throws {
-        home = try SimulatedHome(root: path("home/ana"), seed: 25)
+        // A mailbox over 1 MiB, stored by its changed blocks (`blocks = true`) until it is
+        // compacted below 1 MiB, and again once it grows past.
+        home = try SimulatedHome(root: path("home/ana"), seed: 25, mailboxSize: (1 << 20) + 120_000)
         dest = path("backups")
         config = path("keepsake.toml")
         var s3Settings = ""
@@ -199,6 +208,7 @@ class SimulatedYearTestCase: EndToEndTestCase {
             destination = "\(dest)"
             copy-to = ["\(offsite)"]
             full-every = \(fullEvery)
+            blocks = true
             \(s3Settings)
 
             [profiles.nightly.retention]
@@ -367,6 +377,15 @@ class SimulatedYearTestCase: EndToEndTestCase {
         let destNames = try names(in: dest)
         problems += try strayObjects(in: dest, names: destNames, backups: all)
         mostSupplements = max(mostSupplements, destNames.filter { $0.hasSuffix(".supplement.jsonl.zst") }.count)
+        if let id = made.first(where: { $0.value.night == night })?.key, backupsWithBlocks.count < 3,
+           destNames.contains(where: { $0.contains(id) && $0.hasSuffix(".manifest.jsonl.zst") }),
+           try manifestLines(of: id).contains(where: { ($0["blocks"] as? [String: Any])?["runs"] != nil }) {
+            backupsWithBlocks.insert(id)
+        }
+        for name in destNames where name.hasSuffix(".supplement.jsonl.zst") && !supplementsWithBlocks.contains(name)
+            && supplementsWithBlocks.count < 3 {
+            if try toolSucceeds("zstd", ["-dc", dest + "/" + name]).stdoutText.contains("\"held_blocks\"") { supplementsWithBlocks.insert(name) }
+        }
         if outcome.stderrText.contains(" is kept: backup ") { damagedKeptNights += 1 }
         problems += try strayObjects(in: offsite, names: offsiteNames, backups: copied)
         problems += try unfinishedOffsiteUploads()
@@ -703,11 +722,15 @@ class SimulatedYearTestCase: EndToEndTestCase {
     }
 
     /// The files of backup `id` (relative to the home folder) that its manifest, read with
-    /// zstd and JSONSerialization, places in the archive of a backup known damaged.
+    /// zstd and JSONSerialization, places in the archive of a backup known damaged (wholly
+    /// or some of their blocks).
     private func filesHeldInDamagedArchives(by id: String) throws -> Set<String> {
         let prefix = String(home.root.dropFirst()) + "/"
         return Set(try manifestLines(of: id).compactMap { object -> String? in
-            guard let path = object["path"] as? String, path.hasPrefix(prefix), damaged.contains(object["in"] as? String ?? id) else {
+            // A file stored by blocks lies in every archive its `blocks.from` names (none: its own).
+            let holders = ((object["blocks"] as? [String: Any])?["from"] as? [[String: Any]])?.map { $0["in"] as? String ?? id }
+                ?? [object["in"] as? String ?? id]
+            guard let path = object["path"] as? String, path.hasPrefix(prefix), holders.contains(where: damaged.contains) else {
                 return nil
             }
             return String(path.dropFirst(prefix.count))
