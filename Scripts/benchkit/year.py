@@ -19,8 +19,11 @@ POLICY = {"day": 7, "week": 5, "month": 12, "year": 2}
 POLICY_ARGS = ["--keep-daily", "7", "--keep-weekly", "5", "--keep-monthly", "12", "--keep-yearly", "2"]
 FIRST_NIGHT = datetime.date(2027, 1, 1)
 # keepsake: prune with --keep-chains (every backup a kept one takes files from stays, as before
-# issue 34); keepsake-consolidate: prune as it is by default (supplements, issue 34).
-YEAR_TOOLS = ("keepsake", "keepsake-consolidate", "restic", "borg")
+# issue 34); keepsake-consolidate: prune as it is by default (supplements, issue 34);
+# keepsake-blocks: the same with `backup --blocks` (big files by their changed blocks, which
+# prune moves into supplements too).
+YEAR_TOOLS = ("keepsake", "keepsake-consolidate", "keepsake-blocks", "restic", "borg")
+CONSOLIDATING = ("keepsake-consolidate", "keepsake-blocks")
 
 
 class YearData:
@@ -91,6 +94,7 @@ class YearBench(Bench):
         os.makedirs(os.path.join(self.work, "logs"), exist_ok=True)
         self.dest = os.path.join(self.year_dir, "keepsake")
         self.consolidated_dest = os.path.join(self.year_dir, "keepsake-consolidate")
+        self.blocks_dest = os.path.join(self.year_dir, "keepsake-blocks")
         self.restic_repo = os.path.join(self.year_dir, "restic")
         self.borg_repo = os.path.join(self.year_dir, "borg")
         self.env = {"RESTIC_PASSWORD": "keepsake-bench", "RESTIC_CACHE_DIR": os.path.join(self.year_dir, "restic-cache"),
@@ -149,6 +153,9 @@ class YearBench(Bench):
         if "keepsake-consolidate" in self.year_tools:
             self.end["restored_consolidated"] = self.check_restore(home, night_date(FIRST_NIGHT, self.nights),
                                                                    tool="keepsake-consolidate")
+        if "keepsake-blocks" in self.year_tools:
+            self.end["restored_blocks"] = self.check_restore(home, night_date(FIRST_NIGHT, self.nights),
+                                                             tool="keepsake-blocks")
 
     def _setup(self, cmd):
         r = subprocess.run(cmd, env={**os.environ, **self.env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -160,8 +167,9 @@ class YearBench(Bench):
         if tool.startswith("keepsake"):
             clock = ["faketime", "-f", "@" + stamp]
             dest = self.dest_of(tool)
-            chains = [] if tool == "keepsake-consolidate" else ["--keep-chains"]
-            return [clock + [self.keepsake, "backup", "-q", "-d", dest, self.data.root],
+            chains = [] if tool in CONSOLIDATING else ["--keep-chains"]
+            blocks = ["--blocks"] if tool == "keepsake-blocks" else []
+            return [clock + [self.keepsake, "backup", "-q", "-d", dest] + blocks + [self.data.root],
                     clock + [self.keepsake, "prune", "-q", "-d", dest] + chains + POLICY_ARGS]
         if tool == "restic":
             return [["restic", "-r", self.restic_repo, "backup", "-q", "--host", "year", "--time", stamp, self.data.root],
@@ -187,7 +195,7 @@ class YearBench(Bench):
 
     def dest_of(self, tool):
         """Where a Keepsake row keeps its backups."""
-        return self.consolidated_dest if tool == "keepsake-consolidate" else self.dest
+        return {"keepsake-consolidate": self.consolidated_dest, "keepsake-blocks": self.blocks_dest}.get(tool, self.dest)
 
     def kept_of(self, tool):
         env = {**os.environ, **self.env}
@@ -210,7 +218,7 @@ class YearBench(Bench):
 
     def stored_of(self, tool):
         path = {"keepsake": getattr(self, "dest", ""), "keepsake-consolidate": getattr(self, "consolidated_dest", ""),
-                "restic": getattr(self, "restic_repo", ""), "borg": getattr(self, "borg_repo", "")}[tool]
+                "keepsake-blocks": getattr(self, "blocks_dest", ""), "restic": getattr(self, "restic_repo", ""), "borg": getattr(self, "borg_repo", "")}[tool]
         return tree_size(path) if os.path.exists(path) else 0
 
     def standing(self, night):
@@ -320,6 +328,8 @@ def year_markdown(doc, level=2):
         L.append("")
         consolidating = ("keepsake-consolidate: the same with `prune` as it is by default (supplements, issue 34); "
                          if "keepsake-consolidate" in y["tools"] else "")
+        consolidating += ("keepsake-blocks: the same with `backup --blocks` (big files by their changed blocks, "
+                          "moved into supplements by prune too); " if "keepsake-blocks" in y["tools"] else "")
         L.append("Keepsake: `backup` and `prune --keep-chains` under `faketime` (the night's 02:00 UTC); " + consolidating
                  + "restic: `backup --time` "
                  "and `forget --prune`; borg: `create --compression zstd,3 --timestamp`, `prune` and `compact`. "
@@ -375,7 +385,9 @@ def year_markdown(doc, level=2):
         L.append("")
         L.append(f"Keepsake's last backup restored to exactly the last night's tree: "
                  f"{'yes' if y.get('restored') else '**no**'}"
-                 + (f"; with consolidation: {'yes' if y['restored_consolidated'] else '**no**'}."
-                    if "restored_consolidated" in y else "."))
+                 + (f"; with consolidation: {'yes' if y['restored_consolidated'] else '**no**'}"
+                    if "restored_consolidated" in y else "")
+                 + (f"; with blocks: {'yes' if y['restored_blocks'] else '**no**'}" if "restored_blocks" in y else "")
+                 + ".")
     L += notes_lines(doc)
     return "\n".join(L) + "\n"
