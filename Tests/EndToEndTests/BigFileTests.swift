@@ -229,12 +229,14 @@ final class BigFileTests: EndToEndTestCase {
     /// move into supplements (block entries of their own, valid tar), every kept backup
     /// restores exactly, whole and in part, also from a folder holding only its archives and
     /// supplements; verify passes; and the destination holds far less than a whole copy a
-    /// kept backup.
+    /// kept backup. The file is sparse: the blocks of its hole come from the first night.
     func testNightlyPrunesMoveTheBlocksKeptBackupsTakeIntoSupplements() throws {
         let source = path("src"), dest = path("dest")
         try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
         let imageSize = 1_500_000
         try writeRandom(source + "/image", count: imageSize)
+        // A hole at its end (a sparse file): blocks of zeros kept backups take from the first.
+        try toolSucceeds("truncate", ["-s", "2100000", source + "/image"])
         var ids: [String] = []
         var copies: [String: String] = [:]
         for night in 1...10 {
@@ -307,6 +309,44 @@ final class BigFileTests: EndToEndTestCase {
         assertExit(try run(["restore", newest, "--dest", dest, "--target", path("last"), "--quiet"]), 0)
         try assertTreesEqual(expected: copies[newest] ?? "", actual: restored(source, into: path("last")))
         assertExit(try run(["verify", "--dest", dest, "--quiet"]), 0)
+    }
+
+    /// A flipped byte in a supplement's block entry: verify names the supplement (exit 4), a
+    /// restore names the file damaged and does not place it (exit 4); the next night's prune
+    /// leaves the supplement in place (nothing else holds its blocks) and still frees the rest.
+    func testADamagedBlockInASupplementIsNamedAndLeftInPlace() throws {
+        let source = path("src"), dest = path("dest")
+        try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
+        try writeRandom(source + "/image", count: 1_500_000)
+        var ids: [String] = []
+        for night in 1...4 {
+            if night > 1 { try overwrite(source + "/image", at: UInt64(night * 200_000), with: Array(repeating: UInt8(night), count: 30_000)) }
+            ids.append(try backup([source], dest: dest, options: ["--blocks"]))
+        }
+        assertExit(try run(["prune", "--dest", dest, "--keep-last", "1", "--quiet"]), 0)
+        let supplement = try XCTUnwrap(try names(in: dest).first { $0.hasSuffix(".supplement.tar.zst") })
+        let file = dest + "/" + supplement
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+        bytes[bytes.count / 2] ^= 0x5A
+        try bytes.write(to: URL(fileURLWithPath: file))
+
+        let verified = try run(["verify", "--dest", dest])
+        assertExit(verified, 4)
+        XCTAssertTrue((verified.stdoutText + verified.stderrText).contains(supplement), "\(verified)")
+        let restore = try run(["restore", ids[3], "--dest", dest, "--target", path("out"), "--json"])
+        let object = try json(restore)
+        XCTAssertEqual(object["exit_code"] as? Int, 4, "\(object)")
+        XCTAssertTrue("\(object["damaged"] ?? "")".contains("image"), "\(object)")
+        XCTAssertFalse(RawFileSystem.exists(restored(source, into: path("out")) + "/image"), "never placed when not whole")
+
+        try overwrite(source + "/image", at: 1_000_000, with: Array(repeating: 9, count: 30_000))
+        let next = try backup([source], dest: dest, options: ["--blocks"])
+        let pruned = try run(["prune", "--dest", dest, "--keep-last", "1"])
+        assertExit(pruned, 0)
+        XCTAssertTrue(pruned.stderrText.contains(supplement) && pruned.stderrText.contains("keepsake verify"), "\(pruned)")
+        XCTAssertTrue(try names(in: dest).contains(supplement), "left in place")
+        let listed = ((try json(try run(["list", "--dest", dest, "--json"])))["backups"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+        XCTAssertEqual(listed, [next])
     }
 
     func testALoneArchiveWithoutTheOneHoldingItsOtherBlocksNamesIt() throws {

@@ -219,28 +219,45 @@ struct SupplementWriter {
         let start = writer?.position ?? 0
         try writer?.writeHeader(header)
         let check = BlockCheck(held: held)
+        // The entry is read as the file it holds, holes as zeros (a sparse file stored whole
+        // has them, as a restore reads them); only the regions held are written.
         var next = 0
         var written: Int64 = 0
-        while let chunk = try opened.reader.nextBlock() {
-            try cancellation.check()
-            let chunkEnd = chunk.offset + Int64(chunk.bytes.count)
-            // The parts of the chunk inside the regions held, in order.
-            while next < regions.count, regions[next].offset + regions[next].length <= chunk.offset { next += 1 }
+        let zeros = [UInt8](repeating: 0, count: 64 * 1024)
+        /// Takes the file's bytes from `start` to `end` (`bytes`, or zeros when nil).
+        func take(_ bytes: UnsafeRawBufferPointer?, from start: Int64, to end: Int64) throws {
+            while next < regions.count, regions[next].offset + regions[next].length <= start { next += 1 }
             var region = next
-            while region < regions.count, regions[region].offset < chunkEnd {
-                let from = max(regions[region].offset, chunk.offset)
-                let to = min(regions[region].offset + regions[region].length, chunkEnd)
-                if from < to, from >= written {
-                    let part = UnsafeRawBufferPointer(rebasing: chunk.bytes[Int(from - chunk.offset) ..< Int(to - chunk.offset)])
-                    check.add(part, at: from)
-                    // Over a hole only: a skip to where the entry stands inside a region is refused.
-                    if from > written { try writer?.skip(to: from, path: header.path) }
-                    try writer?.writeData(part, path: header.path)
-                    written = to
+            while region < regions.count, regions[region].offset < end {
+                var from = max(regions[region].offset, start)
+                let to = min(regions[region].offset + regions[region].length, end)
+                while from < to {
+                    let count = bytes == nil ? Int(min(to - from, Int64(zeros.count))) : Int(to - from)
+                    try zeros.withUnsafeBytes { zero in
+                        let part = bytes.map { UnsafeRawBufferPointer(rebasing: $0[Int(from - start) ..< Int(from - start) + count]) }
+                            ?? UnsafeRawBufferPointer(rebasing: zero[..<count])
+                        check.add(part, at: from)
+                        // Over a hole only: a skip to where the entry stands inside a region is refused.
+                        if from > written { try writer?.skip(to: from, path: header.path) }
+                        try writer?.writeData(part, path: header.path)
+                    }
+                    from += Int64(count)
+                    written = from
                 }
                 region += 1
             }
         }
+        var read: Int64 = 0
+        while let chunk = try opened.reader.nextBlock() {
+            try cancellation.check()
+            guard chunk.offset >= read else {
+                throw SupplementDamage(reason: "\(shown) in \(wanted.source): its content is out of order in its archive")
+            }
+            try take(nil, from: read, to: chunk.offset)
+            read = chunk.offset + Int64(chunk.bytes.count)
+            try take(chunk.bytes, from: chunk.offset, to: read)
+        }
+        try take(nil, from: read, to: max(read, min(held.entrySize, opened.header.size)))
         let found = check.finish()
         if let problem = found.problem ?? (found.matched.count == held.indices.count ? nil
             : "it holds \(found.matched.count) of the \(held.indices.count) blocks kept backups take") {
