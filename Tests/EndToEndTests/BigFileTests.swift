@@ -349,6 +349,31 @@ final class BigFileTests: EndToEndTestCase {
         XCTAssertEqual(listed, [next])
     }
 
+    /// A big file more than half of which changed is read again and stored whole (the
+    /// changed blocks' spool in `$TMPDIR` holds at most half a file, and 256 MiB): its own
+    /// entry in the archive, no block entry, a table on its line, and it restores exactly.
+    func testAFileMoreThanHalfChangedIsReadAgainAndStoredWhole() throws {
+        let source = path("src"), dest = path("dest")
+        try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
+        try writeRandom(source + "/image", count: 2_000_000)
+        _ = try backup([source], dest: dest, options: ["--blocks"])
+        var generator = SystemRandomNumberGenerator()
+        try overwrite(source + "/image", at: 100_000, with: (0..<1_200_000).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        let outcome = try run(["backup", source, "--dest", dest, "--json", "--blocks"])
+        assertExit(outcome, 0)
+        let summary = try json(outcome)
+        let id = try XCTUnwrap(summary["id"] as? String)
+        XCTAssertGreaterThanOrEqual(summary["new_bytes"] as? Int ?? 0, 2_000_000, "stored whole: \(summary)")
+        let archive = try XCTUnwrap(try names(in: dest).first { $0.contains(id) && $0.hasSuffix(".tar.zst") })
+        let listing = try toolSucceeds("tar", ["--zstd", "-tf", dest + "/" + archive]).stdoutText
+        XCTAssertTrue(listing.contains(String(source.dropFirst()) + "/image\n"), listing)
+        XCTAssertFalse(listing.contains(".keepsake/blocks/"), listing)
+        XCTAssertEqual(try checkedTables(id, dest: dest), ["image 65536 31 ok", "format 1 declared 31 counted 31"],
+                       "its table, made in the second read, and no block entry")
+        assertExit(try run(["restore", id, "--dest", dest, "--target", path("out")]), 0)
+        try assertTreesEqual(expected: source, actual: restored(source, into: path("out")))
+    }
+
     func testALoneArchiveWithoutTheOneHoldingItsOtherBlocksNamesIt() throws {
         let source = path("src"), dest = path("dest")
         try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)

@@ -185,7 +185,7 @@ final class ArchiveSession {
                     case .read(let file):
                         if let basis, file.status.st_nlink == 1 {
                             // Read when its turn comes: what it stores is known only once it is read.
-                            later { try self.writeChangedBlocks(file, basis: basis, entry: entry) }
+                            later { try self.writeChangedBlocks(file, basis: basis, identity: identity, entry: entry) }
                             return
                         }
                         let prefetched = readAhead?.submit(file)
@@ -300,10 +300,11 @@ final class ArchiveSession {
 
     /// A changed big file whose last version `basis` describes (`--blocks`): read once, its
     /// changed blocks go into a block entry (`ArchiveLayout.blocksEntryPath`), and its line
-    /// says where every block is; stored whole when no block is the same.
-    private func writeChangedBlocks(_ file: SourceFileReader.OpenFile, basis: BlockTable, entry: ManifestEntry) throws {
-        var entry = file.replaced ? manifestEntry(file.header, info: file.status) : entry
-        let spooling = try BlockSpool(basis: basis)
+    /// says where every block is; stored whole when no block is the same, and read again
+    /// and stored whole when more changed than the spool takes (`BlockSpool.mostSpooled`).
+    private func writeChangedBlocks(_ file: SourceFileReader.OpenFile, basis: BlockTable, identity: FileIdentity,
+                                    entry: ManifestEntry) throws {
+        let spooling = try BlockSpool(basis: basis, mostSpooled: BlockSpool.mostSpooled(forFileSize: file.header.size))
         var read: Int64 = 0
         let content = try reader.readContent(of: file, digestingBlocks: false) { chunk in
             try spooling.add(chunk)
@@ -311,6 +312,10 @@ final class ArchiveSession {
             self.reportProgress(file.header.path, read: read, last: chunk.count)
         }
         let outcome = try spooling.finish()
+        if outcome.overflowed {
+            return try writeNewFile(file, prefetched: nil, identity: identity, links: 1, entry: entry)
+        }
+        var entry = file.replaced ? manifestEntry(file.header, info: file.status) : entry
         if let problem = content.problem { warn(problem) }
         entry.size = file.header.size
         entry.sha256 = content.sha256

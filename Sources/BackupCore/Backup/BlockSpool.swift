@@ -21,6 +21,17 @@ final class BlockSpool {
         var storedBytes: Int64 { spool.size }
         /// True when no block of the last version is the same: the file is stored whole.
         var changedWhole: Bool { !changed.contains(false) }
+        /// True when more changed than the spool takes (`mostSpooled`): the spool does not
+        /// hold them all, and the file is read again and stored whole.
+        let overflowed: Bool
+    }
+
+    /// The most bytes of changed blocks spooled for a file of `size` bytes: half of it, and
+    /// 256 MiB at most. A file more of which changed is read again and stored whole: storing
+    /// it by blocks would save less than half, and `$TMPDIR` (a tmpfs, often) never holds
+    /// more than that for it.
+    static func mostSpooled(forFileSize size: Int64) -> Int64 {
+        min(size / 2, 256 << 20)
     }
 
     // MARK: State
@@ -35,12 +46,16 @@ final class BlockSpool {
     private var blockDone = false
     private var digests: [UInt8] = []
     private var changed: [Bool] = []
+    /// See `Outcome.overflowed`.
+    private let mostSpooled: Int64
+    private var overflowed = false
 
     // MARK: Life cycle
 
     /// A spool for a file whose last version `basis` describes, cut into its blocks.
-    init(basis: BlockTable) throws {
+    init(basis: BlockTable, mostSpooled: Int64 = .max) throws {
         self.basis = basis
+        self.mostSpooled = mostSpooled
         blockSize = basis.blockSize
         spool = try SpoolFile()
         block.reserveCapacity(blockSize)
@@ -72,7 +87,8 @@ final class BlockSpool {
             changed[changed.count - 1] = true
         }
         try spool.flush()
-        return Outcome(table: BlockTable(blockSize: blockSize, digests: digests), changed: changed, spool: spool)
+        return Outcome(table: BlockTable(blockSize: blockSize, digests: digests), changed: changed, spool: spool,
+                       overflowed: overflowed)
     }
 
     /// The parts of a file of `fileSize` bytes that its `changed` blocks of `blockSize` cover,
@@ -97,7 +113,13 @@ final class BlockSpool {
         let digest = hasher.finalizeDigest().prefix(BlockTable.digestLength)
         let index = changed.count
         let same = index < basis.count && basis.digest(at: index).elementsEqual(digest)
-        if !same { try spool.append(block) }
+        if !same, !overflowed {
+            if spool.size + Int64(block.count) > mostSpooled {
+                overflowed = true
+            } else {
+                try spool.append(block)
+            }
+        }
         digests.append(contentsOf: digest)
         changed.append(!same)
         blockDone = true
