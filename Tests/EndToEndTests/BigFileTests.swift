@@ -101,15 +101,26 @@ final class BigFileTests: EndToEndTestCase {
         ], "every file of 1 MiB or more, and only those, has its table")
 
         // The next night one block of `big` changes in place: it is read again and has a new
-        // table; the files not read point at the first backup and carry none.
+        // table; the files not read point at the first backup and carry none. With
+        // `--no-blocks` it is stored whole.
         try overwrite(source + "/big", at: 700_000, with: Array(repeating: 0xAB, count: 10))
-        let second = try backup([source], dest: dest)
+        let second = try backup([source], dest: dest, options: ["--no-blocks"])
         XCTAssertEqual(try checkedTables(second, dest: dest).sorted(), ["big 65536 51 ok", "format 1 declared 51 counted 51"],
                        "a manifest without files stored by blocks stays in the format older versions read")
+        // By default, by its changed block: the manifest says format 2.
+        try overwrite(source + "/big", at: 1_700_000, with: Array(repeating: 0xCD, count: 10))
+        let third = try backup([source], dest: dest)
+        XCTAssertEqual(try checkedTables(third, dest: dest).sorted(), ["big 65536 51 ok", "format 2 declared 51 counted 51"])
+        let both = try run(["backup", source, "--dest", dest, "--blocks", "--no-blocks"])
+        assertExit(both, 2)
+        XCTAssertTrue(both.stderrText.contains("--no-blocks"), both.stderrText)
 
-        let target = path("out")
-        assertExit(try run(["restore", second, "--dest", dest, "--target", target]), 0)
-        try assertTreesEqual(expected: source, actual: restored(source, into: target))
+        for id in [second, third] {
+            let target = path("out-\(id)")
+            assertExit(try run(["restore", id, "--dest", dest, "--target", target]), 0)
+            XCTAssertTrue(try RawFileSystem.filesEqual(RawFileSystem.bytes(source + "/under"), RawFileSystem.bytes(restored(source, into: target) + "/under")))
+        }
+        try assertTreesEqual(expected: source, actual: restored(source, into: path("out-\(third)")))
         assertExit(try run(["verify", "--dest", dest]), 0)
     }
 

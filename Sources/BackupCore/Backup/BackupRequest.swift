@@ -23,7 +23,8 @@ public struct ChainPolicy: Sendable, Equatable {
     public var ignoreInode: Bool
     /// Hash every file and compare contents instead of trusting size and times.
     public var reread: Bool
-    /// Store a changed big file by its changed blocks (`--blocks`): see `BlockTable`.
+    /// Store a changed big file by its changed blocks (the default; `--no-blocks` stores
+    /// it whole): see `BlockTable`.
     public var storesBlocks: Bool
 
     /// Without `--full-every`, the most archives a restore of a new incremental backup may
@@ -42,7 +43,7 @@ public struct ChainPolicy: Sendable, Equatable {
 
     /// Creates a policy.
     public init(forceFull: Bool = false, fullEvery: Int? = nil, fullIfOlderThan: DurationSpec? = nil,
-                ignoreCtime: Bool = false, ignoreInode: Bool = false, reread: Bool = false, storesBlocks: Bool = false) {
+                ignoreCtime: Bool = false, ignoreInode: Bool = false, reread: Bool = false, storesBlocks: Bool = true) {
         self.forceFull = forceFull
         self.fullEvery = fullEvery.map { max(1, $0) }
         self.fullIfOlderThan = fullIfOlderThan

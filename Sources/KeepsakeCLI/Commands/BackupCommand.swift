@@ -54,8 +54,9 @@ struct BackupCommand: KeepsakeCommand {
             OptionSpec(.ignoreCtime, help: "Decide a file is unchanged without looking at its ctime."),
             OptionSpec(.ignoreInode, help: "Decide a file is unchanged without looking at its inode and device numbers."),
             OptionSpec(.reread, help: "Read and hash every file, and compare contents instead of size and times."),
-            OptionSpec(.blocks, help: "Store a changed file of 1 MiB or more by its changed 64 KiB blocks, not whole "
-                       + "(prune moves the blocks kept backups take into supplements)."),
+            OptionSpec(.noBlocks, help: "Store a changed file of 1 MiB or more whole. By default only its changed "
+                       + "64 KiB blocks are stored (and prune moves them into supplements like files)."),
+            OptionSpec(.blocks, help: "Store changed big files by their changed blocks (the default)."),
             CommonOptions.lockWait,
             CommonOptions.progress,
         ] + KeyOptions.writing + [SigningOptions.signingKey] + CommonOptions.global,
@@ -160,7 +161,10 @@ struct BackupCommand: KeepsakeCommand {
         let tags = BackupSettingRules.distinct(arguments.values(.tag).filter { BackupSettingRules.tagProblem($0) == nil })
         var chain = ChainPolicy(forceFull: arguments.flag(.full), ignoreCtime: arguments.flag(.ignoreCtime),
                                 ignoreInode: arguments.flag(.ignoreInode), reread: arguments.flag(.reread),
-                                storesBlocks: arguments.flag(.blocks))
+                                storesBlocks: !arguments.flag(.noBlocks))
+        if arguments.flag(.blocks), arguments.flag(.noBlocks) {
+            problems.add("'--blocks' and '--no-blocks' cannot be used together: choose one.")
+        }
         if let text = arguments.value(.fullEvery) {
             if let value = Int(text).flatMap({ BackupSettingRules.accepted($0, in: BackupSettingRules.fullEvery) }) {
                 chain.fullEvery = value
@@ -352,6 +356,7 @@ extension OptionKey {
     static let oneFileSystem = OptionKey("one-file-system")
     static let reread = OptionKey("reread")
     static let blocks = OptionKey("blocks")
+    static let noBlocks = OptionKey("no-blocks")
     static let stdin = OptionKey("stdin")
     static let stdinName = OptionKey("stdin-name")
     static let tag = OptionKey("tag")

@@ -261,7 +261,7 @@ struct ConfigValidator {
         chain.ignoreCtime = bool("ignore-ctime", in: table) ?? false
         chain.ignoreInode = bool("ignore-inode", in: table) ?? false
         chain.reread = bool("reread", in: table) ?? false
-        chain.storesBlocks = bool("blocks", in: table) ?? false
+        chain.storesBlocks = bool("blocks", in: table) ?? true
 
         let excludeCaches = bool("exclude-caches", in: table) ?? false
         let oneFileSystem = bool("one-file-system", in: table) ?? false
