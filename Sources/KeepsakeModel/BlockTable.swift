@@ -157,19 +157,34 @@ public struct BlockTable: Sendable, Equatable {
     public static func storedByBlocks(digests: [UInt8], blockSize: Int, changed: [Bool], basis: BlockTable,
                                       own: Source) -> BlockTable {
         let count = digests.count / digestLength
-        var sources: [Source] = []
-        var numbers: [Int: Int] = [:] // basis source → its number here; -1 stands for `own`
-        var runs: [Run] = []
+        var placement = Placement<Int>() // keyed by the basis source; -1 stands for `own`
         let held = basis.sourceOfEachBlock
         for block in 0..<count {
             let key = block < changed.count && changed[block] || block >= held.count ? -1 : held[block]
+            placement.append(key, source: key < 0 ? own : basis.sources[key])
+        }
+        return BlockTable(blockSize: blockSize, digests: digests, sources: placement.sources, runs: placement.runs)
+    }
+
+    /// The `sources` and `runs` of a table, made block by block in file order: each block's
+    /// source named by a key (one source a key).
+    public struct Placement<Key: Hashable> {
+        public private(set) var sources: [Source] = []
+        public private(set) var runs: [Run] = []
+        private var numbers: [Key: Int] = [:]
+
+        /// No block yet.
+        public init() {}
+
+        /// The next block, held by the source `key` names (`source` the first time).
+        public mutating func append(_ key: Key, source: @autoclosure () -> Source) {
             let number: Int
             if let known = numbers[key] {
                 number = known
             } else {
                 number = sources.count
                 numbers[key] = number
-                sources.append(key < 0 ? own : basis.sources[key])
+                sources.append(source())
             }
             if let last = runs.last, last.source == number {
                 runs[runs.count - 1].count += 1
@@ -177,7 +192,6 @@ public struct BlockTable: Sendable, Equatable {
                 runs.append(Run(count: 1, source: number))
             }
         }
-        return BlockTable(blockSize: blockSize, digests: digests, sources: sources, runs: runs)
     }
 
     // MARK: Encoding

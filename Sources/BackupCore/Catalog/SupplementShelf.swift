@@ -200,9 +200,7 @@ public struct SupplementShelf: Sendable {
             var supplement: BackupID?
             var origin: BackupID?
         }
-        var sources: [BlockTable.Source] = []
-        var numbers: [Place: Int] = [:]
-        var runs: [BlockTable.Run] = []
+        var placement = BlockTable.Placement<Place>()
         var holdersOf: [Int: [(supplement: SupplementManifest, blocks: HeldBlocks)]] = [:]
         var moved = false
         for (block, original) in table.sourceOfEachBlock.enumerated() {
@@ -223,20 +221,9 @@ public struct SupplementShelf: Sendable {
                     moved = true
                 }
             }
-            let number: Int
-            if let known = numbers[place] {
-                number = known
-            } else {
-                number = sources.count
-                numbers[place] = number
-                sources.append(source)
-            }
-            if let last = runs.last, last.source == number {
-                runs[runs.count - 1].count += 1
-            } else {
-                runs.append(BlockTable.Run(count: 1, source: number))
-            }
+            placement.append(place, source: source)
         }
-        return moved ? BlockTable(blockSize: table.blockSize, digests: table.digests, sources: sources, runs: runs) : nil
+        return moved ? BlockTable(blockSize: table.blockSize, digests: table.digests, sources: placement.sources,
+                                  runs: placement.runs) : nil
     }
 }

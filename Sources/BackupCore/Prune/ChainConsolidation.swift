@@ -376,6 +376,13 @@ struct ChainConsolidation {
         let keyed = KeyedStorage(storage, keyring: keyring)
         var freed: Int64 = 0
         let writtenBlocks = outcome.written.flatMap(\.blocks)
+        /// Whether a supplement that stays reads whole (read once).
+        func readsWhole(_ other: SupplementManifest) -> Bool {
+            if whole[other.id] == nil {
+                whole[other.id] = (try? SupplementContent.checkArchive(of: other, in: keyed, cancellation: cancellation)) != nil
+            }
+            return whole[other.id] == true
+        }
         for supplement in outcome.replaced {
             var safe = true
             // Each block it holds that kept backups take must be in a supplement written now,
@@ -387,14 +394,7 @@ struct ChainConsolidation {
                         other.origin == line.origin && other.path == line.path && other.holds(block, digest: digest)
                     }
                     if writtenBlocks.contains(where: same) { continue }
-                    guard let other = outcome.staying.first(where: { $0.blocks.contains(where: same) }) else {
-                        safe = false
-                        break
-                    }
-                    if whole[other.id] == nil {
-                        whole[other.id] = (try? SupplementContent.checkArchive(of: other, in: keyed, cancellation: cancellation)) != nil
-                    }
-                    if whole[other.id] != true {
+                    guard let other = outcome.staying.first(where: { $0.blocks.contains(where: same) }), readsWhole(other) else {
                         safe = false
                         break
                     }
@@ -406,14 +406,7 @@ struct ChainConsolidation {
                 let key = SupplementManifest.HeldFile(origin: origin, path: PathKey(entry.path))
                 guard let sha = outcome.needed[key], written[key] != sha else { continue }
                 guard let other = staying[key], other.entries.contains(where: { $0.storedIn == origin && $0.path == entry.path
-                    && $0.sha256 == sha }) else {
-                    safe = false
-                    break
-                }
-                if whole[other.id] == nil {
-                    whole[other.id] = (try? SupplementContent.checkArchive(of: other, in: keyed, cancellation: cancellation)) != nil
-                }
-                if whole[other.id] != true {
+                    && $0.sha256 == sha }), readsWhole(other) else {
                     safe = false
                     break
                 }
