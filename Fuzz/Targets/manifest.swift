@@ -1,5 +1,6 @@
-// libFuzzer target: the manifest parser (JSON Lines: a summary line, then one entry per line).
-// Any input must end in a Manifest or a thrown error; never a crash, hang or leak.
+// libFuzzer target: the manifest parser (JSON Lines: a summary line, then one entry per line),
+// and a supplement's (its first line, then files and held blocks). Any input must end in a
+// Manifest or a SupplementManifest, or a thrown error; never a crash, hang or leak.
 import KeepsakeModel
 import KeepsakeSupport
 
@@ -28,6 +29,14 @@ public func fuzzManifest(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     // The summary-only path (used by listings) reads just the first line.
     let firstLine = bytes.firstIndex(of: UInt8(ascii: "\n")).map { Array(bytes[...$0]) } ?? bytes
     _ = try? Manifest.parseSummary(firstLine)
+    // A supplement's manifest, and what a reader asks of its held blocks.
+    if let supplement = try? SupplementManifest.parse(bytes) {
+        _ = supplement.summary
+        for held in supplement.blocks {
+            _ = held.regions
+            _ = held.digest(of: held.indices.last ?? 0)
+        }
+    }
     return 0
 }
 

@@ -171,6 +171,9 @@ final class SupplementManifestTests: KeepsakeTestCase {
             ("runs out of order", Array(text.replacingOccurrences(of: "[0,3,7,1,9,1]", with: "[7,1,0,3,9,1]").utf8), "in order"),
             ("past the entry", Array(text.replacingOccurrences(of: "[0,3,7,1,9,1]", with: "[0,3,7,1,10,1]").utf8), "within"),
             ("not ending at its size", Array(text.replacingOccurrences(of: "[0,3,7,1,9,1]", with: "[0,3,7,1,8,1]").utf8), "ends"),
+            // A trillion blocks said, sixteen bytes of digests each not given: refused, never counted out.
+            ("a run of a trillion blocks", Array(text.replacingOccurrences(of: "\"size\":\(9 * 65536 + 100)", with: "\"size\":72057594037927936")
+                .replacingOccurrences(of: "[0,3,7,1,9,1]", with: "[0,3,7,1,9,1099511627767]").utf8), "one digest"),
             ("a digest short", Array(text.replacingOccurrences(of: base64, with: Data(digests.dropLast(16)).base64EncodedString()).utf8),
              "one digest"),
             ("no place", Array(text.replacingOccurrences(of: "\"at\":1536,\"len\":200000,", with: "").utf8), "'at'"),

@@ -288,6 +288,7 @@ final class ConsolidationTests: FaultTestCase {
     /// to their trees; a prune run again finishes the job (exactly those three listed,
     /// nothing else but supplements, the destination verifies, each restores); and the next
     /// backup is incremental on the newest.
+    // test-tag(plain-only): a dozen killed prunes, each followed by restores, verify and prune, of the whole binary: the code they run is run under the sanitizers by BigFileTests and the S3 test
     func testKilledAtEveryStepOfAConsolidatingPruneKeptBackupsStillRestore() throws {
         try killAtEveryStepOfAConsolidatingPrune(options: ["--blocks"])
     }
@@ -295,6 +296,7 @@ final class ConsolidationTests: FaultTestCase {
     /// The same with backups encrypted to a public key, pruned with its identity: the
     /// supplements are encrypted, with a summary in the clear written between archive and
     /// manifest and removed after them; the host's next backup is made without the identity.
+    // test-tag(plain-only): as above, encrypted: the S3 test's encrypted half runs this code under the sanitizers
     func testKilledAtEveryStepOfAnEncryptedConsolidatingPruneKeptBackupsStillRestore() throws {
         let identity = path("identity.txt")
         let made = try run(["keygen", "--output", identity])

@@ -146,23 +146,27 @@ public struct HeldBlocks: Sendable, Equatable {
               let numbers = held["runs"]?.arrayValue, !numbers.isEmpty, numbers.count % 2 == 0 else {
             throw refuse("'held_blocks' must give 'runs', pairs of the first block held and how many")
         }
-        var indices: [Int] = []
+        // The runs are checked and counted before any index is made: their count is bounded
+        // by the digests the line holds, not by what a forged `size` or run says.
+        var runs: [Range<Int>] = []
+        var total = 0
         for pair in stride(from: 0, to: numbers.count, by: 2) {
             guard let first = numbers[pair].int64Value.flatMap({ Int(exactly: $0) }),
                   let count = numbers[pair + 1].int64Value.flatMap({ Int(exactly: $0) }),
-                  first > (indices.last ?? -1), count > 0, count <= blockCount - first else {
+                  first >= (runs.last?.upperBound ?? 0), count > 0, count <= blockCount - first else {
                 throw refuse("'runs' of 'held_blocks' must be in order, within the \(blockCount) blocks of its 'size'")
             }
-            indices += first ..< first + count
+            runs.append(first ..< first + count)
+            total += count
         }
-        guard indices.last == blockCount - 1 else {
+        guard runs.last?.upperBound == blockCount else {
             throw refuse("'size' of held blocks must be where the last of them ends")
         }
         guard let encoded = held["digests_b64"]?.stringValue, let digests = Data(base64Encoded: encoded),
-              digests.count == indices.count * BlockTable.digestLength else {
+              digests.count / BlockTable.digestLength == total, digests.count % BlockTable.digestLength == 0 else {
             throw refuse("'digests_b64' of 'held_blocks' must hold one digest of \(BlockTable.digestLength) bytes a block held")
         }
-        return HeldBlocks(origin: origin, path: entry.path, blockSize: blockSize, indices: indices, digests: Array(digests),
-                          entrySize: entry.size, archiveOffset: offset, archiveLength: length)
+        return HeldBlocks(origin: origin, path: entry.path, blockSize: blockSize, indices: runs.flatMap { Array($0) },
+                          digests: Array(digests), entrySize: entry.size, archiveOffset: offset, archiveLength: length)
     }
 }
