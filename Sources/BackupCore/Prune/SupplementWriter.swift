@@ -204,10 +204,8 @@ struct SupplementWriter {
         var held = wanted.held
         let shown = PathBytes.display(held.path)
         let archive = try reading.open(wanted.source)
-        let source = BlockTable.Source(holder: nil, whole: true, archiveOffset: wanted.location?.lowerBound,
-                                       archiveLength: wanted.location.map { Int64($0.count) })
-        let opened = try BlockAssembly.openEntry(of: wanted.entryPath, in: source, archive: archive, name: wanted.source,
-                                                 closing: true, cancellation: cancellation)
+        let opened = try BlockAssembly.openEntry(named: wanted.entryPath, at: wanted.location, archive: archive, name: wanted.source,
+                                                 closing: true, cancellation: cancellation, missing: "the blocks of \(shown)")
         defer { opened.close() }
         var header = opened.header
         header.path = SupplementNaming.blocksEntryPath(origin: held.origin, path: held.path)

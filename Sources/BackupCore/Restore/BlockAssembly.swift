@@ -166,10 +166,17 @@ extension BlockAssembly {
     /// recorded place when the archive has a seek table, else the archive from its start.
     static func openEntry(of path: [UInt8], in source: BlockTable.Source, archive: RandomAccessSource, name: String,
                           closing: Bool, cancellation: CancellationFlag) throws -> OpenedEntry {
-        let wanted = source.entryPath(for: path)
+        try openEntry(named: source.entryPath(for: path), at: source.archiveRange, archive: archive, name: name,
+                      closing: closing, cancellation: cancellation, missing: "its \(source.whole ? "content" : "blocks")")
+    }
+
+    /// Opens the file entry `wanted` in `archive` (see above), recorded at `range` of its tar
+    /// stream; `missing` says what is not found, when it is not.
+    static func openEntry(named wanted: [UInt8], at range: Range<Int64>?, archive: RandomAccessSource, name: String,
+                          closing: Bool, cancellation: CancellationFlag, missing: String) throws -> OpenedEntry {
         do {
             let reader: ArchiveReader
-            if let range = source.archiveRange, let table = RangedZstdSource.table(of: archive) {
+            if let range, let table = RangedZstdSource.table(of: archive) {
                 let ranged = RangedZstdSource(source: archive, table: table, ranges: [range], name: name, workers: 1)
                 reader = try ArchiveReader(decoded: ranged, name: name, keepsakeTar: true, cancellation: cancellation)
             } else {
@@ -181,7 +188,7 @@ extension BlockAssembly {
                 }
                 try reader.skipContent()
             }
-            throw Problem(description: "\(name) does not hold its \(source.whole ? "content" : "blocks") where its manifest says")
+            throw Problem(description: "\(name) does not hold \(missing) where its manifest says")
         } catch {
             if closing { archive.close() }
             throw error
