@@ -36,15 +36,19 @@ final class BlockAssemblyTests: KeepsakeTestCase {
     }
 
     /// The file `table` describes, read through a `BlockAssembly` keeping at most `mostOpen`
-    /// archives open; and how many times an archive was opened.
-    private func assembled(_ table: BlockTable, archives: [BackupID: [UInt8]], mostOpen: Int) throws -> ([UInt8], Int) {
+    /// archives open; how many times an archive was opened; and how many frames of each
+    /// archive were decoded at once.
+    private func assembled(_ table: BlockTable, archives: [BackupID: [UInt8]],
+                           mostOpen: Int) throws -> (file: [UInt8], opened: Int, workers: [BackupID: Int]) {
         var opened = 0
+        var workersOf: [BackupID: Int] = [:]
         let entry = ManifestEntry(path: path, type: .file, size: Int64(blocks * blockSize))
-        let assembly = BlockAssembly(entry: entry, table: table, mostOpen: mostOpen) { source in
+        let assembly = BlockAssembly(entry: entry, table: table, mostOpen: mostOpen) { source, workers in
             opened += 1
+            if let holder = source.holder { workersOf[holder] = workers }
             let bytes = try XCTUnwrap(source.holder.flatMap { archives[$0] })
             return try BlockAssembly.openEntry(of: self.path, in: source, archive: AgeMemorySource(bytes), name: "archive",
-                                               closing: true, cancellation: CancellationFlag())
+                                               closing: true, workers: workers, cancellation: CancellationFlag())
         }
         defer { assembly.close() }
         var file = [UInt8](repeating: 0, count: blocks * blockSize)
@@ -54,12 +58,13 @@ final class BlockAssemblyTests: KeepsakeTestCase {
             file.replaceSubrange(Int(block.offset)..<(Int(block.offset) + block.bytes.count), with: block.bytes)
             end = block.offset + Int64(block.bytes.count)
         }
-        return (file, opened)
+        return (file, opened, workersOf)
     }
 
-    // MARK: Tests
-
-    func testRunsComeFromTheirArchivesInOrderEvenWhenFewAreKeptOpen() throws {
+    /// Three archives of the same file, A's filled with "A", B's with "B" and C's with "C",
+    /// as the sources of a table; and the file the blocks `holders` name (0 A, 1 B, 2 C) make.
+    private func threeArchives(_ holders: [Int]) throws
+        -> (archives: [BackupID: [UInt8]], ids: [BackupID], table: BlockTable, expected: [UInt8]) {
         let ids = (1...3).map { BackupID("2027010\($0)T020000Z-0000000\($0)")! }
         var archives: [BackupID: [UInt8]] = [:]
         var sources: [BlockTable.Source] = []
@@ -69,17 +74,38 @@ final class BlockAssemblyTests: KeepsakeTestCase {
             sources.append(.init(holder: id, whole: true, archiveOffset: made.entry.lowerBound,
                                  archiveLength: made.entry.upperBound - made.entry.lowerBound))
         }
-        // Blocks 0…5 from A, B, C, A, B, C.
         let table = BlockTable(blockSize: blockSize, digests: [UInt8](repeating: 0, count: blocks * BlockTable.digestLength),
-                               sources: sources, runs: (0..<blocks).map { .init(count: 1, source: $0 % 3) })
-        let expected = (0..<blocks).flatMap { [UInt8](repeating: UInt8(ascii: "A") + UInt8($0 % 3), count: blockSize) }
-        let (file, opened) = try assembled(table, archives: archives, mostOpen: 32)
+                               sources: sources, runs: holders.map { .init(count: 1, source: $0) })
+        let expected = holders.flatMap { [UInt8](repeating: UInt8(ascii: "A") + UInt8($0), count: blockSize) }
+        return (archives, ids, table, expected)
+    }
+
+    // MARK: Tests
+
+    func testRunsComeFromTheirArchivesInOrderEvenWhenFewAreKeptOpen() throws {
+        // Blocks 0…5 from A, B, C, A, B, C.
+        let (archives, _, table, expected) = try threeArchives((0..<blocks).map { $0 % 3 })
+        let (file, opened, _) = try assembled(table, archives: archives, mostOpen: 32)
         XCTAssertEqual(file, expected)
         XCTAssertEqual(opened, 3, "each archive opened once")
         // Two open at most: an archive closed early is opened again and read on to its block.
-        let (again, reopened) = try assembled(table, archives: archives, mostOpen: 2)
+        let (again, reopened, _) = try assembled(table, archives: archives, mostOpen: 2)
         XCTAssertEqual(again, expected)
         XCTAssertEqual(reopened, 6)
+    }
+
+    /// The archive holding most of the file (the full backup's copy, as a rule) is decoded
+    /// with every worker, as a plain restore is; the few blocks of others with one each.
+    func testAnArchiveHoldingAQuarterOfTheFileOrMoreIsDecodedWithEveryWorker() throws {
+        let (archives, ids, table, expected) = try threeArchives([0, 0, 1, 0, 0, 2])
+        let (file, _, workers) = try assembled(table, archives: archives, mostOpen: 32)
+        XCTAssertEqual(file, expected)
+        XCTAssertEqual(workers, [ids[0]: DecodedArchiveSource.workers, ids[1]: 1, ids[2]: 1])
+        // Two blocks of six each: a third of the file each, so every worker for all three.
+        let even = try threeArchives([0, 1, 2, 2, 1, 0])
+        let (evenFile, _, evenWorkers) = try assembled(even.table, archives: even.archives, mostOpen: 32)
+        XCTAssertEqual(evenFile, even.expected)
+        XCTAssertEqual(Set(evenWorkers.values), [DecodedArchiveSource.workers])
     }
 
     func testAnArchiveWithoutTheEntryIsAProblemNamingIt() throws {

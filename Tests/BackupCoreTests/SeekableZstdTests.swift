@@ -254,6 +254,63 @@ final class SeekableZstdTests: KeepsakeTestCase {
         XCTAssertEqual(source.compressedBytesRead, Int64(needed), "frames 0, 1 and 13 only")
     }
 
+    /// Lent, the ranges come where they lie in their frames, the same bytes as read; the
+    /// trailer's zeros come in the scratch, in as many pieces as it takes.
+    func testRangedSourceLendsTheSameBytesAsItReads() throws {
+        let data = sample(1_000_000)
+        let (path, table) = try writeStream(data)
+        let ranges: [Range<Int64>] = [10_000..<300_000, 500_000..<500_001, 640_000..<1_000_000]
+        let expected = ranges.flatMap { data[Int($0.lowerBound)..<Int($0.upperBound)] } + [UInt8](repeating: 0, count: 1024)
+        let source = RangedZstdSource(source: try FileByteSource(path: path), table: table, ranges: ranges,
+                                      name: "stream.zst", workers: 2)
+        var lent: [UInt8] = []
+        var scratch = [UInt8](repeating: 0xFF, count: 300)
+        var pieces = 0
+        while true {
+            let piece = try scratch.withUnsafeMutableBytes { Array(try source.lend(scratch: $0)) }
+            if piece.isEmpty { break }
+            lent += piece
+            pieces += 1
+        }
+        XCTAssertEqual(lent.count, expected.count)
+        XCTAssertTrue(lent == expected, "lent bytes are the ranges, then the trailer")
+        XCTAssertGreaterThan(pieces, 5, "a piece per frame, not one buffer's worth")
+        let read = try readAll(RangedZstdSource(source: try FileByteSource(path: path), table: table, ranges: ranges,
+                                                name: "stream.zst", workers: 1))
+        XCTAssertTrue(read == expected, "read bytes are the same")
+    }
+
+    /// A ranged read of an archive cut inside a frame it needs hands out what comes before
+    /// that frame, then names it, as the whole-stream reader does.
+    func testRangedSourceCutInsideAFrameNamesIt() throws {
+        let data = sample(500_000)
+        let (path, table) = try writeStream(data)
+        let cutFrame = 5
+        let frame = table.frames[cutFrame]
+        XCTAssertEqual(truncate(path, off_t(frame.compressedOffset + Int64(frame.compressedSize / 2))), 0)
+        let start = table.frames[2].decompressedOffset + 100
+        let source = RangedZstdSource(source: try FileByteSource(path: path), table: table, ranges: [start..<400_000],
+                                      name: "cut.zst", workers: 2)
+        var delivered: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 10_000)
+        XCTAssertThrowsError(try {
+            while true {
+                let count = try buffer.withUnsafeMutableBytes { try source.read(into: $0) }
+                if count == 0 { return }
+                delivered += buffer[0..<count]
+            }
+        }()) { error in
+            guard case ArchiveError.damaged(let archive, let reason) = error else { return XCTFail("\(error)") }
+            XCTAssertEqual(archive, "cut.zst")
+            XCTAssertEqual(reason, "it ends inside frame \(cutFrame) (truncated)")
+        }
+        // Compared as counts and digests: a failure here must not print half a megabyte.
+        let wanted = Array(data[Int(start)..<Int(frame.decompressedOffset)])
+        XCTAssertEqual(delivered.count, wanted.count, "every byte before the frame cut")
+        XCTAssertTrue(delivered == wanted, "the bytes before the frame cut, as written")
+        XCTAssertEqual(source.unreadableFrame, cutFrame)
+    }
+
     func testRangesAreMergedAndClipped() {
         XCTAssertEqual(RangedZstdSource.merged([10..<20, 0..<5, 5..<8, 15..<30, 90..<200], limit: 100), [0..<8, 10..<30, 90..<100])
         XCTAssertEqual(RangedZstdSource.merged([-5..<3, 200..<300], limit: 100), [0..<3])

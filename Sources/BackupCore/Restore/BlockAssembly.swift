@@ -19,8 +19,9 @@ final class BlockAssembly: EntryContentReader {
         let close: () -> Void
     }
 
-    /// Opens the entry of the file in `source`'s archive, positioned at its content.
-    typealias Opener = (BlockTable.Source) throws -> OpenedEntry
+    /// Opens the entry of the file in `source`'s archive, positioned at its content, decoding
+    /// up to `workers` of its frames at once.
+    typealias Opener = (_ source: BlockTable.Source, _ workers: Int) throws -> OpenedEntry
 
     /// Why the file cannot be put together: an archive does not hold its entry.
     struct Problem: Error, CustomStringConvertible {
@@ -69,6 +70,12 @@ final class BlockAssembly: EntryContentReader {
     /// forward to where it is needed).
     static let mostOpen = 32
     private let mostOpen: Int
+    /// How many frames of each source's archive are decoded at once: all of
+    /// `DecodedArchiveSource.workers` for a source holding a quarter of the file or more
+    /// (a full backup's whole copy, most often), which is read at the pace of a plain
+    /// restore; one for the others, each read for a few blocks (so a table naming many
+    /// archives keeps few frames in memory).
+    private let workers: [Int]
     /// Runs left to read, and the one being read: its source and where it ends in the file.
     private var runs: IndexingIterator<[BlockTable.Run]>
     private var run: (source: Int, end: Int64)?
@@ -84,6 +91,10 @@ final class BlockAssembly: EntryContentReader {
         self.mostOpen = max(1, mostOpen)
         self.open = open
         runs = table.runs.makeIterator()
+        var held = [Double](repeating: 0, count: table.sources.count)
+        for run in table.runs where held.indices.contains(run.source) { held[run.source] += Double(max(0, run.count)) }
+        let quarter = held.reduce(0, +) / 4
+        workers = held.map { $0 > 0 && $0 >= quarter ? DecodedArchiveSource.workers : 1 }
     }
 
     deinit { close() }
@@ -152,7 +163,7 @@ final class BlockAssembly: EntryContentReader {
            let oldest = lastRead.filter({ feeds[$0.key] != nil && $0.key != source }).min(by: { $0.value < $1.value })?.key {
             feeds.removeValue(forKey: oldest)?.opened.close()
         }
-        let feed = Feed(try open(table.sources[source]))
+        let feed = Feed(try open(table.sources[source], workers[source]))
         feeds[source] = feed
         return feed
     }
@@ -163,21 +174,23 @@ final class BlockAssembly: EntryContentReader {
 extension BlockAssembly {
     /// Opens, in `archive` (named `name`; kept open when `closing` is false), the entry of
     /// the file at `path` that `source` says holds its blocks: only the frames of its
-    /// recorded place when the archive has a seek table, else the archive from its start.
+    /// recorded place when the archive has a seek table (`workers` of them decoded at once),
+    /// else the archive from its start.
     static func openEntry(of path: [UInt8], in source: BlockTable.Source, archive: RandomAccessSource, name: String,
-                          closing: Bool, cancellation: CancellationFlag) throws -> OpenedEntry {
+                          closing: Bool, workers: Int = 1, cancellation: CancellationFlag) throws -> OpenedEntry {
         try openEntry(named: source.entryPath(for: path), at: source.archiveRange, archive: archive, name: name,
-                      closing: closing, cancellation: cancellation, missing: "its \(source.whole ? "content" : "blocks")")
+                      closing: closing, workers: workers, cancellation: cancellation,
+                      missing: "its \(source.whole ? "content" : "blocks")")
     }
 
     /// Opens the file entry `wanted` in `archive` (see above), recorded at `range` of its tar
     /// stream; `missing` says what is not found, when it is not.
     static func openEntry(named wanted: [UInt8], at range: Range<Int64>?, archive: RandomAccessSource, name: String,
-                          closing: Bool, cancellation: CancellationFlag, missing: String) throws -> OpenedEntry {
+                          closing: Bool, workers: Int = 1, cancellation: CancellationFlag, missing: String) throws -> OpenedEntry {
         do {
             let reader: ArchiveReader
             if let range, let table = RangedZstdSource.table(of: archive) {
-                let ranged = RangedZstdSource(source: archive, table: table, ranges: [range], name: name, workers: 1)
+                let ranged = RangedZstdSource(source: archive, table: table, ranges: [range], name: name, workers: max(1, workers))
                 reader = try ArchiveReader(decoded: ranged, name: name, keepsakeTar: true, cancellation: cancellation)
             } else {
                 reader = try ArchiveReader(source: FromTheStart(archive), name: name, cancellation: cancellation)

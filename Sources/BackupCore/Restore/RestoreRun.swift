@@ -452,8 +452,9 @@ final class RestoreRun {
             let entry = entries[position]
             // A later line of the same path is the one a restore takes.
             guard index.position(of: entry.path[...]) == position, let table = entry.blocks else { continue }
-            let assembly = BlockAssembly(entry: entry, table: table) { source in
-                try self.openBlocks(of: entry, in: source, own: own, ownName: ownName, locateArchive: locateArchive)
+            let assembly = BlockAssembly(entry: entry, table: table) { source, workers in
+                try self.openBlocks(of: entry, in: source, workers: workers, own: own, ownName: ownName,
+                                    locateArchive: locateArchive)
             }
             defer { assembly.close() }
             do {
@@ -485,17 +486,18 @@ final class RestoreRun {
     }
 
     /// The entry holding blocks of `entry` that `source` names: in this backup's own archive,
-    /// or in the earlier one `locateArchive` finds (named missing when it finds none).
-    private func openBlocks(of entry: ManifestEntry, in source: BlockTable.Source, own: RandomAccessSource, ownName: String,
-                            locateArchive: Restorer.ArchiveLocator?) throws -> BlockAssembly.OpenedEntry {
+    /// or in the earlier one `locateArchive` finds (named missing when it finds none), with
+    /// `workers` of its frames decoded at once.
+    private func openBlocks(of entry: ManifestEntry, in source: BlockTable.Source, workers: Int, own: RandomAccessSource,
+                            ownName: String, locateArchive: Restorer.ArchiveLocator?) throws -> BlockAssembly.OpenedEntry {
         guard let holder = source.holder else {
             return try BlockAssembly.openEntry(of: entry.path, in: source, archive: own, name: ownName, closing: false,
-                                               cancellation: cancellation)
+                                               workers: workers, cancellation: cancellation)
         }
         // Thrown, not noted here: this runs while the file is written, `result` in use.
         guard let located = try locate(holder, with: locateArchive) else { throw BlockAssembly.MissingArchive(holder: holder) }
         return try BlockAssembly.openEntry(of: entry.path, in: source, archive: located.source, name: located.name, closing: true,
-                                           cancellation: cancellation)
+                                           workers: workers, cancellation: cancellation)
     }
 
     /// The archive of the earlier backup `holder`, or nil when it is not found (or found

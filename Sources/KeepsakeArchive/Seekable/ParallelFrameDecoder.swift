@@ -46,19 +46,56 @@ final class ParallelFrameDecoder {
 
     /// Starts decompressing one whole frame that declares `contentSize` bytes.
     func submit(_ frame: UnsafeRawBufferPointer, contentSize: Int, frameNumber: Int) throws {
-        let input = spareInputs.popLast().flatMap { $0.capacity >= frame.count ? $0 : nil } ?? FrameBuffer(capacity: frame.count)
-        input.count = 0
-        _ = input.append(frame)
-        let output = spareOutputs.popLast().flatMap { $0.capacity >= contentSize ? $0 : nil } ?? FrameBuffer(capacity: contentSize)
+        try submit(compressedSize: frame.count, contentSize: contentSize, frameNumber: frameNumber) { room in
+            if let base = frame.baseAddress, let destination = room.baseAddress {
+                destination.copyMemory(from: base, byteCount: frame.count)
+            }
+            return frame.count
+        }
+    }
+
+    /// Starts decompressing one whole frame of `compressedSize` bytes that declares
+    /// `contentSize`, which `fill` writes into the room it is given (straight from where the
+    /// frame lies: no copy of its own) and returns how many bytes it wrote; fewer than
+    /// `compressedSize` means the input ended inside the frame, thrown as `FillEnded`.
+    func submit(compressedSize: Int, contentSize: Int, frameNumber: Int,
+                fill: (UnsafeMutableRawBufferPointer) throws -> Int) throws {
+        let input = spareBuffer(from: &spareInputs, holding: compressedSize)
+        let filled = try fill(UnsafeMutableRawBufferPointer(rebasing: input.bytes[0..<compressedSize]))
+        guard filled == compressedSize else {
+            spareInputs.append(input)
+            throw FillEnded(filled: filled)
+        }
+        input.count = compressedSize
+        let output = spareBuffer(from: &spareOutputs, holding: contentSize)
         output.count = 0
         let context = try spareContexts.popLast() ?? ZstdContext(.decompression)
-        compressedBytes += Int64(frame.count)
+        compressedBytes += Int64(compressedSize)
         let job = Job(input: input, output: output, context: context, expectedSize: contentSize, frameNumber: frameNumber)
         pool.submit {
             let room = UnsafeMutableRawBufferPointer(rebasing: job.output.bytes[0..<job.expectedSize])
             job.outcome = job.context.decompress(job.input.filled, into: room)
             return job
         }
+    }
+
+    /// `fill` gave fewer bytes than the frame has.
+    struct FillEnded: Error {
+        let filled: Int
+    }
+
+    /// A spare buffer of at least `count` bytes, else a new one in place of the smallest spare
+    /// (so there are never more buffers than were once in use at the same time). Any spare
+    /// big enough will do: frames differ in size, and taking only the last spare dropped
+    /// buffers a bigger frame then had to allocate, and fault in, again.
+    private func spareBuffer(from spares: inout [FrameBuffer], holding count: Int) -> FrameBuffer {
+        if let index = spares.lastIndex(where: { $0.capacity >= count }) {
+            return spares.remove(at: index)
+        }
+        if let smallest = spares.indices.min(by: { spares[$0].capacity < spares[$1].capacity }) {
+            spares.remove(at: smallest)
+        }
+        return FrameBuffer(capacity: count)
     }
 
     // MARK: Taking

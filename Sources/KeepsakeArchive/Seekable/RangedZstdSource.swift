@@ -4,7 +4,7 @@ import KeepsakeSupport
 /// tar stream: only the frames that hold those byte ranges are read and decompressed
 /// (several at once), the ranges are cut out of them and handed out in order, and two
 /// zero blocks end the stream as tar expects.
-package final class RangedZstdSource: ByteSource {
+package final class RangedZstdSource: LendingSource {
     // MARK: State
 
     private let source: RandomAccessSource
@@ -22,6 +22,8 @@ package final class RangedZstdSource: ByteSource {
     private var pieces: [Range<Int>] = []
     private var trailer = 1024
     private var closed = false
+    /// The frame the archive ends inside, once met: nothing is submitted after it.
+    private var truncatedFrame: Int?
 
     /// The frame (its index in the table) that could not be read, once reading stopped at
     /// damage; nil before that.
@@ -87,12 +89,28 @@ package final class RangedZstdSource: ByteSource {
     package func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         guard !closed else { throw ByteStreamError.closed(name: name) }
         guard let destination = buffer.baseAddress, !buffer.isEmpty else { return 0 }
+        guard let piece = try nextPiece(upTo: buffer.count) else { return trailerBytes(into: buffer) }
+        if let start = piece.baseAddress { destination.copyMemory(from: start, byteCount: piece.count) }
+        return piece.count
+    }
+
+    /// The next piece where it lies in its decompressed frame, valid until the next call (no
+    /// copy: a 1 GiB file is not moved through the caller's buffer); the trailer's zeros in
+    /// `scratch`.
+    package func lend(scratch: UnsafeMutableRawBufferPointer) throws -> UnsafeRawBufferPointer {
+        guard !closed else { throw ByteStreamError.closed(name: name) }
+        if let piece = try nextPiece(upTo: Int.max) { return piece }
+        return UnsafeRawBufferPointer(rebasing: scratch[0..<trailerBytes(into: scratch)])
+    }
+
+    /// Up to `limit` bytes of the current piece, taken; the frame before is recycled first
+    /// (its view was the caller's until this call). Nil once every range is handed out.
+    private func nextPiece(upTo limit: Int) throws -> UnsafeRawBufferPointer? {
         while true {
             if let current, let piece = pieces.first, let start = current.bytes.baseAddress {
-                let count = min(buffer.count, piece.count)
-                destination.copyMemory(from: start + piece.lowerBound, byteCount: count)
+                let count = min(limit, piece.count)
                 if count == piece.count { pieces.removeFirst() } else { pieces[0] = (piece.lowerBound + count)..<piece.upperBound }
-                return count
+                return UnsafeRawBufferPointer(start: start + piece.lowerBound, count: count)
             }
             if let finished = current {
                 decoder.recycle(finished)
@@ -107,11 +125,11 @@ package final class RangedZstdSource: ByteSource {
                 throw error
             }
             guard let frame = next else {
-                // All ranges handed out: end the tar stream.
-                let count = min(trailer, buffer.count)
-                _ = destination.initializeMemory(as: UInt8.self, repeating: 0, count: count)
-                trailer -= count
-                return count
+                if let truncatedFrame {
+                    unreadableFrame = truncatedFrame
+                    throw ArchiveError.damaged(archive: name, reason: "it ends inside frame \(truncatedFrame) (truncated)")
+                }
+                return nil
             }
             let index = frameIndexes[nextDelivery]
             nextDelivery += 1
@@ -120,16 +138,37 @@ package final class RangedZstdSource: ByteSource {
         }
     }
 
+    /// The zero blocks that end the tar stream, as many as fit in `buffer`; 0 once given.
+    private func trailerBytes(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        let count = min(trailer, buffer.count)
+        guard count > 0, let destination = buffer.baseAddress else { return 0 }
+        _ = destination.initializeMemory(as: UInt8.self, repeating: 0, count: count)
+        trailer -= count
+        return count
+    }
+
     private func submitFrames() throws {
-        while !decoder.isFull && nextSubmission < frameIndexes.count {
+        while !decoder.isFull && nextSubmission < frameIndexes.count && truncatedFrame == nil {
             let index = frameIndexes[nextSubmission]
             let frame = table.frames[index]
-            let compressed = try source.bytes(at: frame.compressedOffset, count: frame.compressedSize)
-            guard compressed.count == frame.compressedSize else {
-                unreadableFrame = index
-                throw ArchiveError.damaged(archive: name, reason: "it ends inside frame \(index) (truncated)")
+            do {
+                // Read straight into the decoder's buffer: no array to zero, fault in and copy.
+                try decoder.submit(compressedSize: frame.compressedSize, contentSize: frame.decompressedSize,
+                                   frameNumber: index) { room in
+                    var filled = 0
+                    while filled < room.count {
+                        let got = try source.read(at: frame.compressedOffset + Int64(filled),
+                                                  into: UnsafeMutableRawBufferPointer(rebasing: room[filled...]))
+                        if got == 0 { break }
+                        filled += got
+                    }
+                    return filled
+                }
+            } catch is ParallelFrameDecoder.FillEnded {
+                // Thrown once the frames before it are handed out, as the whole-stream reader does.
+                truncatedFrame = index
+                return
             }
-            try compressed.withUnsafeBytes { try decoder.submit($0, contentSize: frame.decompressedSize, frameNumber: index) }
             nextSubmission += 1
         }
     }
