@@ -22,6 +22,8 @@ PAGE = 4096
 # 512 KiB to 8 MiB, are its own row).
 BLOCK_SIZES = (64 * 1024, 128 * 1024, 1024 * 1024)
 BIG_TOOLS = ("keepsake", "restic", "borg")
+# The five files, in the order they are made and reported (big_files below).
+BIG_FILE_NAMES = ("image-runs.img", "image-pages.img", "notes.sqlite", "app.log", "insertion.bin")
 # Keepsake backs each file up storing its changed blocks (part 2), recorded in the report.
 KEEPSAKE_OPTIONS = ["--blocks"]
 # A block's digest in a table: SHA-256, as the manifest's.
@@ -364,6 +366,9 @@ class BigFilesBench(Bench):
                 self.note(f"{t} is missing: the big files run without it")
         pool = text_pool(random.Random(f"pool-{self.args.seed}"))
         self.files = big_files(self.data.root, self.scale, self.args.seed, pool)
+        only = [n.strip() for n in (getattr(self.args, "big_only", None) or "").split(",") if n.strip()]
+        if only:
+            self.files = [f for f in self.files if f.name in only]
         for f in self.files:
             log(f"making {f.name} ({human_bytes(f.size)})")
             f.create()

@@ -39,7 +39,7 @@ def render_history(results, link):
     for name, doc in reversed(results):
         d = doc["dataset"]
         data = {"tree": f"`{d['root']}`", "memory": "memory set (no peers)",
-                "year": "a year of nights", "big-files": "five big files"}.get(d.get("kind"), "generated") \
+                "year": "a year of nights", "big-files": "big files"}.get(d.get("kind"), "generated") \
             + f", {human_bytes(d['bytes'])} in {d['regular_files']} files"
         ratios = {}
         for ph in doc["phases"]:

@@ -361,7 +361,7 @@ final class BigFileTests: EndToEndTestCase {
     }
 
     /// A big file more than half of which changed is read again and stored whole (the
-    /// changed blocks' spool in `$TMPDIR` holds at most half a file, and 256 MiB): its own
+    /// changed blocks' spool in `$TMPDIR` holds at most half a file): its own
     /// entry in the archive, no block entry, a table on its line, and it restores exactly.
     func testAFileMoreThanHalfChangedIsReadAgainAndStoredWhole() throws {
         let source = path("src"), dest = path("dest")
@@ -382,6 +382,45 @@ final class BigFileTests: EndToEndTestCase {
         XCTAssertEqual(try checkedTables(id, dest: dest), ["image 65536 31 ok", "format 1 declared 31 counted 31"],
                        "its table, made in the second read, and no block entry")
         assertExit(try run(["restore", id, "--dest", dest, "--target", path("out")]), 0)
+        try assertTreesEqual(expected: source, actual: restored(source, into: path("out")))
+    }
+
+    /// The changed blocks are spooled in `$TMPDIR` up to a quarter of the room there (and half
+    /// the file): with `$TMPDIR` a 4 MiB tmpfs, a change of 1.4 MB of a 3 MB file is read again
+    /// and stored whole; with room, the same change is stored by its blocks. Either way the
+    /// file restores exactly, and the tmpfs is left as it was.
+    func testTheChangedBlocksTakeAtMostAQuarterOfTheRoomInTMPDIR() throws {
+        let source = path("src"), dest = path("dest"), small = path("small-tmp")
+        try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
+        try mountTmpfs(at: small, size: "4m")
+        try writeRandom(source + "/image", count: 3_000_000)
+        _ = try backup([source], dest: dest)
+        var generator = SystemRandomNumberGenerator()
+        func change(at offset: UInt64) throws {
+            // 22 blocks of 64 KiB (at most 1.44 MB): more than a quarter of 4 MiB, less than half the file.
+            try overwrite(source + "/image", at: offset, with: (0..<1_400_000).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        }
+        func stored(_ environment: [String: String?]) throws -> (id: String, listing: String) {
+            let outcome = try run(["backup", source, "--dest", dest, "--json"], environment: environment)
+            assertExit(outcome, 0)
+            let id = try XCTUnwrap(try json(outcome)["id"] as? String)
+            let archive = try XCTUnwrap(try names(in: dest).first { $0.contains(id) && $0.hasSuffix(".tar.zst") })
+            return (id, try toolSucceeds("tar", ["--zstd", "-tf", dest + "/" + archive]).stdoutText)
+        }
+
+        try change(at: 100_000)
+        let cramped = try stored(["TMPDIR": small])
+        XCTAssertFalse(cramped.listing.contains(".keepsake/blocks/"), "stored whole: \(cramped.listing)")
+        XCTAssertTrue(cramped.listing.contains(String(source.dropFirst()) + "/image\n"), cramped.listing)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: small), [], "nothing left in the tmpfs")
+        XCTAssertEqual(try checkedTables(cramped.id, dest: dest).first, "image 65536 46 ok", "its table, made in the second read")
+
+        try change(at: 24 * 65_536)
+        let roomy = try stored([:])
+        XCTAssertTrue(roomy.listing.contains(".keepsake/blocks/" + String(source.dropFirst()) + "/image\n"),
+                      "stored by blocks: \(roomy.listing)")
+        XCTAssertEqual(try checkedTables(roomy.id, dest: dest).first, "image 65536 46 ok")
+        assertExit(try run(["restore", roomy.id, "--dest", dest, "--target", path("out")]), 0)
         try assertTreesEqual(expected: source, actual: restored(source, into: path("out")))
     }
 

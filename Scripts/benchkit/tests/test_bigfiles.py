@@ -10,8 +10,8 @@ import sqlite3
 import tempfile
 import unittest
 
-from benchkit.bigfiles import (PAGE, BlockModel, big_files, changed_blocks, changed_pages, merged, page_digests,
-                               text_pool)
+from benchkit.bigfiles import (BIG_FILE_NAMES, PAGE, BlockModel, big_files, changed_blocks, changed_pages, merged,
+                               page_digests, text_pool)
 
 # 1 MiB images and 256 KiB others.
 SCALE = 1 / 4096
@@ -35,6 +35,9 @@ class BigFilesTests(unittest.TestCase):
         for f in made:
             f.create()
         return {type(f).__name__: f for f in made}
+
+    def test_the_names_big_only_takes_are_the_five_files(self):
+        self.assertEqual(tuple(f.name for f in big_files(self.root, SCALE, 1, self.pool)), BIG_FILE_NAMES)
 
     def test_the_same_seed_makes_the_same_files_and_nights(self):
         first, second = self.files(under="a"), self.files(under="b")

@@ -304,7 +304,7 @@ final class ArchiveSession {
     /// and stored whole when more changed than the spool takes (`BlockSpool.mostSpooled`).
     private func writeChangedBlocks(_ file: SourceFileReader.OpenFile, basis: BlockTable, identity: FileIdentity,
                                     entry: ManifestEntry) throws {
-        let spooling = try BlockSpool(basis: basis, mostSpooled: BlockSpool.mostSpooled(forFileSize: file.header.size))
+        let spooling = try BlockSpool(basis: basis, fileSize: file.header.size)
         var read: Int64 = 0
         let content = try reader.readContent(of: file, digestingBlocks: false) { chunk in
             try spooling.add(chunk)

@@ -26,12 +26,14 @@ final class BlockSpool {
         let overflowed: Bool
     }
 
-    /// The most bytes of changed blocks spooled for a file of `size` bytes: half of it, and
-    /// 256 MiB at most. A file more of which changed is read again and stored whole: storing
-    /// it by blocks would save less than half, and `$TMPDIR` (a tmpfs, often) never holds
-    /// more than that for it.
-    static func mostSpooled(forFileSize size: Int64) -> Int64 {
-        min(size / 2, 256 << 20)
+    /// The most bytes of changed blocks spooled for a file of `size` bytes when the file
+    /// system of the spool (`$TMPDIR`) has `room` bytes free: half the file, and a quarter of
+    /// that room. A file more of which changed is read again and stored whole: storing it by
+    /// blocks would save less than half, or would fill `$TMPDIR` (a tmpfs, often, taking
+    /// memory). A fixed cap stored a 4 GiB disk image whole the night 15% of its blocks
+    /// changed (1.2 times restic's night, against 0.5 times goal).
+    static func mostSpooled(forFileSize size: Int64, room: Int64) -> Int64 {
+        max(0, min(size / 2, room / 4))
     }
 
     // MARK: State
@@ -52,12 +54,13 @@ final class BlockSpool {
 
     // MARK: Life cycle
 
-    /// A spool for a file whose last version `basis` describes, cut into its blocks.
-    init(basis: BlockTable, mostSpooled: Int64 = .max) throws {
+    /// A spool for a file of `fileSize` bytes whose last version `basis` describes, cut into
+    /// its blocks; it overflows past `mostSpooled(forFileSize:room:)`.
+    init(basis: BlockTable, fileSize: Int64) throws {
         self.basis = basis
-        self.mostSpooled = mostSpooled
         blockSize = basis.blockSize
         spool = try SpoolFile()
+        mostSpooled = BlockSpool.mostSpooled(forFileSize: fileSize, room: spool.room)
         block.reserveCapacity(blockSize)
     }
 

@@ -44,6 +44,15 @@ final class SpoolFile: ByteSink {
 
     deinit { close(fd) }
 
+    /// Bytes free, for an unprivileged writer, in the file system the spool lives in (now;
+    /// 0 when it cannot be told).
+    var room: Int64 {
+        var info = statvfs()
+        guard fstatvfs(fd, &info) == 0 else { return 0 }
+        let (bytes, overflow) = Int64(clamping: info.f_bavail).multipliedReportingOverflow(by: Int64(clamping: info.f_frsize))
+        return overflow ? .max : bytes
+    }
+
     /// Linux's O_TMPFILE (`__O_TMPFILE | O_DIRECTORY`; Swift's Glibc does not export it).
     private static let temporaryFileFlag: Int32 = 0o20000000 | O_DIRECTORY
 
