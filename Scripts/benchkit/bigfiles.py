@@ -381,6 +381,8 @@ class BigFilesBench(Bench):
         digests = {f.name: page_digests(f.path) for f in self.files}
         models = [BlockModel(b) for b in BLOCK_SIZES]
         for night in range(1, self.nights + 1):
+            if night > 1 and not self.room_for_a_night(night):
+                break
             load = loadavg()
             if load is not None:
                 self.loads.append(load)
@@ -405,6 +407,19 @@ class BigFilesBench(Bench):
                 log(f"night {night}/{self.nights} {f.name}: changed {human_bytes(record['changed_compressed'])} "
                     "compressed; " + ", ".join(f"{t} +{human_bytes(r['added'])}" for t, r in record["tools"].items()))
         self.restore = self.time_restores(self.files[0])
+
+    def room_for_a_night(self, night):
+        """Whether the work folder's disk has room for another night: a copy of every file for
+        each tool and one more (a night can store a file whole in each, and the insertion
+        rewrites its file beside it). Else the nights stop there, with a note, and the report
+        covers those run: a full disk fails every tool at once (and everything else on it)."""
+        need = (len(self.big_tools) + 1) * sum(f.size for f in self.files)
+        free = shutil.disk_usage(self.big_dir).free
+        if free >= need:
+            return True
+        self.note(f"stopped before night {night}: {human_bytes(free)} free in {self.big_dir}, and a night may take "
+                  f"{human_bytes(need)} (fewer --tools, or a smaller --big-scale, take less)")
+        return False
 
     def repo(self, tool, f):
         return os.path.join(self.big_dir, "repos", f"{tool}-{os.path.basename(f.folder)}")
