@@ -146,7 +146,7 @@ package struct ManifestParser {
                 let sum = total.addingReportingOverflow(max(0, count))
                 return sum.overflow ? Int64.max : sum.partialValue
             }
-            limit = ManifestSizeLimit.limit(forEntries: declared)
+            limit = ManifestSizeLimit.limit(forEntries: declared, blockDigests: parsed.blockDigests)
             if declared > 0, visit == nil { entries.reserveCapacity(Int(min(declared, 1 << 20))) }
             if let limitedName, total > Int64(limit) {
                 throw ManifestError.tooLarge(name: limitedName, size: total, limit: limit, entries: declared)

@@ -190,7 +190,13 @@ final class BlockTableTests: KeepsakeTestCase {
                                     fileCount: 1, originalBytes: size, toolVersion: "keepsake test")
         func manifest() -> [UInt8] { Array((summary.json.serialized() + "\n").utf8) + entryLine + [10] }
         XCTAssertGreaterThan(entryLine.count, ManifestSizeLimit.limit(forEntries: 1))
+        // Both readers: the one that holds the bytes, and the one that parses as it reads
+        // (which restore uses; it once allowed only the entries' room, so that no file of
+        // 3.3 GiB or more could be restored).
         XCTAssertThrowsError(try ManifestSizeLimit.read(MemorySource(manifest()), name: "the manifest X"), "undeclared") { error in
+            guard case ManifestError.tooLarge = error else { return XCTFail("\(error)") }
+        }
+        XCTAssertThrowsError(try Manifest.read(MemorySource(manifest()), name: "the manifest X"), "undeclared") { error in
             guard case ManifestError.tooLarge = error else { return XCTFail("\(error)") }
         }
         summary.blockDigests = Int64(count)
@@ -198,5 +204,8 @@ final class BlockTableTests: KeepsakeTestCase {
         let read = try Manifest.parse(bytes)
         XCTAssertEqual(read.summary.blockDigests, Int64(count))
         XCTAssertEqual(read.entries.count, 1)
+        let streamed = try Manifest.read(MemorySource(manifest()), name: "the manifest X")
+        XCTAssertEqual(streamed.summary.blockDigests, Int64(count))
+        XCTAssertEqual(streamed.entries.count, 1)
     }
 }
