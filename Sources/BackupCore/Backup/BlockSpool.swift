@@ -31,7 +31,7 @@ final class BlockSpool {
     /// that room. A file more of which changed is read again and stored whole: storing it by
     /// blocks would save less than half, or would fill `$TMPDIR` (a tmpfs, often, taking
     /// memory). A fixed cap stored a 4 GiB disk image whole the night 15% of its blocks
-    /// changed (1.2 times restic's night, against 0.5 times goal).
+    /// changed (1.2 times restic's night, where the goal is at most half of it).
     static func mostSpooled(forFileSize size: Int64, room: Int64) -> Int64 {
         max(0, min(size / 2, room / 4))
     }
