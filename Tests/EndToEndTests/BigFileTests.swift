@@ -336,10 +336,7 @@ final class BigFileTests: EndToEndTestCase {
         }
         assertExit(try run(["prune", "--dest", dest, "--keep-last", "1", "--quiet"]), 0)
         let supplement = try XCTUnwrap(try names(in: dest).first { $0.hasSuffix(".supplement.tar.zst") })
-        let file = dest + "/" + supplement
-        var bytes = try Data(contentsOf: URL(fileURLWithPath: file))
-        bytes[bytes.count / 2] ^= 0x5A
-        try bytes.write(to: URL(fileURLWithPath: file))
+        try Fixtures.flipByte(in: dest + "/" + supplement)
 
         let verified = try run(["verify", "--dest", dest])
         assertExit(verified, 4)

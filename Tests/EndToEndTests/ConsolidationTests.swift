@@ -658,9 +658,7 @@ final class ConsolidationTests: FaultTestCase {
         let kept = try backUp(at: source, dest: dest, night: 2)
         // The night-1 archive is mostly the noise file: its middle byte is inside it.
         let archive = try XCTUnwrap(try names(in: dest).first { $0.contains(damaged) && $0.hasSuffix(".tar.zst") })
-        var bytes = try Data(contentsOf: URL(fileURLWithPath: dest + "/" + archive))
-        bytes[bytes.count / 2] ^= 0x5A
-        try bytes.write(to: URL(fileURLWithPath: dest + "/" + archive))
+        try Fixtures.flipByte(in: dest + "/" + archive)
 
         for night in 3...4 {
             let pruned = try run(["prune", "--dest", dest, "--keep-last", "1", "--json"], environment: ConsolidationTests.clock(night))
@@ -700,9 +698,8 @@ final class ConsolidationTests: FaultTestCase {
         XCTAssertEqual(try listedSet(dest), [newest])
         let archive = try XCTUnwrap(try names(in: dest).first { $0.hasSuffix(".supplement.tar.zst") })
         let file = dest + "/" + archive
-        var bytes = try Data(contentsOf: URL(fileURLWithPath: file))
-        bytes[bytes.count / 3] ^= 0x5A
-        try bytes.write(to: URL(fileURLWithPath: file))
+        let size = try XCTUnwrap(try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int)
+        try Fixtures.flipByte(in: file, at: size / 3)
 
         let verified = try run(["verify", "--dest", dest])
         assertExit(verified, 4)
