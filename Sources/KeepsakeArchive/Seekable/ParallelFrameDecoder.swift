@@ -64,7 +64,7 @@ final class ParallelFrameDecoder {
         let filled = try fill(UnsafeMutableRawBufferPointer(rebasing: input.bytes[0..<compressedSize]))
         guard filled == compressedSize else {
             spareInputs.append(input)
-            throw FillEnded(filled: filled)
+            throw FillEnded()
         }
         input.count = compressedSize
         let output = spareBuffer(from: &spareOutputs, holding: contentSize)
@@ -80,9 +80,7 @@ final class ParallelFrameDecoder {
     }
 
     /// `fill` gave fewer bytes than the frame has.
-    struct FillEnded: Error {
-        let filled: Int
-    }
+    struct FillEnded: Error {}
 
     /// A spare buffer of at least `count` bytes, else a new one in place of the smallest spare
     /// (so there are never more buffers than were once in use at the same time). Any spare
