@@ -1,6 +1,7 @@
 import Foundation
 import KeepsakeArchive
 import KeepsakeJSON
+import KeepsakeSupport
 
 /// The blocks of a big file as a manifest line records them (JSON `blocks`): a digest of
 /// each fixed-size block (`{"size":65536,"digests_b64":"…"}`: the first 16 bytes of each
@@ -12,6 +13,13 @@ import KeepsakeJSON
 ///
 /// Blocks are `blockSize` bytes from the file's start; the last one holds what is left
 /// (holes read as zeros, as the file's SHA-256 reads them).
+///
+/// A table of a file stored by blocks may be stored as changes (JSON `digests_sha256`):
+/// `digests` then holds only the digests of the blocks in the line's own archive, each other
+/// block's digest is in the line of the backup (or supplement) that holds it, and
+/// `everyDigestSHA256` is the SHA-256 of all of them, in file order, which a reader checks
+/// what it gathers against (`BlockDigestGathering`). So a table costs what changed, not
+/// the whole file's 16 bytes a block each night.
 public struct BlockTable: Sendable, Equatable {
     // MARK: Policy
 
@@ -50,8 +58,14 @@ public struct BlockTable: Sendable, Equatable {
 
     /// Bytes per block: a power of two in `blockSizes`.
     public let blockSize: Int
-    /// The blocks' digests, `digestLength` bytes each, in file order.
+    /// The blocks' digests, `digestLength` bytes each, in file order: every block's, or,
+    /// with `everyDigestSHA256`, those of the blocks in the line's own archive only.
     public let digests: [UInt8]
+    /// For a table stored as changes: the SHA-256 (lowercase hex) of every block's digest,
+    /// one after another in file order (JSON `digests_sha256`). Nil when `digests` holds every one.
+    public let everyDigestSHA256: String?
+    /// The number of blocks.
+    public let count: Int
     /// For a file stored by blocks: the archives that hold them (JSON `from`). Empty when the
     /// file is whole where its line says (its backup's own archive, or `in`).
     public let sources: [Source]
@@ -111,8 +125,8 @@ public struct BlockTable: Sendable, Equatable {
         }
     }
 
-    /// The number of blocks.
-    public var count: Int { digests.count / BlockTable.digestLength }
+    /// Whether `digests` holds every block's digest (else only those of the line's own archive).
+    public var holdsEveryDigest: Bool { everyDigestSHA256 == nil }
 
     /// Whether the file is stored by blocks (in `sources`), rather than whole.
     public var isStoredByBlocks: Bool { !sources.isEmpty }
@@ -121,13 +135,19 @@ public struct BlockTable: Sendable, Equatable {
     public var holders: Set<BackupID> { Set(sources.compactMap(\.holder)) }
 
     /// A table of `digests` (`digestLength` bytes per block) for blocks of `blockSize` bytes, with the
-    /// archives that hold them when the file is stored by blocks.
-    public init(blockSize: Int, digests: [UInt8], sources: [Source] = [], runs: [Run] = []) {
+    /// archives that hold them when the file is stored by blocks; with `everyDigestSHA256`,
+    /// stored as changes (`digests` then holds the own archive's blocks' only).
+    public init(blockSize: Int, digests: [UInt8], sources: [Source] = [], runs: [Run] = [], everyDigestSHA256: String? = nil) {
         self.blockSize = blockSize
         self.digests = digests
         self.sources = sources
         self.runs = runs
+        self.everyDigestSHA256 = everyDigestSHA256
+        count = everyDigestSHA256 == nil ? digests.count / BlockTable.digestLength : runs.reduce(0) { $0 + $1.count }
     }
+
+    /// The index in `sources` of the line's own archive (no `in`), if it holds blocks.
+    public var ownSource: Int? { sources.firstIndex { $0.holder == nil } }
 
     /// The index in `sources` of each block's archive, in file order (empty when the file is
     /// not stored by blocks).
@@ -136,17 +156,69 @@ public struct BlockTable: Sendable, Equatable {
     }
 
     /// The same blocks as a later backup sees them: what `owner` (the backup of this line)
-    /// holds in its own archive is named by its id.
+    /// holds in its own archive is named by its id (a table stored as changes then holds no
+    /// digest: each is in the line of the backup that holds its block).
     public func seen(after owner: BackupID) -> BlockTable {
-        BlockTable(blockSize: blockSize, digests: digests,
+        BlockTable(blockSize: blockSize, digests: holdsEveryDigest ? digests : [],
                    sources: sources.map { Source(holder: $0.holder ?? owner, whole: $0.whole, archiveOffset: $0.archiveOffset,
                                                  archiveLength: $0.archiveLength, origin: $0.origin) },
-                   runs: runs)
+                   runs: runs, everyDigestSHA256: everyDigestSHA256)
     }
 
-    /// The digest of block `index`.
+    /// The digest of block `index`, of a table that holds every one (`holdsEveryDigest`).
     public func digest(at index: Int) -> ArraySlice<UInt8> {
         digests[index * BlockTable.digestLength ..< (index + 1) * BlockTable.digestLength]
+    }
+
+    /// The digest of each block this table holds, in file order (nil for a block whose
+    /// digest is in another line: one held elsewhere, of a table stored as changes).
+    public var heldDigests: [ArraySlice<UInt8>?] {
+        guard !holdsEveryDigest else { return (0..<count).map { digest(at: $0) } }
+        let own = ownSource
+        var next = 0
+        return sourceOfEachBlock.map { source in
+            guard source == own, next + BlockTable.digestLength <= digests.count else { return nil }
+            defer { next += BlockTable.digestLength }
+            return digests[next ..< next + BlockTable.digestLength]
+        }
+    }
+
+    /// The digests of the blocks in the line's own archive, in file order: what a table
+    /// stored as changes holds (`every`: each block's digest, as `digests` of a whole table).
+    public static func ownDigests(_ every: [UInt8], sources: [Source], runs: [Run]) -> [UInt8] {
+        guard let own = sources.firstIndex(where: { $0.holder == nil }) else { return [] }
+        var held: [UInt8] = []
+        var block = 0
+        for run in runs {
+            if run.source == own {
+                let start = block * digestLength, end = (block + run.count) * digestLength
+                if end <= every.count { held += every[start..<end] }
+            }
+            block += run.count
+        }
+        return held
+    }
+
+    /// This table as a whole one (every digest held), from `every`, the digest of each block
+    /// in file order gathered from the lines that hold them: nil when they are not this
+    /// table's (another count, a digest this table holds that differs, or, for a table
+    /// stored as changes, another SHA-256 of them all, `sha256` of `every`).
+    public func holdingEvery(_ every: [UInt8], sha256: String) -> BlockTable? {
+        guard every.count == count * BlockTable.digestLength else { return nil }
+        if let everyDigestSHA256 {
+            guard everyDigestSHA256 == sha256 else { return nil }
+        } else if every != digests {
+            return nil
+        }
+        return BlockTable(blockSize: blockSize, digests: every, sources: sources, runs: runs)
+    }
+
+    /// This table stored as changes: only the own archive's blocks' digests, and the SHA-256
+    /// (`sha256`) of every one. Nil for a table not stored by blocks or already so.
+    public func asChanges(sha256: String) -> BlockTable? {
+        guard holdsEveryDigest, isStoredByBlocks else { return nil }
+        return BlockTable(blockSize: blockSize, digests: BlockTable.ownDigests(digests, sources: sources, runs: runs),
+                          sources: sources, runs: runs, everyDigestSHA256: sha256)
     }
 
     /// The table of a new version of a file whose last version `basis` describes, as this
@@ -201,6 +273,7 @@ public struct BlockTable: Sendable, Equatable {
         writer.beginObject()
         writer.key("size"); writer.int(Int64(blockSize))
         writer.key("digests_b64"); writer.string(Data(digests).base64EncodedString())
+        if let everyDigestSHA256 { writer.key("digests_sha256"); writer.string(everyDigestSHA256) }
         if !sources.isEmpty {
             writer.key("from")
             writer.beginArray()
@@ -238,16 +311,40 @@ public struct BlockTable: Sendable, Equatable {
             return .failure(Refusal("'blocks' must give 'digests_b64', the blocks' digests in base64"))
         }
         let count = blockCount(fileSize: fileSize, blockSize: blockSize)
-        let expected = count.map { $0.multipliedReportingOverflow(by: digestLength) }
-        guard let expected, !expected.overflow, decoded.count == expected.partialValue else {
-            return .failure(Refusal("'blocks' holds \(decoded.count / digestLength) digests, where a file of \(fileSize) bytes "
-                                    + "has \(count ?? 0) blocks of \(blockSize)"))
+        var everySHA256: String?
+        if let value = object["digests_sha256"] {
+            guard let text = value.stringValue, HexEncoding.isHex(text, length: 64) else {
+                return .failure(Refusal("'digests_sha256' must be a SHA-256 in lowercase hex"))
+            }
+            guard object["from"] != nil else {
+                return .failure(Refusal("only a file stored by blocks ('from') has its table stored as changes ('digests_sha256')"))
+            }
+            everySHA256 = text
         }
-        guard let count, object["from"] != nil || object["runs"] != nil else {
+        if everySHA256 == nil {
+            let expected = count.map { $0.multipliedReportingOverflow(by: digestLength) }
+            guard let expected, !expected.overflow, decoded.count == expected.partialValue else {
+                return .failure(Refusal("'blocks' holds \(decoded.count / digestLength) digests, where a file of \(fileSize) bytes "
+                                        + "has \(count ?? 0) blocks of \(blockSize)"))
+            }
+        }
+        guard let count, count > 0 else {
+            return .failure(Refusal("a file of \(fileSize) bytes has no blocks"))
+        }
+        guard object["from"] != nil || object["runs"] != nil else {
             return .success(BlockTable(blockSize: blockSize, digests: Array(decoded)))
         }
-        return parseSources(object, blockCount: count).map { placed in
-            BlockTable(blockSize: blockSize, digests: Array(decoded), sources: placed.sources, runs: placed.runs)
+        return parseSources(object, blockCount: count).flatMap { placed in
+            let table = BlockTable(blockSize: blockSize, digests: Array(decoded), sources: placed.sources, runs: placed.runs,
+                                   everyDigestSHA256: everySHA256)
+            guard everySHA256 != nil else { return .success(table) }
+            // Stored as changes: a digest for each block of its own archive, no more.
+            let own = table.ownSource.map { own in placed.runs.reduce(0) { $0 + ($1.source == own ? $1.count : 0) } } ?? 0
+            guard decoded.count == own * digestLength else {
+                return .failure(Refusal("'blocks' holds \(decoded.count / digestLength) digests, where its own archive "
+                                        + "holds \(own) of its blocks"))
+            }
+            return .success(table)
         }
     }
 

@@ -19,10 +19,12 @@ final class BlockCheck {
 
     // MARK: Life cycle
 
-    /// A check of blocks of a file of `fileSize` bytes whose table is `table`.
+    /// A check of blocks of a file of `fileSize` bytes whose table is `table` (the blocks
+    /// whose digest it holds: of a table stored as changes, those of its own archive).
     init(table: BlockTable, fileSize: Int64) {
         blockSize = Int64(table.blockSize)
-        digest = { $0 >= 0 && $0 < table.count ? table.digest(at: $0) : nil }
+        let held = table.heldDigests
+        digest = { held.indices.contains($0) ? held[$0] : nil }
         self.fileSize = fileSize
     }
 

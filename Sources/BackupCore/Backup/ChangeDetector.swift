@@ -88,7 +88,10 @@ final class ChangeDetector {
     private func basis(for item: ScannedItem, previous: ManifestEntry, parent: BackupID) -> BlockTable? {
         let size = Int64(item.info.st_size)
         guard chain.storesBlocks, item.type == .file, item.info.st_nlink == 1, size >= BlockTable.threshold,
-              let blocks = previous.blocks, blocks.blockSize == BlockTable.blockSize(forFileSize: size) else { return nil }
+              let blocks = previous.blocks, blocks.blockSize == BlockTable.blockSize(forFileSize: size),
+              // A table stored as changes holds only its own blocks' digests: with no
+              // others to compare with, the file is stored whole.
+              blocks.holdsEveryDigest else { return nil }
         if blocks.isStoredByBlocks { return blocks.seen(after: parent) }
         // Whole in one archive: the parent's own, or the one it names.
         let whole = BlockTable.Source(holder: previous.storedIn ?? parent, whole: true, archiveOffset: previous.archiveOffset,

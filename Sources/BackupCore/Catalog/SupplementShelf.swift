@@ -203,13 +203,18 @@ public struct SupplementShelf: Sendable {
         var placement = BlockTable.Placement<Place>()
         var holdersOf: [Int: [(supplement: SupplementManifest, blocks: HeldBlocks)]] = [:]
         var moved = false
+        // A table stored as changes holds no digest of a block held elsewhere: the
+        // supplement that holds that block of that backup's version stands in (what it puts
+        // together is checked against the file's SHA-256).
+        let digests = table.heldDigests
         for (block, original) in table.sourceOfEachBlock.enumerated() {
             var place = Place(original: original, supplement: nil, origin: nil)
             var source = table.sources[original]
             if let holder = source.holder, gone.contains(holder) {
                 if holdersOf[original] == nil { holdersOf[original] = blockHolders(holder, path: path) }
                 let candidates = (holdersOf[original] ?? []).filter {
-                    $0.blocks.blockSize == table.blockSize && $0.blocks.holds(block, digest: table.digest(at: block))
+                    guard $0.blocks.blockSize == table.blockSize, let held = $0.blocks.digest(of: block) else { return false }
+                    return digests[block].map(held.elementsEqual) ?? true
                 }
                 if !candidates.isEmpty {
                     let chosen = candidates.count == 1 ? 0 : choosing(candidates.map(\.supplement))
@@ -223,7 +228,8 @@ public struct SupplementShelf: Sendable {
             }
             placement.append(place, source: source)
         }
+        // The own archive keeps its blocks (only a gone holder's move), so the digests held stay the same.
         return moved ? BlockTable(blockSize: table.blockSize, digests: table.digests, sources: placement.sources,
-                                  runs: placement.runs) : nil
+                                  runs: placement.runs, everyDigestSHA256: table.everyDigestSHA256) : nil
     }
 }

@@ -15,6 +15,9 @@ struct BlockNeeds {
         var blockSize: Int
         /// The blocks taken, with their digests, and where the last of them ends.
         var digests: [Int: ArraySlice<UInt8>] = [:]
+        /// Blocks taken whose digest no kept table holds (tables stored as changes hold only
+        /// their own archive's): it is in the line of the backup that holds them (`fillDigests`).
+        var undigested = Set<Int>()
         var lastEnd: (block: Int, end: Int64) = (-1, 0)
         /// Where the backup's archive has them, as the first kept table names it.
         var source: BlockTable.Source
@@ -40,6 +43,7 @@ struct BlockNeeds {
     /// on a block size or a digest (damaged or forged) adds nothing for that block: the
     /// first one's stands, and a restore checks the file whole.
     mutating func add(_ entry: ManifestEntry, table: BlockTable, of item: BackupCatalog.Item, keeping kept: Set<BackupID>) {
+        let recorded = table.heldDigests
         for (block, number) in table.sourceOfEachBlock.enumerated() {
             let source = table.sources[number]
             guard let holder = source.holder, !kept.contains(holder) else { continue }
@@ -50,8 +54,52 @@ struct BlockNeeds {
             }
             guard byFile[key]?.blockSize == table.blockSize, byFile[key]?.digests[block] == nil else { continue }
             let end = min(Int64(block + 1) * Int64(table.blockSize), max(0, entry.size))
-            byFile[key]?.digests[block] = table.digest(at: block)
+            if let digest = recorded[block] {
+                byFile[key]?.digests[block] = digest
+                byFile[key]?.undigested.remove(block)
+            } else {
+                byFile[key]?.undigested.insert(block)
+            }
             if block > byFile[key]?.lastEnd.block ?? -1 { byFile[key]?.lastEnd = (block, end) }
+        }
+    }
+
+    /// Gives the blocks whose digest no kept table holds the digest recorded where they
+    /// are: in the line of the backup that holds them, when it is one being removed (read
+    /// with `linesOf`, once each), else in the supplement line that holds them (`shelf`).
+    /// Throws `ChainConsolidation.DamagedBackup` when a backup being removed does not record
+    /// one (it is kept); one no supplement records stays undigested (its file is not moved).
+    mutating func fillDigests(going: [BackupID: BackupCatalog.Item], shelf: SupplementShelf,
+                              linesOf: (BackupCatalog.Item, Set<PathKey>) throws -> [PathKey: ManifestEntry]) throws {
+        var wanting: [BackupID: Set<PathKey>] = [:]
+        for key in order where !(byFile[key]?.undigested.isEmpty ?? true) { wanting[key.origin, default: []].insert(key.path) }
+        for (origin, paths) in wanting {
+            let lines = try going[origin].map { try linesOf($0, paths) }
+            for path in paths {
+                let key = SupplementManifest.HeldFile(origin: origin, path: path)
+                guard var need = byFile[key] else { continue }
+                if let lines {
+                    let held = BlockDigestGathering.digests(heldBy: lines[path], as: need.source, blockSize: need.blockSize)
+                    for block in need.undigested {
+                        guard block < held.count, let digest = held[block] else {
+                            throw ChainConsolidation.DamagedBackup(backup: origin, neededBy: need.owner.id,
+                                reason: "its manifest does not record block \(block) of \(PathBytes.display(path.bytes)) as kept backups take it")
+                        }
+                        need.digests[block] = digest
+                    }
+                    need.undigested = []
+                } else {
+                    let supplements = shelf.blockHolders(origin, path: path.bytes).map(\.blocks)
+                    for block in need.undigested {
+                        let line = supplements.first { $0.blockSize == need.blockSize && $0.digest(of: block) != nil }
+                        if let digest = line?.digest(of: block) {
+                            need.digests[block] = digest
+                            need.undigested.remove(block)
+                        }
+                    }
+                }
+                byFile[key] = need
+            }
         }
     }
 

@@ -229,6 +229,13 @@ struct ChainConsolidation {
             events?.handle(.caution("\(lost == 1 ? "1 file" : "\(lost) files") that kept backups take from earlier ones "
                 + "could not be found in \(storage.location); run 'keepsake verify'"))
         }
+        try blockNeeds.fillDigests(going: byID, shelf: shelf) { item, paths in
+            var lines: [PathKey: ManifestEntry] = [:]
+            _ = try catalog.forEachEntry(of: item, keeping: { path, _ in paths.contains(PathKey(Array(path))) }) { entry in
+                lines[PathKey(entry.path)] = entry
+            }
+            return lines
+        }
         let unmoved = planBlocks(blockNeeds, into: &plan, holding: Array(newestOfOwner.values) + left, going: byID, shelf: shelf)
         if unmoved > 0 {
             events?.handle(.caution("blocks of \(unmoved == 1 ? "1 big file" : "\(unmoved) big files") that kept backups take "
@@ -266,6 +273,11 @@ struct ChainConsolidation {
         var unmoved = 0
         for key in needs.order {
             guard let need = needs.byFile[key] else { continue }
+            guard need.undigested.isEmpty else {
+                // Its digests are recorded nowhere left: where it is stays.
+                unmoved += 1
+                continue
+            }
             plan.neededBlocks[key] = need.digests
             let covers = { (line: HeldBlocks) in
                 line.blockSize == need.blockSize && need.digests.allSatisfy { line.holds($0.key, digest: $0.value) }

@@ -362,6 +362,9 @@ public final class Verifier {
         }
         report.reliesOn = Set(byHolder.keys).union(blocksByHolder.keys).sorted()
         var ownIndex: ManifestIndex?
+        // The lines of the files stored by blocks in each earlier backup present that holds
+        // some of their blocks (nil: its manifest could not be read; verifying it says so).
+        var heldLines: [BackupID: [PathKey: ManifestEntry]?] = [:]
         let catalog = BackupCatalog(storage: storage)
         // Listed once per run: a long chain must not re-read every summary for every link.
         if catalogItems == nil { catalogItems = Dictionary((try catalog.items()).map { ($0.id, $0) }, uniquingKeysWith: { $1 }) }
@@ -400,9 +403,7 @@ public final class Verifier {
                 report.archiveProblems.append("it relies on backup \(holder) for \(Verifier.files(positions.count + blockPositions.count)), "
                     + "and that backup is damaged: \(DamageRecord.remedy)")
             }
-            for (position, problem) in blocksHeld(blockPositions, by: item, manifest: manifest, catalog: catalog) {
-                report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(entries.path(at: position)), reason: problem))
-            }
+            if !blockPositions.isEmpty { heldLines[holder] = lines(blockPositions, heldBy: item, manifest: manifest, catalog: catalog) }
             guard !positions.isEmpty else { continue }
             if ownIndex == nil { ownIndex = manifest.index() }
             guard let index = ownIndex,
@@ -411,6 +412,36 @@ public final class Verifier {
             for position in positions where heldAsRecorded[index.position(of: entries.path(at: position)) ?? position] != true {
                 report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(entries.path(at: position)),
                                                    reason: "backup \(holder) does not hold this file as recorded"))
+            }
+        }
+        checkGatheredBlocks(entries.positionsStoredByBlocks, of: manifest, heldLines: heldLines, report: &report)
+    }
+
+    /// Each file stored by blocks at `positions` of `manifest`: the digests of its blocks,
+    /// gathered from the lines of the backups that hold them (`heldLines`) and from the
+    /// supplements of those gone (`BlockDigestGathering`), must be the ones its line records.
+    /// A file some of whose holders are missing, or whose manifest could not be read, is
+    /// left out (that was said already).
+    private func checkGatheredBlocks(_ positions: [Int], of manifest: Manifest, heldLines: [BackupID: [PathKey: ManifestEntry]?],
+                                     report: inout VerifyReport) {
+        let entries = manifest.entries
+        for position in positions {
+            guard let table = entries.blocks(at: position) else { continue }
+            let path = entries.path(at: position)
+            var holders: [BackupID: BlockDigestGathering.Holder] = [:]
+            for holder in table.holders {
+                if let lines = heldLines[holder] {
+                    guard let lines else { break }
+                    holders[holder] = .line(lines[PathKey(path)])
+                } else if let shelf, catalogItems?[holder] == nil, shelf.holdsFiles(of: holder) {
+                    holders[holder] = .gone(shelf.blockHolders(holder, path: path).map(\.blocks))
+                } else {
+                    break
+                }
+            }
+            guard holders.count == table.holders.count else { continue }
+            if case .failure(let gap) = BlockDigestGathering.gather(table, holders: holders) {
+                report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(path), reason: gap.reason))
             }
         }
     }
@@ -437,32 +468,26 @@ public final class Verifier {
     }
 
     /// The files stored by blocks at `positions` of `manifest`, some of whose blocks lie in
-    /// backup `holder`, gone: each of those blocks must be in a supplement with the digest
-    /// recorded, and each supplement used must be whole (read once a run).
+    /// backup `holder`, gone: each supplement that holds those blocks must be whole (read
+    /// once a run). Whether they are the blocks recorded is `checkGatheredBlocks`'s.
     private func checkSupplementedBlocks(_ positions: [Int], of manifest: Manifest, from holder: BackupID, shelf: SupplementShelf,
                                          in storage: KeyedStorage, report: inout VerifyReport) throws {
         let entries = manifest.entries
         var damaged = Set<BackupID>()
         for position in positions {
             guard let table = entries.blocks(at: position) else { continue }
-            let path = entries.path(at: position)
-            let holders = shelf.blockHolders(holder, path: path).filter { $0.blocks.blockSize == table.blockSize }
+            let holders = shelf.blockHolders(holder, path: entries.path(at: position))
+            let recorded = table.heldDigests
             var used = Set<BackupID>()
-            var lost: Int?
             for (block, source) in table.sourceOfEachBlock.enumerated() where table.sources[source].holder == holder {
-                guard let found = holders.first(where: { $0.blocks.holds(block, digest: table.digest(at: block)) }) else {
-                    lost = block
-                    break
-                }
+                guard let line = BlockDigestGathering.supplementLine(holding: block, of: table, recorded: recorded[block],
+                                                                     among: holders.map(\.blocks)),
+                      let found = holders.first(where: { $0.blocks == line }) else { continue }
                 if used.insert(found.supplement.id).inserted, let problem = try supplementProblem(found.supplement, in: storage),
                    damaged.insert(found.supplement.id).inserted {
                     report.archiveProblems.append("the supplement \(found.supplement.archiveName), which holds blocks of backup "
                         + "\(holder) it relies on, is damaged (\(problem)): \(DamageRecord.remedy)")
                 }
-            }
-            if let lost {
-                report.problems.append(PathWarning(kind: .damaged, path: PathBytes.display(path),
-                                                   reason: "backup \(holder) is gone and no supplement holds block \(lost) of it as recorded"))
             }
         }
     }
@@ -512,13 +537,11 @@ public final class Verifier {
         return recorded
     }
 
-    /// For the files stored by blocks at `positions` of `manifest`, some of whose blocks lie
-    /// in backup `holder`: what is wrong with each, by position, when `holder`'s manifest
-    /// does not say its archive holds those blocks (whole file or block entry, as the line
-    /// says) with the same digests. Empty when its manifest cannot be read (verifying it said so).
-    private func blocksHeld(_ positions: [Int], by holder: BackupCatalog.Item, manifest: Manifest,
-                            catalog: BackupCatalog) -> [(Int, String)] {
-        guard !positions.isEmpty else { return [] }
+    /// The lines of backup `holder`'s manifest for the files stored by blocks at `positions`
+    /// of `manifest` (some of whose blocks lie in its archive); nil when its manifest cannot
+    /// be read (verifying it said so).
+    private func lines(_ positions: [Int], heldBy holder: BackupCatalog.Item, manifest: Manifest,
+                       catalog: BackupCatalog) -> [PathKey: ManifestEntry]? {
         let entries = manifest.entries
         let paths = Set(positions.map { PathKey(entries.path(at: $0)) })
         var held: [PathKey: ManifestEntry] = [:]
@@ -527,30 +550,9 @@ public final class Verifier {
                 held[PathKey(entry.path)] = entry
             }
         } catch {
-            return []
+            return nil
         }
-        var problems: [(Int, String)] = []
-        for position in positions {
-            guard let table = entries.blocks(at: position) else { continue }
-            let there = held[PathKey(entries.path(at: position))]
-            let heldSources = there?.blocks?.sourceOfEachBlock ?? []
-            var wrong: Int?
-            for (block, source) in table.sourceOfEachBlock.enumerated() where table.sources[source].holder == holder.id {
-                guard let there, there.type == .file, there.storedIn == nil, let theirs = there.blocks,
-                      theirs.blockSize == table.blockSize, block < theirs.count,
-                      theirs.digest(at: block).elementsEqual(table.digest(at: block)),
-                      theirs.isStoredByBlocks ? (!table.sources[source].whole && block < heldSources.count
-                                                 && theirs.sources[heldSources[block]].holder == nil)
-                                              : table.sources[source].whole else {
-                    wrong = block
-                    break
-                }
-            }
-            if let wrong {
-                problems.append((position, "backup \(holder.id) does not hold block \(wrong) of it as recorded"))
-            }
-        }
-        return problems
+        return held
     }
 
     /// Verifies a lone archive file against its own manifest, or against the manifest
