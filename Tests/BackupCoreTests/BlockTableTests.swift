@@ -177,6 +177,76 @@ final class BlockTableTests: KeepsakeTestCase {
         }
     }
 
+    // MARK: Tables stored as changes
+
+    /// Blocks 0-1 whole in `older`, 2 in this line's own archive, 3 in `newer`'s block entry.
+    private func placed(digests: [UInt8]) -> BlockTable {
+        BlockTable(blockSize: 65536, digests: digests,
+                   sources: [.init(holder: older, whole: true), .init(holder: nil, whole: false, archiveOffset: 0, archiveLength: 9),
+                             .init(holder: newer, whole: false)],
+                   runs: [.init(count: 2, source: 0), .init(count: 1, source: 1), .init(count: 1, source: 2)])
+    }
+
+    func testATableStoredAsChangesHoldsItsOwnBlocksDigestsAndTheSHA256OfEvery() throws {
+        let every = (0..<(4 * BlockTable.digestLength)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let whole = placed(digests: every)
+        let sha256 = SHA256Hasher.hex(of: every)
+        let changes = try XCTUnwrap(whole.asChanges(sha256: sha256))
+        XCTAssertEqual(changes.digests, Array(every[(2 * 16)..<(3 * 16)]), "only block 2's: the one its own archive holds")
+        XCTAssertEqual(changes.count, 4)
+        XCTAssertFalse(changes.holdsEveryDigest)
+        XCTAssertEqual(changes.heldDigests.map { $0.map(Array.init) }, [nil, nil, Array(every[32..<48]), nil])
+        XCTAssertEqual(whole.heldDigests.compactMap { $0 }.count, 4)
+        // Its line reads back as written, and says the SHA-256 of every digest.
+        let entry = bigFile(size: 4 * 65536, table: changes)
+        let text = String(decoding: line(entry), as: UTF8.self)
+        XCTAssertTrue(text.contains(#""digests_b64":""# + Data(changes.digests).base64EncodedString() + #"","digests_sha256":""# + sha256), text)
+        XCTAssertEqual(try parsed(line(entry)), entry)
+        // Whole again from every digest, and only from those: another digest, or another
+        // SHA-256, is not this table's.
+        XCTAssertEqual(changes.holdingEvery(every, sha256: sha256), whole)
+        XCTAssertNil(changes.holdingEvery(every, sha256: String(repeating: "0", count: 64)))
+        XCTAssertNil(changes.holdingEvery(Array(every.dropLast(16)), sha256: sha256))
+        XCTAssertEqual(whole.holdingEvery(every, sha256: sha256), whole)
+        var other = every
+        other[0] ^= 1
+        XCTAssertNil(whole.holdingEvery(other, sha256: SHA256Hasher.hex(of: other)), "a whole table checks each digest")
+        // A later backup in which the file did not change names this one's archive: its
+        // line then holds no digest (each is where its block is).
+        let later = changes.seen(after: BackupID("20270103T020000Z-0000000c")!)
+        XCTAssertEqual(later.digests, [])
+        XCTAssertEqual(later.everyDigestSHA256, sha256)
+        XCTAssertEqual(try parsed(line(bigFile(size: 4 * 65536, table: later))).blocks, later)
+        XCTAssertEqual(whole.seen(after: newer).digests, every, "a whole table keeps them all")
+        XCTAssertNil(BlockTable(blockSize: 65536, digests: every).asChanges(sha256: sha256), "only a file stored by blocks")
+    }
+
+    func testATableStoredAsChangesIsRefusedWhenItsDigestsAreNotItsOwnBlocks() throws {
+        let every = [UInt8](repeating: 3, count: 4 * BlockTable.digestLength)
+        let sha256 = SHA256Hasher.hex(of: every)
+        let good = line(bigFile(size: 4 * 65536, table: try XCTUnwrap(placed(digests: every).asChanges(sha256: sha256))))
+        XCTAssertNoThrow(try parsed(good))
+        let own = Data(every.prefix(16)).base64EncodedString()
+        let cases: [(String, [UInt8], String)] = [
+            ("every digest", edited(good, own, Data(every).base64EncodedString()), "holds 4 digests, where its own archive holds 1"),
+            ("none", edited(good, own, ""), "holds 0 digests, where its own archive holds 1"),
+            ("a SHA-256 that is not one", edited(good, sha256, "abc"), "'digests_sha256' must be a SHA-256"),
+            ("an uppercase one", edited(good, sha256, sha256.uppercased()), "'digests_sha256' must be a SHA-256"),
+        ]
+        for (name, bytes, reason) in cases {
+            XCTAssertThrowsError(try parsed(bytes), name) { error in
+                guard case ManifestError.invalidLine(_, let said) = error else { return XCTFail("\(name): \(error)") }
+                XCTAssertTrue(said.contains(reason), "\(name): \(said)")
+            }
+        }
+        // A whole file's table holds every digest: one said to be stored as changes is refused.
+        let whole = line(bigFile(size: 4 * 65536, table: BlockTable(blockSize: 65536, digests: every)))
+        let claimed = edited(whole, #""}"#, #"","digests_sha256":""# + sha256 + #""}"#)
+        XCTAssertThrowsError(try parsed(claimed)) { error in
+            XCTAssertTrue("\(error)".contains("only a file stored by blocks"), "\(error)")
+        }
+    }
+
     // MARK: Room in a manifest
 
     func testAManifestIsAllowedTheRoomItsDeclaredBlockDigestsTake() throws {
