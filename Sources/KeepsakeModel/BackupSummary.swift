@@ -7,17 +7,21 @@ import KeepsakeSupport
 public struct BackupSummary: Sendable, Equatable {
     // MARK: Constants
 
-    /// The newest manifest format this build reads: 2 for a manifest with files stored by
-    /// blocks (`BlockTable`), which an older Keepsake must refuse (reading the line as a whole
-    /// file, it would point the next backup at an archive that does not hold it whole); 1 for
-    /// every other, which older versions read.
-    public static let formatVersion = 2
+    /// The newest manifest format this build reads: 3 for a manifest with block tables
+    /// stored as changes (`BlockTable.everyDigestSHA256`), which a Keepsake that reads 2 must
+    /// refuse (it would take the table's own digests for every block's); 2 for a manifest
+    /// with files stored by blocks (`BlockTable`), which an older Keepsake must refuse
+    /// (reading the line as a whole file, it would point the next backup at an archive that
+    /// does not hold it whole); 1 for every other, which older versions read.
+    public static let formatVersion = 3
     /// The format of a manifest with files stored by blocks.
     public static let blocksFormat = 2
+    /// The format of a manifest with block tables stored as changes.
+    public static let tablesAsChangesFormat = 3
 
     // MARK: Fields
 
-    /// The manifest's format (JSON `format`): 1, or `blocksFormat`.
+    /// The manifest's format (JSON `format`): 1, `blocksFormat` or `tablesAsChangesFormat`.
     public var format = 1
     public var id: BackupID
     public var created: Date

@@ -412,9 +412,12 @@ final class ManifestTests: KeepsakeTestCase {
     }
 
     func testFutureFormatVersionIsUnsupported() {
-        let future = summaryLine.replacingOccurrences(of: "\"format\":1,", with: "\"format\":3,")
-        XCTAssertEqual(manifestError(future + "\n"), .unsupportedFormat(3))
-        XCTAssertTrue(ManifestError.unsupportedFormat(3).description.contains("upgrade"))
+        // 3 (block tables stored as changes) is the newest read.
+        let newest = summaryLine.replacingOccurrences(of: "\"format\":1,", with: "\"format\":3,")
+        XCTAssertEqual(try Manifest.parse(Array((newest + "\n").utf8)).summary.format, 3)
+        let future = summaryLine.replacingOccurrences(of: "\"format\":1,", with: "\"format\":4,")
+        XCTAssertEqual(manifestError(future + "\n"), .unsupportedFormat(4))
+        XCTAssertTrue(ManifestError.unsupportedFormat(4).description.contains("upgrade"))
         let farFuture = summaryLine.replacingOccurrences(of: "\"format\":1,", with: "\"format\":99999999999,")
         XCTAssertEqual(manifestError(farFuture + "\n"), .unsupportedFormat(Int(99_999_999_999)))
     }
