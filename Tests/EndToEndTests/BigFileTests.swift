@@ -11,9 +11,11 @@ import XCTest
 final class BigFileTests: EndToEndTestCase {
     // MARK: Helpers
 
-    /// Prints, for each manifest line with a block table, its path, whether every digest is
-    /// the first 16 bytes of that block's SHA-256 (the file read from `/` + path) and how many there are;
-    /// then what the summary declares and how many digests the lines hold.
+    /// Prints, for each manifest line with a block table, its path, whether its digests are
+    /// the first 16 bytes of those blocks' SHA-256 (the file read from `/` + path): every
+    /// block's, or, for a table stored as changes, its own archive's blocks', with the SHA-256
+    /// of every block's digest (formats.md's rule); how many it holds, and "changes" for
+    /// the latter; then what the summary declares and how many digests the lines hold.
     private static let tableCheck = """
     import base64, hashlib, json, subprocess, sys
     text = subprocess.run(["zstd", "-dc", sys.argv[1]], check=True, capture_output=True).stdout
@@ -26,9 +28,21 @@ final class BigFileTests: EndToEndTestCase {
         size, digests = table["size"], base64.b64decode(table["digests_b64"])
         with open("/" + entry["path"], "rb") as f:
             data = f.read()
-        expected = b"".join(hashlib.sha256(data[i:i + size]).digest()[:16] for i in range(0, len(data), size))
-        whole = hashlib.sha256(data).hexdigest() == entry["sha256"]
-        print(entry["path"].rsplit("/", 1)[1], size, len(digests) // 16, "ok" if digests == expected and whole else "WRONG")
+        every = [hashlib.sha256(data[i:i + size]).digest()[:16] for i in range(0, len(data), size)]
+        right = hashlib.sha256(data).hexdigest() == entry["sha256"]
+        if "digests_sha256" in table:
+            own = [i for i, source in enumerate(table["from"]) if "in" not in source]
+            mine, block = [], 0
+            for count, index in zip(table["runs"][0::2], table["runs"][1::2]):
+                if index in own:
+                    mine += range(block, block + count)
+                block += count
+            right = right and digests == b"".join(every[i] for i in mine)
+            right = right and hashlib.sha256(b"".join(every)).hexdigest() == table["digests_sha256"]
+        else:
+            right = right and digests == b"".join(every)
+        print(entry["path"].rsplit("/", 1)[1], size, len(digests) // 16, "ok" if right else "WRONG",
+              *(["changes"] if "digests_sha256" in table else []))
         counted += len(digests) // 16
     print("format", lines[0]["format"], "declared", lines[0].get("block_digests", 0), "counted", counted)
     """
@@ -107,20 +121,26 @@ final class BigFileTests: EndToEndTestCase {
         let second = try backup([source], dest: dest, options: ["--no-blocks"])
         XCTAssertEqual(try checkedTables(second, dest: dest).sorted(), ["big 65536 51 ok", "format 1 declared 51 counted 51"],
                        "a manifest without files stored by blocks stays in the format older versions read")
-        // By default, by its changed block: the manifest says format 2.
+        // By default, by its changed block, its table stored as changes (the one digest of
+        // the block it stores, and the SHA-256 of all 51): the manifest says format 3.
         try overwrite(source + "/big", at: 1_700_000, with: Array(repeating: 0xCD, count: 10))
         let third = try backup([source], dest: dest)
-        XCTAssertEqual(try checkedTables(third, dest: dest).sorted(), ["big 65536 51 ok", "format 2 declared 51 counted 51"])
+        XCTAssertEqual(try checkedTables(third, dest: dest).sorted(), ["big 65536 1 ok changes", "format 3 declared 1 counted 1"])
+        // The night after, the other 50 digests are gathered from where their blocks are
+        // (the second backup's whole table), so again only the changed block is stored.
+        try overwrite(source + "/big", at: 100_000, with: Array(repeating: 0xEF, count: 10))
+        let fourth = try backup([source], dest: dest)
+        XCTAssertEqual(try checkedTables(fourth, dest: dest).sorted(), ["big 65536 1 ok changes", "format 3 declared 1 counted 1"])
         let both = try run(["backup", source, "--dest", dest, "--blocks", "--no-blocks"])
         assertExit(both, 2)
         XCTAssertTrue(both.stderrText.contains("--no-blocks"), both.stderrText)
 
-        for id in [second, third] {
+        for id in [second, third, fourth] {
             let target = path("out-\(id)")
             assertExit(try run(["restore", id, "--dest", dest, "--target", target]), 0)
             XCTAssertTrue(try RawFileSystem.filesEqual(RawFileSystem.bytes(source + "/under"), RawFileSystem.bytes(restored(source, into: target) + "/under")))
         }
-        try assertTreesEqual(expected: source, actual: restored(source, into: path("out-\(third)")))
+        try assertTreesEqual(expected: source, actual: restored(source, into: path("out-\(fourth)")))
         assertExit(try run(["verify", "--dest", dest]), 0)
     }
 
@@ -178,12 +198,16 @@ final class BigFileTests: EndToEndTestCase {
         }
         XCTAssertGreaterThan(nights[6].stored, 2 << 20, "a file with no block the same is stored whole")
         XCTAssertGreaterThan(nights[7].stored, 1_500_000, "so is one that got a second name")
-        let blocks = try ["image", "log", "db"].reduce(0) { total, name in
-            let size = try XCTUnwrap(RawFileSystem.lstat(source + "/" + name)).st_size
-            return total + Int((size + 65535) / 65536)
-        }
-        XCTAssertEqual(try checkedTables(nights[7].id, dest: dest).last, "format 2 declared \(blocks) counted \(blocks)",
-                       "every big file's table is carried, each is the file's, and older versions are told to stay away")
+        // Every big file's table is carried, each is the file's: the log's whole (stored
+        // whole, with a second name), the others' stored as changes; older versions are told
+        // to stay away, and the summary declares what the lines hold.
+        let checked = try checkedTables(nights[7].id, dest: dest)
+        let logBlocks = try Int((XCTUnwrap(RawFileSystem.lstat(source + "/log")).st_size + 65535) / 65536)
+        XCTAssertEqual(checked.filter { $0.hasPrefix("log ") }, ["log 65536 \(logBlocks) ok"])
+        XCTAssertEqual(checked.filter { $0.hasPrefix("image ") || $0.hasPrefix("db ") }.map { $0.hasSuffix(" ok changes") }, [true, true],
+                       "\(checked)")
+        let counted = checked.dropLast().compactMap { Int($0.split(separator: " ")[2]) }.reduce(0, +)
+        XCTAssertEqual(checked.last, "format 3 declared \(counted) counted \(counted)")
 
         for (number, night) in nights.enumerated() {
             let target = path("restore-\(number + 1)")
@@ -264,6 +288,13 @@ final class BigFileTests: EndToEndTestCase {
             }
             try Data("night \(night)".utf8).write(to: URL(fileURLWithPath: source + "/note"))
             let id = try backup([source], dest: dest, options: ["--blocks"])
+            if night > 1 {
+                // By its changed blocks every night: its last table (stored as changes) made
+                // whole from where its blocks are, after the prunes from supplements too.
+                let archive = try XCTUnwrap(try names(in: dest).first { $0.contains(id) && $0.hasSuffix(".tar.zst") })
+                let listing = try toolSucceeds("tar", ["--zstd", "-tf", dest + "/" + archive]).stdoutText
+                XCTAssertTrue(listing.contains(".keepsake/blocks/"), "night \(night) stores the image by blocks: \(listing)")
+            }
             ids.append(id)
             copies[id] = path("copy-\(night)")
             try toolSucceeds("cp", ["-a", source, path("copy-\(night)")])
@@ -416,7 +447,7 @@ final class BigFileTests: EndToEndTestCase {
         let roomy = try stored([:])
         XCTAssertTrue(roomy.listing.contains(".keepsake/blocks/" + String(source.dropFirst()) + "/image\n"),
                       "stored by blocks: \(roomy.listing)")
-        XCTAssertEqual(try checkedTables(roomy.id, dest: dest).first, "image 65536 46 ok")
+        XCTAssertEqual(try checkedTables(roomy.id, dest: dest).first, "image 65536 22 ok changes", "the 22 blocks it stores")
         assertExit(try run(["restore", roomy.id, "--dest", dest, "--target", path("out")]), 0)
         try assertTreesEqual(expected: source, actual: restored(source, into: path("out")))
     }

@@ -1,5 +1,6 @@
 import Foundation
 import KeepsakeArchive
+import KeepsakeHashing
 import KeepsakeModel
 import KeepsakeScan
 import KeepsakeSupport
@@ -47,8 +48,10 @@ final class ArchiveSession {
     /// Digests in the block tables of the files read (see `BlockTable`).
     private var blockDigests: Int64 = 0
     /// Whether a line says a file is stored by blocks: the manifest is then of
-    /// `BackupSummary.blocksFormat`, which older versions refuse.
+    /// `BackupSummary.blocksFormat`, which older versions refuse (`tablesAsChangesFormat`
+    /// when a table is stored as changes).
     private var storesByBlocks = false
+    private var storesTablesAsChanges = false
     private var lastProgress = Date.distantPast
 
     /// Scanned items waiting to be written, in scan order (from `queueStart` on): the file
@@ -67,14 +70,15 @@ final class ArchiveSession {
     /// decide which files are unchanged, `readers` files are read at once, `readPause` is
     /// `BackupRequest.readPause`, and problems with single items go to `warn`.
     init(writer: ArchiveWriter, cancellation: CancellationFlag, events: EngineEventSink?, parent: ParentCursor?,
-         chain: ChainPolicy, readers: Int, readPause: TimeInterval, warn: @escaping (PathWarning) -> Void) throws {
+         basis: BlockBasis?, chain: ChainPolicy, readers: Int, readPause: TimeInterval,
+         warn: @escaping (PathWarning) -> Void) throws {
         self.writer = writer
         self.cancellation = cancellation
         self.events = events
         self.warn = warn
         reader = SourceFileReader(cancellation: cancellation, readPause: readPause)
         readAhead = readers > 1 ? ReadAhead(readers: readers, cancellation: cancellation, readPause: readPause) : nil
-        changes = ChangeDetector(parent: parent, chain: chain, cancellation: cancellation)
+        changes = ChangeDetector(parent: parent, basis: basis, chain: chain, cancellation: cancellation)
         manifest = try ManifestSpool()
     }
 
@@ -251,8 +255,9 @@ final class ArchiveSession {
         if let holder = reference.storedIn { holders.insert(holder) }
         if let blocks = reference.blocks {
             holders.formUnion(blocks.holders)
-            blockDigests += Int64(blocks.count)
+            blockDigests += Int64(blocks.digests.count / BlockTable.digestLength)
             storesByBlocks = storesByBlocks || blocks.isStoredByBlocks
+            storesTablesAsChanges = storesTablesAsChanges || !blocks.holdsEveryDigest
         }
         if links > 1 { linkedFiles[identity] = (path, reference.sha256 ?? "", reference.size, reference.storedIn) }
         try finishItem(entry) { counts in
@@ -356,13 +361,17 @@ final class ArchiveSession {
             var own = entry
             try endEntry(&own, from: start)
             let source = BlockTable.Source(holder: nil, whole: false, archiveOffset: own.archiveOffset, archiveLength: own.archiveLength)
-            let table = BlockTable.storedByBlocks(digests: outcome.table.digests, blockSize: basis.blockSize,
-                                                  changed: outcome.changed, basis: basis, own: source)
+            let placed = BlockTable.storedByBlocks(digests: outcome.table.digests, blockSize: basis.blockSize,
+                                                   changed: outcome.changed, basis: basis, own: source)
+            // Stored as changes: its own blocks' digests, and the SHA-256 of every one (the
+            // others are in the lines of the backups that hold their blocks).
+            let table = placed.asChanges(sha256: SHA256Hasher.hex(of: placed.digests)) ?? placed
             entry.blocks = table
             holders.formUnion(table.holders)
             storesByBlocks = true
+            storesTablesAsChanges = storesTablesAsChanges || !table.holdsEveryDigest
         }
-        blockDigests += Int64(outcome.table.count)
+        blockDigests += Int64((entry.blocks?.digests.count ?? 0) / BlockTable.digestLength)
         newFiles += 1
         newBytes += outcome.storedBytes
         try finishItem(entry) { counts in
@@ -449,6 +458,7 @@ final class ArchiveSession {
         summary.newBytes = newBytes
         summary.blockDigests = blockDigests
         if storesByBlocks { summary.format = BackupSummary.blocksFormat }
+        if storesTablesAsChanges { summary.format = BackupSummary.tablesAsChangesFormat }
         summary.reliesOn = holders.sorted()
     }
 

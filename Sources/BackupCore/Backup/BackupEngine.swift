@@ -124,7 +124,8 @@ public final class BackupEngine {
             let writer = try ArchiveWriter(sink: encrypting ?? hashing, compression: request.compression,
                                            level: request.level, threads: request.threads)
             let session = try ArchiveSession(writer: writer, cancellation: cancellation, events: events,
-                                             parent: parentCursor, chain: request.chain, readers: request.readers,
+                                             parent: parentCursor, basis: parent.map { BlockBasis(storage: $0.manifests) },
+                                             chain: request.chain, readers: request.readers,
                                              readPause: request.readPause, warn: warn)
             defer { session.close() }
             session.expectedBytes = expectedBytes

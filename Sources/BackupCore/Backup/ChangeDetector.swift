@@ -12,6 +12,8 @@ final class ChangeDetector {
 
     /// The parent backup; nil for a full backup, where every file is new.
     private let parent: ParentCursor?
+    /// Every digest of a last version whose table is stored as changes.
+    private let basis: BlockBasis?
     private let chain: ChainPolicy
     private let cancellation: CancellationFlag
     /// For `--reread` only: the buffer a file's content is hashed from.
@@ -20,10 +22,11 @@ final class ChangeDetector {
 
     // MARK: Life cycle
 
-    /// A detector comparing with `parent` as `chain` asks, stopping a `--reread` hash once
-    /// `cancellation` is set.
-    init(parent: ParentCursor?, chain: ChainPolicy, cancellation: CancellationFlag) {
+    /// A detector comparing with `parent` as `chain` asks (`basis` gathering the digests of
+    /// its tables stored as changes), stopping a `--reread` hash once `cancellation` is set.
+    init(parent: ParentCursor?, basis: BlockBasis?, chain: ChainPolicy, cancellation: CancellationFlag) {
         self.parent = parent
+        self.basis = basis
         self.chain = chain
         self.cancellation = cancellation
         buffer = parent != nil && chain.reread
@@ -66,7 +69,7 @@ final class ChangeDetector {
             }
             return .unchanged(reference)
         }
-        return .changed(basis: basis(for: item, previous: previous, parent: parent.id))
+        return .changed(basis: try basis(for: item, previous: previous, parent: parent.id))
     }
 
     private func isSame(_ item: ScannedItem, as previous: ManifestEntry) throws -> Bool {
@@ -82,16 +85,17 @@ final class ChangeDetector {
             && (chain.ignoreInode || (previous.inode == UInt64(info.st_ino) && previous.device == UInt64(info.st_dev)))
     }
 
-    /// The last version's blocks, every source named, when `--blocks` stores the changed file
-    /// by its changed blocks: a big file of one name only (a hard link cannot point into a
-    /// block entry), whose last version has a table of the block size it has now.
-    private func basis(for item: ScannedItem, previous: ManifestEntry, parent: BackupID) -> BlockTable? {
+    /// The last version's blocks, every source named and every digest held, when `--blocks`
+    /// stores the changed file by its changed blocks: a big file of one name only (a hard
+    /// link cannot point into a block entry), whose last version has a table of the block
+    /// size it has now, with every digest (gathered by `basis` for a table stored as changes:
+    /// without them all, the file is stored whole).
+    private func basis(for item: ScannedItem, previous: ManifestEntry, parent: BackupID) throws -> BlockTable? {
         let size = Int64(item.info.st_size)
         guard chain.storesBlocks, item.type == .file, item.info.st_nlink == 1, size >= BlockTable.threshold,
-              let blocks = previous.blocks, blocks.blockSize == BlockTable.blockSize(forFileSize: size),
-              // A table stored as changes holds only its own blocks' digests: with no
-              // others to compare with, the file is stored whole.
-              blocks.holdsEveryDigest else { return nil }
+              let written = previous.blocks, written.blockSize == BlockTable.blockSize(forFileSize: size),
+              let blocks = written.holdsEveryDigest ? written : try basis?.everyDigest(of: written, path: previous.path)
+        else { return nil }
         if blocks.isStoredByBlocks { return blocks.seen(after: parent) }
         // Whole in one archive: the parent's own, or the one it names.
         let whole = BlockTable.Source(holder: previous.storedIn ?? parent, whole: true, archiveOffset: previous.archiveOffset,

@@ -20,6 +20,9 @@ struct ParentChoice {
         /// Its catalog entry, when its manifest was read from the destination (not from this
         /// host's change-detection cache).
         let item: BackupCatalog.Item?
+        /// Where its manifest was read from (the destination, or this host's cache): the
+        /// manifests of its chain are read there too (`BlockBasis`).
+        let manifests: KeyedStorage
     }
 
     /// The parent; nil for a full backup.
@@ -109,7 +112,8 @@ struct ParentChoice {
                                           source: try SidecarManifest.open(candidate.manifest, in: candidate.storage, workers: 1),
                                           name: candidate.manifest)
             let inDestination = candidate.storage.stored === destination
-            parent = Parent(summary: candidate.summary, cursor: cursor, item: inDestination ? candidate.item : nil)
+            parent = Parent(summary: candidate.summary, cursor: cursor, item: inDestination ? candidate.item : nil,
+                            manifests: candidate.storage)
         } catch let error as Interruption {
             throw error
         } catch {
