@@ -353,6 +353,32 @@ final class BigFileTests: EndToEndTestCase {
         assertExit(try run(["verify", "--dest", dest, "--quiet"]), 0)
     }
 
+    /// A backup encrypted to a public key cannot read its chain back (only this host's
+    /// cached copies of its newest manifests), so its tables hold every digest: night after
+    /// night, past the cache's six manifests, a big file is still stored by its changed
+    /// block, and the newest night restores exactly.
+    func testAChainEncryptedToAPublicKeyStoresItsBigFileByBlocksEveryNight() throws {
+        let source = path("src"), dest = path("dest"), identity = path("identity.txt")
+        let made = try run(["keygen", "--output", identity])
+        assertExit(made, 0)
+        let recipient = made.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        try FileManager.default.createDirectory(atPath: source, withIntermediateDirectories: true)
+        try writeRandom(source + "/image", count: 3_000_000)
+        var last = ""
+        for night in 1...9 {
+            if night > 1 { try overwrite(source + "/image", at: UInt64(night * 300_000), with: Array(repeating: UInt8(night), count: 10)) }
+            let outcome = try run(["backup", source, "--dest", dest, "--json", "--recipient", recipient])
+            assertExit(outcome, 0, "night \(night)")
+            let summary = try json(outcome)
+            last = try XCTUnwrap(summary["id"] as? String)
+            if night > 1 {
+                XCTAssertLessThan(summary["new_bytes"] as? Int ?? .max, 200_000, "night \(night) stores the changed block")
+            }
+        }
+        assertExit(try run(["restore", last, "--dest", dest, "--target", path("out"), "--identity", identity, "--quiet"]), 0)
+        try assertTreesEqual(expected: source, actual: restored(source, into: path("out")))
+    }
+
     /// A flipped byte in a supplement's block entry: verify names the supplement (exit 4), a
     /// restore names the file damaged and does not place it (exit 4); the next night's prune
     /// leaves the supplement in place (nothing else holds its blocks) and still frees the rest.

@@ -52,6 +52,11 @@ final class ArchiveSession {
     /// when a table is stored as changes).
     private var storesByBlocks = false
     private var storesTablesAsChanges = false
+    /// Whether a file stored by blocks gets its table stored as changes: not when the
+    /// backup is encrypted to public keys, whose next backup may not read this one's chain
+    /// (nor its supplements) back to gather the other digests, only this host's cached
+    /// copies of its newest manifests.
+    var tablesAsChanges = true
     private var lastProgress = Date.distantPast
 
     /// Scanned items waiting to be written, in scan order (from `queueStart` on): the file
@@ -365,7 +370,7 @@ final class ArchiveSession {
                                                    changed: outcome.changed, basis: basis, own: source)
             // Stored as changes: its own blocks' digests, and the SHA-256 of every one (the
             // others are in the lines of the backups that hold their blocks).
-            let table = placed.asChanges(sha256: SHA256Hasher.hex(of: placed.digests)) ?? placed
+            let table = tablesAsChanges ? placed.asChanges(sha256: SHA256Hasher.hex(of: placed.digests)) ?? placed : placed
             entry.blocks = table
             holders.formUnion(table.holders)
             storesByBlocks = true

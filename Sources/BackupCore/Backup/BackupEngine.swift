@@ -129,6 +129,7 @@ public final class BackupEngine {
                                              readPause: request.readPause, warn: warn)
             defer { session.close() }
             session.expectedBytes = expectedBytes
+            if case .recipients? = request.encryption { session.tablesAsChanges = false }
             try session.writeMarker(now: request.now)
             if let stdinPath = request.stdinPath {
                 try session.addStandardInput(name: stdinPath, now: request.now)
