@@ -68,13 +68,24 @@ struct BlockNeeds {
     /// are: in the line of the backup that holds them, when it is one being removed (read
     /// with `linesOf`, once each), else in the supplement line that holds them (`shelf`).
     /// Throws `ChainConsolidation.DamagedBackup` when a backup being removed does not record
-    /// one (it is kept); one no supplement records stays undigested (its file is not moved).
+    /// one, or its manifest cannot be read (it is kept); one no supplement records stays
+    /// undigested (its file is not moved).
     mutating func fillDigests(going: [BackupID: BackupCatalog.Item], shelf: SupplementShelf,
                               linesOf: (BackupCatalog.Item, Set<PathKey>) throws -> [PathKey: ManifestEntry]) throws {
         var wanting: [BackupID: Set<PathKey>] = [:]
         for key in order where !(byFile[key]?.undigested.isEmpty ?? true) { wanting[key.origin, default: []].insert(key.path) }
         for (origin, paths) in wanting {
-            let lines = try going[origin].map { try linesOf($0, paths) }
+            let lines: [PathKey: ManifestEntry]?
+            do {
+                lines = try going[origin].map { try linesOf($0, paths) }
+            } catch let interruption as Interruption {
+                throw interruption
+            } catch {
+                // Its blocks cannot be checked as they are copied: it stays.
+                let owner = paths.compactMap { byFile[.init(origin: origin, path: $0)]?.owner.id }.min()
+                throw ChainConsolidation.DamagedBackup(backup: origin, neededBy: owner ?? origin,
+                                                       reason: "its manifest cannot be read (\(error))")
+            }
             for path in paths {
                 let key = SupplementManifest.HeldFile(origin: origin, path: path)
                 guard var need = byFile[key] else { continue }
