@@ -23,14 +23,18 @@ import KeepsakeSupport
 public struct BlockTable: Sendable, Equatable {
     // MARK: Policy
 
-    /// Files of this many bytes or more get a table (16 blocks and up: below that, the
-    /// whole file is about what its changed blocks would be).
+    /// Files of this many bytes or more get a table (below that, the whole file is about
+    /// what its changed blocks and table would be).
     public static let threshold: Int64 = 1 << 20
-    /// The block size of files up to `mostBlocks` blocks of it (4 GiB).
-    public static let standardBlockSize = 64 << 10
+    /// The block size of files up to `mostBlocks` blocks of it (2 GiB): the page that file
+    /// systems, databases and virtual disks write, so a page rewritten in place is one
+    /// block stored (64 KiB blocks stored 8 times what changed of a SQLite database).
+    public static let standardBlockSize = 4 << 10
     /// Past this many standard blocks, the block size doubles until the table has at most
-    /// this many digests (2 MiB): a 16 GiB file has 256 KiB blocks.
-    public static let mostBlocks = 1 << 16
+    /// this many digests (8 MiB): a 4 GiB file has 8 KiB blocks, a 16 GiB one 32 KiB. Only a
+    /// whole table (a full backup's, or a file stored whole) is that large: one stored as
+    /// changes holds the digests of the blocks its backup stores.
+    public static let mostBlocks = 1 << 19
     /// The smallest and largest block sizes a manifest may name (powers of two).
     public static let blockSizes = (4 << 10)...(1 << 30)
     /// Bytes of one digest: the first 16 of the block's SHA-256. They tell a changed block

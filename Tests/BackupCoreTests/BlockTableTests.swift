@@ -39,11 +39,12 @@ final class BlockTableTests: KeepsakeTestCase {
 
     // MARK: Policy
 
-    func testBlocksAre64KiBUpTo4GiBAndGrowSoATableHoldsAtMost65536() {
-        XCTAssertEqual(BlockTable.blockSize(forFileSize: BlockTable.threshold), 64 << 10)
-        XCTAssertEqual(BlockTable.blockSize(forFileSize: 4 << 30), 64 << 10)
-        XCTAssertEqual(BlockTable.blockSize(forFileSize: (4 << 30) + 1), 128 << 10)
-        XCTAssertEqual(BlockTable.blockSize(forFileSize: 16 << 30), 256 << 10)
+    func testBlocksAre4KiBUpTo2GiBAndGrowSoATableHoldsAtMost524288() {
+        XCTAssertEqual(BlockTable.blockSize(forFileSize: BlockTable.threshold), 4 << 10)
+        XCTAssertEqual(BlockTable.blockSize(forFileSize: 2 << 30), 4 << 10)
+        XCTAssertEqual(BlockTable.blockSize(forFileSize: (2 << 30) + 1), 8 << 10)
+        XCTAssertEqual(BlockTable.blockSize(forFileSize: 4 << 30), 8 << 10)
+        XCTAssertEqual(BlockTable.blockSize(forFileSize: 16 << 30), 32 << 10)
         XCTAssertEqual(BlockTable.blockSize(forFileSize: Int64.max), 1 << 30, "never past the largest size a manifest may name")
         for size: Int64 in [1 << 20, (4 << 30) + 1, 16 << 30, (1 << 40) + 12345] {
             let blockSize = BlockTable.blockSize(forFileSize: size)

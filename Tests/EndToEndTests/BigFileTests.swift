@@ -111,7 +111,7 @@ final class BigFileTests: EndToEndTestCase {
 
         let first = try backup([source], dest: dest)
         XCTAssertEqual(try checkedTables(first, dest: dest).sorted(), [
-            "big 65536 51 ok", "edge 65536 16 ok", "format 1 declared 147 counted 147", "sparse 65536 80 ok",
+            "big 4096 806 ok", "edge 4096 256 ok", "format 1 declared 2342 counted 2342", "sparse 4096 1280 ok",
         ], "every file of 1 MiB or more, and only those, has its table")
 
         // The next night one block of `big` changes in place: it is read again and has a new
@@ -119,18 +119,18 @@ final class BigFileTests: EndToEndTestCase {
         // `--no-blocks` it is stored whole.
         try overwrite(source + "/big", at: 700_000, with: Array(repeating: 0xAB, count: 10))
         let second = try backup([source], dest: dest, options: ["--no-blocks"])
-        XCTAssertEqual(try checkedTables(second, dest: dest).sorted(), ["big 65536 51 ok", "format 1 declared 51 counted 51"],
+        XCTAssertEqual(try checkedTables(second, dest: dest).sorted(), ["big 4096 806 ok", "format 1 declared 806 counted 806"],
                        "a manifest without files stored by blocks stays in the format older versions read")
         // By default, by its changed block, its table stored as changes (the one digest of
-        // the block it stores, and the SHA-256 of all 51): the manifest says format 3.
+        // the block it stores, and the SHA-256 of all 806): the manifest says format 3.
         try overwrite(source + "/big", at: 1_700_000, with: Array(repeating: 0xCD, count: 10))
         let third = try backup([source], dest: dest)
-        XCTAssertEqual(try checkedTables(third, dest: dest).sorted(), ["big 65536 1 ok changes", "format 3 declared 1 counted 1"])
-        // The night after, the other 50 digests are gathered from where their blocks are
+        XCTAssertEqual(try checkedTables(third, dest: dest).sorted(), ["big 4096 1 ok changes", "format 3 declared 1 counted 1"])
+        // The night after, the other 805 digests are gathered from where their blocks are
         // (the second backup's whole table), so again only the changed block is stored.
         try overwrite(source + "/big", at: 100_000, with: Array(repeating: 0xEF, count: 10))
         let fourth = try backup([source], dest: dest)
-        XCTAssertEqual(try checkedTables(fourth, dest: dest).sorted(), ["big 65536 1 ok changes", "format 3 declared 1 counted 1"])
+        XCTAssertEqual(try checkedTables(fourth, dest: dest).sorted(), ["big 4096 1 ok changes", "format 3 declared 1 counted 1"])
         let both = try run(["backup", source, "--dest", dest, "--blocks", "--no-blocks"])
         assertExit(both, 2)
         XCTAssertTrue(both.stderrText.contains("--no-blocks"), both.stderrText)
@@ -202,8 +202,8 @@ final class BigFileTests: EndToEndTestCase {
         // whole, with a second name), the others' stored as changes; older versions are told
         // to stay away, and the summary declares what the lines hold.
         let checked = try checkedTables(nights[7].id, dest: dest)
-        let logBlocks = try Int((XCTUnwrap(RawFileSystem.lstat(source + "/log")).st_size + 65535) / 65536)
-        XCTAssertEqual(checked.filter { $0.hasPrefix("log ") }, ["log 65536 \(logBlocks) ok"])
+        let logBlocks = try Int((XCTUnwrap(RawFileSystem.lstat(source + "/log")).st_size + 4095) / 4096)
+        XCTAssertEqual(checked.filter { $0.hasPrefix("log ") }, ["log 4096 \(logBlocks) ok"])
         XCTAssertEqual(checked.filter { $0.hasPrefix("image ") || $0.hasPrefix("db ") }.map { $0.hasSuffix(" ok changes") }, [true, true],
                        "\(checked)")
         let counted = checked.dropLast().compactMap { Int($0.split(separator: " ")[2]) }.reduce(0, +)
@@ -433,7 +433,7 @@ final class BigFileTests: EndToEndTestCase {
         let listing = try toolSucceeds("tar", ["--zstd", "-tf", dest + "/" + archive]).stdoutText
         XCTAssertTrue(listing.contains(String(source.dropFirst()) + "/image\n"), listing)
         XCTAssertFalse(listing.contains(".keepsake/blocks/"), listing)
-        XCTAssertEqual(try checkedTables(id, dest: dest), ["image 65536 31 ok", "format 1 declared 31 counted 31"],
+        XCTAssertEqual(try checkedTables(id, dest: dest), ["image 4096 489 ok", "format 1 declared 489 counted 489"],
                        "its table, made in the second read, and no block entry")
         assertExit(try run(["restore", id, "--dest", dest, "--target", path("out")]), 0)
         try assertTreesEqual(expected: source, actual: restored(source, into: path("out")))
@@ -451,7 +451,7 @@ final class BigFileTests: EndToEndTestCase {
         _ = try backup([source], dest: dest)
         var generator = SystemRandomNumberGenerator()
         func change(at offset: UInt64) throws {
-            // 22 blocks of 64 KiB (at most 1.44 MB): more than a quarter of 4 MiB, less than half the file.
+            // 342 blocks of 4 KiB (1.4 MB): more than a quarter of 4 MiB, less than half the file.
             try overwrite(source + "/image", at: offset, with: (0..<1_400_000).map { _ in UInt8.random(in: 0...255, using: &generator) })
         }
         func stored(_ environment: [String: String?]) throws -> (id: String, listing: String) {
@@ -467,19 +467,19 @@ final class BigFileTests: EndToEndTestCase {
         XCTAssertFalse(cramped.listing.contains(".keepsake/blocks/"), "stored whole: \(cramped.listing)")
         XCTAssertTrue(cramped.listing.contains(String(source.dropFirst()) + "/image\n"), cramped.listing)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: small), [], "nothing left in the tmpfs")
-        XCTAssertEqual(try checkedTables(cramped.id, dest: dest).first, "image 65536 46 ok", "its table, made in the second read")
+        XCTAssertEqual(try checkedTables(cramped.id, dest: dest).first, "image 4096 733 ok", "its table, made in the second read")
 
         try change(at: 24 * 65_536)
         let roomy = try stored([:])
         XCTAssertTrue(roomy.listing.contains(".keepsake/blocks/" + String(source.dropFirst()) + "/image\n"),
                       "stored by blocks: \(roomy.listing)")
-        XCTAssertEqual(try checkedTables(roomy.id, dest: dest).first, "image 65536 22 ok changes", "the 22 blocks it stores")
+        XCTAssertEqual(try checkedTables(roomy.id, dest: dest).first, "image 4096 342 ok changes", "the 342 blocks it stores")
         assertExit(try run(["restore", roomy.id, "--dest", dest, "--target", path("out")]), 0)
         try assertTreesEqual(expected: source, actual: restored(source, into: path("out")))
     }
 
-    /// A file of 4 GiB (sparse, so the test is quick) has the largest table: 65,536 blocks, a
-    /// manifest line of 1.4 MB. Its backups, whole and by blocks, restore and verify: the
+    /// A file of 4 GiB (sparse, so the test is quick) has the largest table: 524,288 blocks
+    /// of 8 KiB, a manifest line of 11 MB. Its backups, whole and by blocks, restore and verify: the
     /// room its summary declares for the digests is allowed by every reader (the one restore
     /// uses once allowed only its entries' room, and refused every file of 3.3 GiB or more).
     // test-tag(plain-only): reads 4 GiB of holes four times; the readers' limits are the same code under the sanitizers (BlockTableTests)
