@@ -68,8 +68,11 @@ struct BlockDigestGathering {
         }
         let sha256 = SHA256Hasher.hex(of: every)
         if let whole = table.holdingEvery(every, sha256: sha256) { return .success(whole) }
-        if table.holdsEveryDigest, let wrong = (0..<table.count).first(where: { !table.digest(at: $0).elementsEqual(digest(every, $0)) }) {
-            let holder = table.sources[table.sourceOfEachBlock[wrong]].holder
+        // (A table's runs cover its blocks once, as its reader checks: `every` has them all.)
+        let places = table.sourceOfEachBlock
+        if table.holdsEveryDigest, every.count == table.count * BlockTable.digestLength, places.count == table.count,
+           let wrong = (0..<table.count).first(where: { !table.digest(at: $0).elementsEqual(digest(every, $0)) }) {
+            let holder = table.sources[places[wrong]].holder
             return .failure(Gap(block: wrong, holder: holder, reason: "backup \(holder?.rawValue ?? "itself") does not hold block "
                                 + "\(wrong) of it as recorded"))
         }
