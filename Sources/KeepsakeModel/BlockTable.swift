@@ -335,6 +335,12 @@ public struct BlockTable: Sendable, Equatable {
         guard let count, count > 0 else {
             return .failure(Refusal("a file of \(fileSize) bytes has no blocks"))
         }
+        // Keepsake never makes a larger one (`blockSize(forFileSize:)`); a table stored as
+        // changes holds few digests, so its line alone would not bound what reading it takes.
+        guard count <= mostBlocks else {
+            return .failure(Refusal("a file of \(fileSize) bytes has \(count) blocks of \(blockSize), more than the "
+                                    + "\(mostBlocks) a table may hold"))
+        }
         guard object["from"] != nil || object["runs"] != nil else {
             return .success(BlockTable(blockSize: blockSize, digests: Array(decoded)))
         }

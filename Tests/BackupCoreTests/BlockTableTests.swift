@@ -233,6 +233,10 @@ final class BlockTableTests: KeepsakeTestCase {
             ("none", edited(good, own, ""), "holds 0 digests, where its own archive holds 1"),
             ("a SHA-256 that is not one", edited(good, sha256, "abc"), "'digests_sha256' must be a SHA-256"),
             ("an uppercase one", edited(good, sha256, sha256.uppercased()), "'digests_sha256' must be a SHA-256"),
+            // A few bytes declaring 2^36 blocks held elsewhere: refused before anything is made of them.
+            ("a table no file Keepsake reads has", edited(edited(good, #""size":262144"#, #""size":4503599627370496"#),
+                                                          "[2,0,1,1,1,2]", "[68719476734,0,1,1,1,2]"),
+             "has 68719476736 blocks of 65536, more than the 524288 a table may hold"),
         ]
         for (name, bytes, reason) in cases {
             XCTAssertThrowsError(try parsed(bytes), name) { error in
