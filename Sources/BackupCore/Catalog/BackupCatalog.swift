@@ -329,6 +329,16 @@ public final class BackupCatalog {
         return ids
     }
 
+    /// The lines of a backup's manifest for the entries at `paths` (the last one of each),
+    /// read front to back without keeping the others.
+    func entries(of item: Item, at paths: Set<PathKey>) throws -> [PathKey: ManifestEntry] {
+        var found: [PathKey: ManifestEntry] = [:]
+        _ = try forEachEntry(of: item, keeping: { path, _ in paths.contains(PathKey(Array(path))) }) { entry in
+            found[PathKey(entry.path)] = entry
+        }
+        return found
+    }
+
     /// Reads a backup's manifest front to back, handing each entry `keeping` accepts to
     /// `visit` without keeping any (see `SidecarManifest.forEachEntry`); returns the summary.
     public func forEachEntry(of item: Item, keeping: Manifest.EntryFilter? = nil,

@@ -229,13 +229,7 @@ struct ChainConsolidation {
             events?.handle(.caution("\(lost == 1 ? "1 file" : "\(lost) files") that kept backups take from earlier ones "
                 + "could not be found in \(storage.location); run 'keepsake verify'"))
         }
-        try blockNeeds.fillDigests(going: byID, shelf: shelf) { item, paths in
-            var lines: [PathKey: ManifestEntry] = [:]
-            _ = try catalog.forEachEntry(of: item, keeping: { path, _ in paths.contains(PathKey(Array(path))) }) { entry in
-                lines[PathKey(entry.path)] = entry
-            }
-            return lines
-        }
+        try blockNeeds.fillDigests(going: byID, shelf: shelf) { item, paths in try catalog.entries(of: item, at: paths) }
         let unmoved = planBlocks(blockNeeds, into: &plan, holding: Array(newestOfOwner.values) + left, going: byID, shelf: shelf)
         if unmoved > 0 {
             events?.handle(.caution("blocks of \(unmoved == 1 ? "1 big file" : "\(unmoved) big files") that kept backups take "

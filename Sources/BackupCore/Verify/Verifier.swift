@@ -543,16 +543,7 @@ public final class Verifier {
     private func lines(_ positions: [Int], heldBy holder: BackupCatalog.Item, manifest: Manifest,
                        catalog: BackupCatalog) -> [PathKey: ManifestEntry]? {
         let entries = manifest.entries
-        let paths = Set(positions.map { PathKey(entries.path(at: $0)) })
-        var held: [PathKey: ManifestEntry] = [:]
-        do {
-            _ = try catalog.forEachEntry(of: holder, keeping: { path, _ in paths.contains(PathKey(Array(path))) }) { entry in
-                held[PathKey(entry.path)] = entry
-            }
-        } catch {
-            return nil
-        }
-        return held
+        return try? catalog.entries(of: holder, at: Set(positions.map { PathKey(entries.path(at: $0)) }))
     }
 
     /// Verifies a lone archive file against its own manifest, or against the manifest
